@@ -1,0 +1,406 @@
+//===- PCCOps.td - pcc dialect operations ------------------*- tablegen -*-===//
+//
+// Every op infers its result types from its operands and attributes
+// (InferTypeOpAdaptor), so the generic verifier also checks that the types
+// written in the IR agree with that inference.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PCC_DIALECT_PCC_IR_PCCOPS_TD
+#define PCC_DIALECT_PCC_IR_PCCOPS_TD
+
+include "pcc/Dialect/PCC/IR/PCCDialect.td"
+include "pcc/Dialect/PCC/IR/PCCAttrs.td"
+include "mlir/IR/BuiltinAttributeInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def PCC_Tensor : StaticShapeTensorOf<[AnyType]>;
+def PCC_FloatTensor : StaticShapeTensorOf<[AnyFloat]>;
+def PCC_IndexTensor : StaticShapeTensorOf<[I32, I64]>;
+def PCC_BoolTensor : StaticShapeTensorOf<[I1]>;
+
+//===----------------------------------------------------------------------===//
+// Values: constants and weights
+//===----------------------------------------------------------------------===//
+
+def PCC_ConstantOp : PCC_Op<"constant",
+    [ConstantLike, Pure, InferTypeOpAdaptor]> {
+  let summary = "Small literal tensor";
+  let description = [{
+    A tensor whose value is known at compile time and small enough to keep in
+    the IR: shape arithmetic, scalars, masks. Large parameters are
+    `pcc.weight` instead.
+
+    Example: `%0 = pcc.constant dense<[2, 16]> : tensor<2xi64>`
+  }];
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs PCC_Tensor:$result);
+  let assemblyFormat = "attr-dict $value";
+  let hasFolder = 1;
+}
+
+def PCC_WeightOp : PCC_Op<"weight", [Pure]> {
+  let summary = "Model parameter, held by reference";
+  let description = [{
+    Names an ONNX initializer. Its bytes stay in the model file (or in the
+    external data file given by `external`) until code generation writes the
+    weights file, so the IR's size does not grow with the model's.
+
+    Example:
+    ```mlir
+    %w = pcc.weight "fc1.weight" : tensor<128x64xf32>
+    %e = pcc.weight "wte" external <"gpt.bin", offset = 0, length = 65536> : tensor<128x128xf32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$name, OptionalAttr<PCC_ExternalDataAttr>:$external);
+  let results = (outs PCC_Tensor:$result);
+  let assemblyFormat = "$name (`external` $external^)? attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+class PCC_UnaryOp<string mnemonic, string desc, Type type = PCC_FloatTensor,
+                  list<Trait> traits = []>
+    : PCC_Op<mnemonic, !listconcat(traits,
+        [Pure, Elementwise, InferTypeOpAdaptor])> {
+  let summary = "Elementwise " # desc;
+  let arguments = (ins type:$input);
+  let results = (outs type:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def PCC_NegOp : PCC_UnaryOp<"neg", "negation", PCC_Tensor> { let hasFolder = 1; }
+def PCC_AbsOp : PCC_UnaryOp<"abs", "absolute value", PCC_Tensor>;
+def PCC_ExpOp : PCC_UnaryOp<"exp", "e^x">;
+def PCC_LogOp : PCC_UnaryOp<"log", "natural logarithm">;
+def PCC_SqrtOp : PCC_UnaryOp<"sqrt", "square root"> { let hasFolder = 1; }
+def PCC_ReciprocalOp : PCC_UnaryOp<"reciprocal", "1/x">;
+def PCC_FloorOp : PCC_UnaryOp<"floor", "floor">;
+def PCC_CeilOp : PCC_UnaryOp<"ceil", "ceiling">;
+def PCC_TanhOp : PCC_UnaryOp<"tanh", "hyperbolic tangent">;
+def PCC_ErfOp : PCC_UnaryOp<"erf", "error function">;
+def PCC_SigmoidOp : PCC_UnaryOp<"sigmoid", "logistic sigmoid 1/(1+e^-x)">;
+def PCC_ReluOp : PCC_UnaryOp<"relu", "max(x, 0)", PCC_Tensor>;
+def PCC_SinOp : PCC_UnaryOp<"sin", "sine">;
+def PCC_CosOp : PCC_UnaryOp<"cos", "cosine">;
+def PCC_NotOp : PCC_UnaryOp<"not", "logical not", PCC_BoolTensor> { let hasFolder = 1; }
+
+def PCC_GeluOp : PCC_UnaryOp<"gelu", "GELU"> {
+  let description = [{
+    `x * Phi(x)`; with `approximate = "tanh"` the tanh approximation
+    `0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`.
+  }];
+  let arguments = (ins PCC_FloatTensor:$input,
+                       DefaultValuedStrAttr<StrAttr, "none">:$approximate);
+  let hasVerifier = 1;
+}
+
+def PCC_LeakyReluOp : PCC_UnaryOp<"leaky_relu", "x < 0 ? alpha x : x"> {
+  let arguments = (ins PCC_FloatTensor:$input, F32Attr:$alpha);
+}
+
+def PCC_ClipOp : PCC_UnaryOp<"clip", "clamp to [min, max]"> {
+  let arguments = (ins PCC_FloatTensor:$input, F32Attr:$min, F32Attr:$max);
+  let hasVerifier = 1;
+}
+
+def PCC_CastOp : PCC_Op<"cast", [Pure, Elementwise, InferTypeOpAdaptor]> {
+  let summary = "Elementwise conversion to another element type";
+  let description = [{
+    Converts with ONNX Cast semantics: float to integer truncates toward
+    zero, any nonzero value to bool is true.
+
+    Example: `%1 = pcc.cast %0 {to = f32} : tensor<4xi64> -> tensor<4xf32>`
+  }];
+  let arguments = (ins PCC_Tensor:$input, TypeAttr:$to);
+  let results = (outs PCC_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasFolder = 1;
+}
+
+class PCC_BinaryOp<string mnemonic, string desc, Type type = PCC_Tensor,
+                   list<Trait> traits = []>
+    : PCC_Op<mnemonic, !listconcat(traits, [Pure, InferTypeOpAdaptor])> {
+  let summary = "Elementwise " # desc # " with numpy broadcasting";
+  let arguments = (ins type:$lhs, type:$rhs);
+  let results = (outs PCC_Tensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
+  }];
+  let hasFolder = 1;
+}
+
+def PCC_AddOp : PCC_BinaryOp<"add", "addition", PCC_Tensor, [Commutative]>;
+def PCC_SubOp : PCC_BinaryOp<"sub", "subtraction">;
+def PCC_MulOp : PCC_BinaryOp<"mul", "multiplication", PCC_Tensor, [Commutative]>;
+def PCC_DivOp : PCC_BinaryOp<"div", "division (integers truncate)">;
+def PCC_PowOp : PCC_BinaryOp<"pow", "power">;
+def PCC_MaxOp : PCC_BinaryOp<"max", "maximum", PCC_Tensor, [Commutative]>;
+def PCC_MinOp : PCC_BinaryOp<"min", "minimum", PCC_Tensor, [Commutative]>;
+def PCC_EqualOp : PCC_BinaryOp<"equal", "equality test", PCC_Tensor, [Commutative]>;
+def PCC_LessOp : PCC_BinaryOp<"less", "less-than test">;
+def PCC_LessEqualOp : PCC_BinaryOp<"less_equal", "less-or-equal test">;
+def PCC_GreaterOp : PCC_BinaryOp<"greater", "greater-than test">;
+def PCC_GreaterEqualOp : PCC_BinaryOp<"greater_equal", "greater-or-equal test">;
+def PCC_AndOp : PCC_BinaryOp<"and", "logical and", PCC_BoolTensor, [Commutative]>;
+def PCC_OrOp : PCC_BinaryOp<"or", "logical or", PCC_BoolTensor, [Commutative]>;
+def PCC_XorOp : PCC_BinaryOp<"xor", "logical xor", PCC_BoolTensor, [Commutative]>;
+
+def PCC_WhereOp : PCC_Op<"where", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Elementwise select with numpy broadcasting";
+  let description = [{
+    `cond ? lhs : rhs` elementwise, all three broadcast to a common shape.
+
+    Example: `%r = pcc.where %c, %a, %b : (tensor<16x16xi1>, tensor<f32>, tensor<2x4x16x16xf32>) -> tensor<2x4x16x16xf32>`
+  }];
+  let arguments = (ins PCC_BoolTensor:$condition, PCC_Tensor:$lhs, PCC_Tensor:$rhs);
+  let results = (outs PCC_Tensor:$result);
+  let assemblyFormat = [{
+    $condition `,` $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
+  }];
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Contractions and convolutions
+//===----------------------------------------------------------------------===//
+
+def PCC_MatMulOp : PCC_Op<"matmul", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Batched matrix product with numpy semantics";
+  let description = [{
+    `numpy.matmul`: rank-1 operands are promoted to matrices and the
+    promoted dimension dropped from the result; batch dimensions broadcast.
+
+    Example: `%y = pcc.matmul %x, %w : (tensor<2x16x64xf32>, tensor<64x256xf32>) -> tensor<2x16x256xf32>`
+  }];
+  let arguments = (ins PCC_Tensor:$lhs, PCC_Tensor:$rhs);
+  let results = (outs PCC_Tensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+}
+
+def PCC_GemmOp : PCC_Op<"gemm", [Pure, InferTypeOpAdaptor]> {
+  let summary = "General matrix multiply: alpha op(A) op(B) + beta C";
+  let description = [{
+    ONNX Gemm on rank-2 operands; `C` is optional and broadcasts to the
+    result. PyTorch exports `nn.Linear` on 2-D input as Gemm with `transB`.
+
+    Example: `%y = pcc.gemm %x, %w, %b {transB = true} : (tensor<4x64xf32>, tensor<128x64xf32>, tensor<128xf32>) -> tensor<4x128xf32>`
+  }];
+  let arguments = (ins PCC_FloatTensor:$a, PCC_FloatTensor:$b,
+                       Optional<PCC_FloatTensor>:$c,
+                       DefaultValuedAttr<F32Attr, "1.0f">:$alpha,
+                       DefaultValuedAttr<F32Attr, "1.0f">:$beta,
+                       DefaultValuedAttr<BoolAttr, "false">:$transA,
+                       DefaultValuedAttr<BoolAttr, "false">:$transB);
+  let results = (outs PCC_FloatTensor:$result);
+  let assemblyFormat = "$a `,` $b (`,` $c^)? attr-dict `:` functional-type(operands, results)";
+}
+
+def PCC_ConvOp : PCC_Op<"conv", [Pure, InferTypeOpAdaptor]> {
+  let summary = "N-D grouped convolution (NCHW)";
+  let description = [{
+    ONNX Conv with explicit padding: `pads` holds the begin pads of every
+    spatial axis followed by the end pads. `auto_pad` is resolved on import.
+
+    Example: `%y = pcc.conv %x, %w, %b {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<2x3x16x16xf32>, tensor<8x3x3x3xf32>, tensor<8xf32>) -> tensor<2x8x16x16xf32>`
+  }];
+  let arguments = (ins PCC_FloatTensor:$input, PCC_FloatTensor:$filter,
+                       Optional<PCC_FloatTensor>:$bias,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                       DenseI64ArrayAttr:$dilations, I64Attr:$group);
+  let results = (outs PCC_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $filter (`,` $bias^)? attr-dict `:` functional-type(operands, results)";
+}
+
+class PCC_PoolOp<string mnemonic, string desc> : PCC_Op<mnemonic, [Pure, InferTypeOpAdaptor]> {
+  let summary = desc # " pooling over the spatial axes of an NCHW tensor";
+  let arguments = (ins PCC_FloatTensor:$input, DenseI64ArrayAttr:$kernel_shape,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                       DenseI64ArrayAttr:$dilations,
+                       DefaultValuedAttr<BoolAttr, "false">:$ceil_mode,
+                       DefaultValuedAttr<BoolAttr, "false">:$count_include_pad);
+  let results = (outs PCC_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+}
+
+def PCC_MaxPoolOp : PCC_PoolOp<"max_pool", "Max">;
+def PCC_AveragePoolOp : PCC_PoolOp<"average_pool", "Average">;
+
+def PCC_GlobalAveragePoolOp : PCC_Op<"global_average_pool", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Mean over all spatial axes, keeping them as size 1";
+  let arguments = (ins PCC_FloatTensor:$input);
+  let results = (outs PCC_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+}
+
+//===----------------------------------------------------------------------===//
+// Normalizations and reductions
+//===----------------------------------------------------------------------===//
+
+def PCC_SoftmaxOp : PCC_Op<"softmax", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Softmax along one axis";
+  let arguments = (ins PCC_FloatTensor:$input, I64Attr:$axis);
+  let results = (outs PCC_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+def PCC_LayerNormOp : PCC_Op<"layer_norm", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Layer normalization over the trailing axes from `axis`";
+  let description = [{
+    `(x - mean) / sqrt(var + epsilon) * scale + bias`, statistics over axes
+    `axis..rank-1`; `scale` and `bias` have the shape of those axes.
+
+    Example: `%y = pcc.layer_norm %x, %g, %b {axis = 2 : i64, epsilon = 1.0e-05 : f32} : (tensor<2x16x64xf32>, tensor<64xf32>, tensor<64xf32>) -> tensor<2x16x64xf32>`
+  }];
+  let arguments = (ins PCC_FloatTensor:$input, PCC_FloatTensor:$scale,
+                       Optional<PCC_FloatTensor>:$bias, I64Attr:$axis,
+                       F32Attr:$epsilon);
+  let results = (outs PCC_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $scale (`,` $bias^)? attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def PCC_BatchNormOp : PCC_Op<"batch_norm", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Batch normalization with running statistics (inference)";
+  let arguments = (ins PCC_FloatTensor:$input, PCC_FloatTensor:$scale,
+                       PCC_FloatTensor:$bias, PCC_FloatTensor:$mean,
+                       PCC_FloatTensor:$variance, F32Attr:$epsilon);
+  let results = (outs PCC_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $scale `,` $bias `,` $mean `,` $variance attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+class PCC_ReduceOp<string mnemonic, string desc, Type type = PCC_Tensor>
+    : PCC_Op<mnemonic, [Pure, InferTypeOpAdaptor]> {
+  let summary = "Reduction by " # desc # " over `axes`";
+  let description = [{
+    Reduces over the sorted, non-negative `axes`; with `keepdims` the reduced
+    axes stay as size 1. An empty `axes` reduces nothing (ONNX's
+    `noop_with_empty_axes`); the importer expands ONNX's default of all axes.
+  }];
+  let arguments = (ins type:$input, DenseI64ArrayAttr:$axes,
+                       DefaultValuedAttr<BoolAttr, "true">:$keepdims);
+  let results = (outs type:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+}
+
+def PCC_ReduceSumOp : PCC_ReduceOp<"reduce_sum", "sum">;
+def PCC_ReduceMeanOp : PCC_ReduceOp<"reduce_mean", "mean", PCC_FloatTensor>;
+def PCC_ReduceMaxOp : PCC_ReduceOp<"reduce_max", "maximum">;
+def PCC_ReduceMinOp : PCC_ReduceOp<"reduce_min", "minimum">;
+def PCC_ReduceProdOp : PCC_ReduceOp<"reduce_prod", "product">;
+
+class PCC_ArgReduceOp<string mnemonic, string desc>
+    : PCC_Op<mnemonic, [Pure, InferTypeOpAdaptor]> {
+  let summary = "Index of the " # desc # " along `axis` (first on ties)";
+  let arguments = (ins PCC_Tensor:$input, I64Attr:$axis,
+                       DefaultValuedAttr<BoolAttr, "true">:$keepdims);
+  let results = (outs StaticShapeTensorOf<[I64]>:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+}
+
+def PCC_ArgMaxOp : PCC_ArgReduceOp<"argmax", "maximum">;
+def PCC_ArgMinOp : PCC_ArgReduceOp<"argmin", "minimum">;
+
+//===----------------------------------------------------------------------===//
+// Data movement
+//===----------------------------------------------------------------------===//
+
+def PCC_ReshapeOp : PCC_Op<"reshape", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Reinterpret a tensor with a new static shape";
+  let description = [{
+    Row-major reshape to `shape`, which has no -1 or 0 entries (the importer
+    resolves ONNX's). ONNX Flatten, Squeeze and Unsqueeze import as reshape.
+
+    Example: `%y = pcc.reshape %x {shape = array<i64: 2, 16, 4, 16>} : (tensor<2x16x64xf32>) -> tensor<2x16x4x16xf32>`
+  }];
+  let arguments = (ins PCC_Tensor:$input, DenseI64ArrayAttr:$shape);
+  let results = (outs PCC_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasFolder = 1;
+}
+
+def PCC_TransposeOp : PCC_Op<"transpose", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Permute axes: result dim i is input dim perm[i]";
+  let arguments = (ins PCC_Tensor:$input, DenseI64ArrayAttr:$perm);
+  let results = (outs PCC_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasFolder = 1;
+}
+
+def PCC_ExpandOp : PCC_Op<"expand", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Broadcast to a shape (numpy rules with `shape`)";
+  let description = [{
+    The result shape is the broadcast of the input shape with `shape`, as in
+    ONNX Expand.
+  }];
+  let arguments = (ins PCC_Tensor:$input, DenseI64ArrayAttr:$shape);
+  let results = (outs PCC_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasFolder = 1;
+}
+
+def PCC_ConcatOp : PCC_Op<"concat", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Join tensors along `axis`";
+  let arguments = (ins Variadic<PCC_Tensor>:$inputs, I64Attr:$axis);
+  let results = (outs PCC_Tensor:$result);
+  let assemblyFormat = "$inputs attr-dict `:` functional-type(operands, results)";
+  let hasFolder = 1;
+}
+
+def PCC_SplitOp : PCC_Op<"split", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Cut a tensor into consecutive pieces of `sizes` along `axis`";
+  let arguments = (ins PCC_Tensor:$input, I64Attr:$axis, DenseI64ArrayAttr:$sizes);
+  let results = (outs Variadic<PCC_Tensor>:$results);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def PCC_SliceOp : PCC_Op<"slice", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Strided slice with one (start, step) per input axis";
+  let description = [{
+    Result dim i has `sizes[i]` elements, taken from `starts[i]` every
+    `steps[i]` (steps may be negative). The importer clamps ONNX's bounds
+    and fills in axes ONNX leaves out.
+  }];
+  let arguments = (ins PCC_Tensor:$input, DenseI64ArrayAttr:$starts,
+                       DenseI64ArrayAttr:$sizes, DenseI64ArrayAttr:$steps);
+  let results = (outs PCC_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def PCC_GatherOp : PCC_Op<"gather", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Take entries along `axis` at `indices` (embedding lookup)";
+  let description = [{
+    ONNX Gather: the result shape is `input[:axis] + indices + input[axis+1:]`.
+    Negative indices count from the end.
+
+    Example: `%e = pcc.gather %wte, %ids {axis = 0 : i64} : (tensor<128x64xf32>, tensor<2x16xi64>) -> tensor<2x16x64xf32>`
+  }];
+  let arguments = (ins PCC_Tensor:$input, PCC_IndexTensor:$indices, I64Attr:$axis);
+  let results = (outs PCC_Tensor:$result);
+  let assemblyFormat = "$input `,` $indices attr-dict `:` functional-type(operands, results)";
+  let hasFolder = 1;
+}
+
+def PCC_TriluOp : PCC_Op<"trilu", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Keep the upper or lower triangle of the last two axes";
+  let description = [{
+    Zeroes entries below (`upper`) or above (lower) diagonal `k` of each
+    matrix in the trailing two axes.
+  }];
+  let arguments = (ins PCC_Tensor:$input, BoolAttr:$upper, I64Attr:$k);
+  let results = (outs PCC_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+#endif // PCC_DIALECT_PCC_IR_PCCOPS_TD

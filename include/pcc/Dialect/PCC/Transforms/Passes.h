@@ -1,0 +1,27 @@
+//===- Passes.h - pcc dialect passes ----------------------------*- C++ -*-===//
+
+#ifndef PCC_DIALECT_PCC_TRANSFORMS_PASSES_H
+#define PCC_DIALECT_PCC_TRANSFORMS_PASSES_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Pass/Pass.h"
+#include "pcc/Dialect/PCC/IR/PCCDialect.h"
+
+namespace pcc {
+
+#define GEN_PASS_DECL
+#include "pcc/Dialect/PCC/Transforms/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "pcc/Dialect/PCC/Transforms/Passes.h.inc"
+
+/// Canonicalization, composite raising and CSE: what runs on every
+/// imported module before planning.
+void buildImportCleanupPipeline(mlir::OpPassManager &pm);
+
+/// Registers all pcc passes and pipelines (for pcc-opt).
+void registerPCCPassesAndPipelines();
+
+} // namespace pcc
+
+#endif // PCC_DIALECT_PCC_TRANSFORMS_PASSES_H

@@ -1,0 +1,132 @@
+//===- PCCOps.cpp - pcc op definitions and verifiers ----------------------===//
+//
+// Result-type inference lives in PCCTypeInference.cpp and folders in
+// PCCFolders.cpp; this file holds the generated definitions and the
+// verifiers for invariants that inference does not already imply.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pcc/Dialect/PCC/IR/PCCOps.h"
+
+#include "mlir/IR/OpImplementation.h"
+
+using namespace mlir;
+using namespace pcc;
+
+#define GET_OP_CLASSES
+#include "pcc/Dialect/PCC/IR/PCCOps.cpp.inc"
+
+LogicalResult WeightOp::verify() {
+  if (getName().empty())
+    return emitOpError() << "requires a non-empty initializer name";
+  if (auto ext = getExternalAttr()) {
+    if (ext.getOffset() < 0 || ext.getLength() < 0)
+      return emitOpError() << "external data offset and length must be "
+                              "non-negative";
+    auto type = cast<RankedTensorType>(getType());
+    int64_t bits = type.getElementTypeBitWidth();
+    int64_t expected = (type.getNumElements() * bits + 7) / 8;
+    if (ext.getLength() != expected)
+      return emitOpError() << "external data length " << ext.getLength()
+                           << " does not match the " << expected
+                           << " bytes of " << type;
+  }
+  return success();
+}
+
+LogicalResult GeluOp::verify() {
+  StringRef mode = getApproximate();
+  if (mode != "none" && mode != "tanh")
+    return emitOpError() << "approximate must be 'none' or 'tanh', got '"
+                         << mode << "'";
+  return success();
+}
+
+LogicalResult ClipOp::verify() {
+  float lo = getMin().convertToFloat(), hi = getMax().convertToFloat();
+  if (lo > hi)
+    return emitOpError() << "min " << lo << " exceeds max " << hi;
+  return success();
+}
+
+LogicalResult SoftmaxOp::verify() {
+  int64_t rank = getInput().getType().getRank();
+  if (getAxis() < 0 || getAxis() >= rank)
+    return emitOpError() << "axis " << getAxis() << " out of range for rank "
+                         << rank;
+  return success();
+}
+
+LogicalResult LayerNormOp::verify() {
+  auto type = getInput().getType();
+  int64_t axis = getAxis();
+  if (axis < 0 || axis >= type.getRank())
+    return emitOpError() << "axis " << axis << " out of range for rank "
+                         << type.getRank();
+  ArrayRef<int64_t> normShape = type.getShape().drop_front(axis);
+  auto checkParam = [&](Value v, StringRef what) -> LogicalResult {
+    auto paramShape = cast<RankedTensorType>(v.getType()).getShape();
+    // ONNX lets scale and bias broadcast against the normalized shape.
+    if (paramShape.size() > normShape.size())
+      return emitOpError() << what << " rank exceeds the normalized rank";
+    for (auto [p, n] : llvm::zip(llvm::reverse(paramShape),
+                                 llvm::reverse(normShape)))
+      if (p != n && p != 1)
+        return emitOpError() << what << " shape does not broadcast to the "
+                             << "normalized shape";
+    return success();
+  };
+  if (failed(checkParam(getScale(), "scale")))
+    return failure();
+  if (getBias() && failed(checkParam(getBias(), "bias")))
+    return failure();
+  return success();
+}
+
+LogicalResult BatchNormOp::verify() {
+  auto type = getInput().getType();
+  if (type.getRank() < 2)
+    return emitOpError() << "input must have rank >= 2 (N, C, ...)";
+  int64_t channels = type.getDimSize(1);
+  for (Value v : {getScale(), getBias(), getMean(), getVariance()}) {
+    auto t = cast<RankedTensorType>(v.getType());
+    if (t.getRank() != 1 || t.getDimSize(0) != channels)
+      return emitOpError() << "per-channel operands must be tensor<"
+                           << channels << "x...>, got " << t;
+  }
+  return success();
+}
+
+LogicalResult SplitOp::verify() {
+  if (getResults().size() != getSizes().size())
+    return emitOpError() << "has " << getResults().size()
+                         << " results but " << getSizes().size() << " sizes";
+  return success();
+}
+
+LogicalResult SliceOp::verify() {
+  auto type = getInput().getType();
+  size_t rank = type.getRank();
+  if (getStarts().size() != rank || getSizes().size() != rank ||
+      getSteps().size() != rank)
+    return emitOpError() << "needs one start, size and step per axis";
+  for (auto [d, start, size, step] :
+       llvm::enumerate(getStarts(), getSizes(), getSteps())) {
+    if (step == 0)
+      return emitOpError() << "step of axis " << d << " is zero";
+    if (size == 0)
+      continue;
+    int64_t last = start + (size - 1) * step;
+    int64_t dim = type.getDimSize(d);
+    if (start < 0 || start >= dim || last < 0 || last >= dim)
+      return emitOpError() << "axis " << d << " reads outside [0, " << dim
+                           << ")";
+  }
+  return success();
+}
+
+LogicalResult TriluOp::verify() {
+  if (getInput().getType().getRank() < 2)
+    return emitOpError() << "input must have rank >= 2";
+  return success();
+}

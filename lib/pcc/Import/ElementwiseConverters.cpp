@@ -1,0 +1,183 @@
+//===- ElementwiseConverters.cpp - ONNX elementwise ops to pcc ------------===//
+
+#include "ImportContext.h"
+
+using namespace mlir;
+
+namespace pcc::import {
+namespace {
+
+using Results = FailureOr<SmallVector<Value>>;
+
+Results one(FailureOr<Value> v) {
+  if (failed(v))
+    return failure();
+  return SmallVector<Value>{*v};
+}
+
+template <typename OpTy>
+Converter unary() {
+  return [](NodeContext &c) -> Results {
+    if (failed(c.requireInputs(1)))
+      return failure();
+    return one(c.build1<OpTy>(c.input(0)));
+  };
+}
+
+/// Binary ops; ONNX's Max, Min, Sum and Mean are variadic and fold left.
+template <typename OpTy>
+Converter binary(bool variadic = false) {
+  return [variadic](NodeContext &c) -> Results {
+    size_t n = c.numInputs();
+    if (failed(c.requireInputs(variadic ? 1 : 2)))
+      return failure();
+    Value acc = c.input(0);
+    for (size_t i = 1; i < n; ++i) {
+      auto next = c.build1<OpTy>(ValueRange{acc, c.input(i)});
+      if (failed(next))
+        return failure();
+      acc = *next;
+    }
+    return SmallVector<Value>{acc};
+  };
+}
+
+Results convertMean(NodeContext &c) {
+  auto sum = binary<AddOp>(true)(c);
+  if (failed(sum) || c.numInputs() == 1)
+    return sum;
+  auto type = cast<RankedTensorType>((*sum)[0].getType());
+  auto n = c.constant(DenseElementsAttr::get(
+      RankedTensorType::get({}, type.getElementType()),
+      FloatAttr::get(type.getElementType(), double(c.numInputs()))));
+  return one(c.build1<DivOp>(ValueRange{(*sum)[0], n}));
+}
+
+Results convertCast(NodeContext &c) {
+  if (failed(c.requireInputs(1)))
+    return failure();
+  int64_t to = c.intAttr("to", 0);
+  Type elem = elementTypeFor(to, c.ctx());
+  if (!elem)
+    return c.error() << "Cast to unsupported ONNX data type " << to;
+  return one(c.build1<CastOp>(c.input(0), {c.named("to", TypeAttr::get(elem))}));
+}
+
+Results convertCastLike(NodeContext &c) {
+  if (failed(c.requireInputs(2)))
+    return failure();
+  Type elem = c.inputType(1).getElementType();
+  return one(c.build1<CastOp>(c.input(0), {c.named("to", TypeAttr::get(elem))}));
+}
+
+Results convertLeakyRelu(NodeContext &c) {
+  if (failed(c.requireInputs(1)))
+    return failure();
+  return one(c.build1<LeakyReluOp>(c.input(0),
+                                   {c.f32("alpha", c.floatAttr("alpha", 0.01f))}));
+}
+
+Results convertClip(NodeContext &c) {
+  if (failed(c.requireInputs(1)))
+    return failure();
+  double lo = -std::numeric_limits<float>::infinity();
+  double hi = std::numeric_limits<float>::infinity();
+  if (c.opset < 11) {
+    lo = c.floatAttr("min", lo);
+    hi = c.floatAttr("max", hi);
+  } else {
+    if (c.input(1)) {
+      auto v = c.constScalar(1, "Clip min");
+      if (failed(v))
+        return failure();
+      lo = *v;
+    }
+    if (c.input(2)) {
+      auto v = c.constScalar(2, "Clip max");
+      if (failed(v))
+        return failure();
+      hi = *v;
+    }
+  }
+  return one(c.build1<ClipOp>(c.input(0), {c.f32("min", lo), c.f32("max", hi)}));
+}
+
+Results convertGelu(NodeContext &c) {
+  if (failed(c.requireInputs(1)))
+    return failure();
+  return one(c.build1<GeluOp>(
+      c.input(0), {c.named("approximate", StringAttr::get(
+                                              c.ctx(), c.stringAttr("approximate",
+                                                                    "none")))}));
+}
+
+Results convertIdentity(NodeContext &c) {
+  if (failed(c.requireInputs(1)))
+    return failure();
+  return SmallVector<Value>{c.input(0)};
+}
+
+/// Dropout at inference is the identity; its mask output is not produced.
+Results convertDropout(NodeContext &c) {
+  if (failed(c.requireInputs(1)))
+    return failure();
+  if (c.opset >= 12 && c.input(2)) {
+    auto training = c.constScalar(2, "Dropout training_mode");
+    if (failed(training))
+      return failure();
+    if (*training != 0)
+      return c.error() << "Dropout in training mode is not supported";
+  }
+  return SmallVector<Value>{c.input(0), Value()};
+}
+
+} // namespace
+
+void addElementwiseConverters(llvm::StringMap<Converter> &t) {
+  t["Neg"] = unary<NegOp>();
+  t["Abs"] = unary<AbsOp>();
+  t["Exp"] = unary<ExpOp>();
+  t["Log"] = unary<LogOp>();
+  t["Sqrt"] = unary<SqrtOp>();
+  t["Reciprocal"] = unary<ReciprocalOp>();
+  t["Floor"] = unary<FloorOp>();
+  t["Ceil"] = unary<CeilOp>();
+  t["Tanh"] = unary<TanhOp>();
+  t["Erf"] = unary<ErfOp>();
+  t["Sigmoid"] = unary<SigmoidOp>();
+  t["Relu"] = unary<ReluOp>();
+  t["Sin"] = unary<SinOp>();
+  t["Cos"] = unary<CosOp>();
+  t["Not"] = unary<NotOp>();
+  t["Gelu"] = convertGelu;
+  t["LeakyRelu"] = convertLeakyRelu;
+  t["Clip"] = convertClip;
+  t["Cast"] = convertCast;
+  t["CastLike"] = convertCastLike;
+  t["Identity"] = convertIdentity;
+  t["Dropout"] = convertDropout;
+  t["Add"] = binary<AddOp>();
+  t["Sub"] = binary<SubOp>();
+  t["Mul"] = binary<MulOp>();
+  t["Div"] = binary<DivOp>();
+  t["Pow"] = binary<PowOp>();
+  t["Max"] = binary<MaxOp>(true);
+  t["Min"] = binary<MinOp>(true);
+  t["Sum"] = binary<AddOp>(true);
+  t["Mean"] = convertMean;
+  t["Equal"] = binary<EqualOp>();
+  t["Less"] = binary<LessOp>();
+  t["LessOrEqual"] = binary<LessEqualOp>();
+  t["Greater"] = binary<GreaterOp>();
+  t["GreaterOrEqual"] = binary<GreaterEqualOp>();
+  t["And"] = binary<AndOp>();
+  t["Or"] = binary<OrOp>();
+  t["Xor"] = binary<XorOp>();
+  t["Where"] = [](NodeContext &c) -> Results {
+    if (failed(c.requireInputs(3)))
+      return failure();
+    return one(c.build1<WhereOp>(ValueRange{c.input(0), c.input(1), c.input(2)}));
+  };
+}
+
+} // namespace pcc::import

@@ -1,0 +1,343 @@
+//===- ModelLoader.cpp - reading and validating ONNX models ---------------===//
+//
+// Validation happens here, before any IR exists, so each malformed input
+// gets one precise message: the ONNX checker accepts many models that cannot
+// be compiled (opset 99, negative dims, initializers whose bytes do not match
+// their shape), and rejects some that can (external data that is absent on a
+// planning machine), so pcc checks what it relies on itself.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ModelLoader.h"
+
+#include "onnx/defs/parser.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+
+#include <google/protobuf/io/coded_stream.h>
+
+#include <climits>
+#include <queue>
+#include <unordered_map>
+
+using namespace mlir;
+
+namespace pcc::import {
+
+bool parseModel(llvm::StringRef buffer, bool text, onnx::ModelProto &model,
+                Diag diag) {
+  if (buffer.empty()) {
+    diag("file is empty", "");
+    return false;
+  }
+  if (text) {
+    std::string copy = buffer.str();
+    onnx::OnnxParser parser(copy.c_str());
+    auto status = parser.Parse(model);
+    if (!status.IsOK()) {
+      std::string msg = status.ErrorMessage();
+      diag("failed to parse ONNX text: " +
+               llvm::StringRef(msg).split('\n').first.trim().str(),
+           "");
+      return false;
+    }
+    return true;
+  }
+  google::protobuf::io::CodedInputStream stream(
+      reinterpret_cast<const uint8_t *>(buffer.data()),
+      static_cast<int>(std::min<size_t>(buffer.size(), INT_MAX)));
+  stream.SetTotalBytesLimit(INT_MAX);
+  if (buffer.size() > static_cast<size_t>(INT_MAX) ||
+      !model.ParseFromCodedStream(&stream) ||
+      !stream.ConsumedEntireMessage()) {
+    diag("failed to parse ONNX protobuf (not an ONNX model, or truncated)",
+         "");
+    return false;
+  }
+  return true;
+}
+
+int checkModelHeader(const onnx::ModelProto &model, Diag diag) {
+  if (!model.has_graph()) {
+    diag("model has no graph (not an ONNX model?)", "");
+    return -1;
+  }
+  if (model.ir_version() < 3) {
+    diag("unsupported ONNX IR version " + std::to_string(model.ir_version()) +
+             " (need >= 3)",
+         "");
+    return -1;
+  }
+  int opset = -1;
+  for (const auto &imp : model.opset_import()) {
+    if (imp.domain().empty() || imp.domain() == "ai.onnx")
+      opset = static_cast<int>(imp.version());
+  }
+  if (opset < 0) {
+    diag("model imports no default-domain opset", "");
+    return -1;
+  }
+  if (opset > kMaxSupportedOpset) {
+    diag("model uses opset " + std::to_string(opset) +
+             ", newer than the newest supported opset " +
+             std::to_string(kMaxSupportedOpset),
+         "");
+    return -1;
+  }
+  if (opset < kMinSupportedOpset) {
+    diag("model uses opset " + std::to_string(opset) +
+             ", older than the oldest supported opset " +
+             std::to_string(kMinSupportedOpset),
+         "");
+    return -1;
+  }
+  return opset;
+}
+
+bool bindInputShapes(onnx::GraphProto &graph, const ImportOptions &options,
+                     Diag diag) {
+  llvm::StringSet<> used; // bindings that matched something
+  for (auto &input : *graph.mutable_input()) {
+    if (!input.type().has_tensor_type())
+      continue;
+    auto *shape = input.mutable_type()->mutable_tensor_type()->mutable_shape();
+    auto whole = options.inputShapes.find(input.name());
+    if (whole != options.inputShapes.end()) {
+      used.insert(input.name());
+      shape->clear_dim();
+      for (int64_t d : whole->second)
+        shape->add_dim()->set_dim_value(d);
+      continue;
+    }
+    for (auto &dim : *shape->mutable_dim()) {
+      if (!dim.has_dim_param())
+        continue;
+      auto it = options.inputShapes.find(dim.dim_param());
+      if (it == options.inputShapes.end())
+        continue;
+      used.insert(dim.dim_param());
+      if (it->second.size() != 1) {
+        diag("--input-shape binds symbolic dimension '" + dim.dim_param() +
+                 "' to a shape; give one size, e.g. " + dim.dim_param() + "=4",
+             "");
+        return false;
+      }
+      dim.set_dim_value(it->second[0]);
+    }
+  }
+  for (const auto &entry : options.inputShapes) {
+    if (!used.contains(entry.getKey())) {
+      diag("--input-shape names '" + entry.getKey().str() +
+               "', which is neither a graph input nor a symbolic dimension",
+           "");
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string nodeName(const onnx::NodeProto &node, int index) {
+  if (!node.name().empty())
+    return node.name();
+  return node.op_type() + "#" + std::to_string(index);
+}
+
+/// Element count of `dims`, or -1 on a negative dim or int64 overflow.
+static int64_t checkedCount(llvm::ArrayRef<int64_t> dims, std::string &why) {
+  int64_t count = 1;
+  for (int64_t d : dims) {
+    if (d < 0) {
+      why = "negative dimension " + std::to_string(d);
+      return -1;
+    }
+    if (d != 0 && count > std::numeric_limits<int64_t>::max() / d) {
+      why = "element count overflows int64";
+      return -1;
+    }
+    count *= d;
+  }
+  return count;
+}
+
+bool checkInitializers(const onnx::GraphProto &graph, llvm::StringRef modelDir,
+                       Diag diag) {
+  for (const auto &t : graph.initializer()) {
+    std::string what = "initializer '" + t.name() + "'";
+    if (!elementBytes(t.data_type())) {
+      diag(what + " has unsupported data type " +
+               std::to_string(t.data_type()),
+           "");
+      return false;
+    }
+    std::string why;
+    int64_t count = checkedCount(
+        llvm::ArrayRef<int64_t>(t.dims().data(), t.dims().size()), why);
+    if (count < 0) {
+      diag(what + " has " + why, "");
+      return false;
+    }
+    int64_t bits = elementBytes(t.data_type());
+    if (count > std::numeric_limits<int64_t>::max() / bits) {
+      diag(what + " byte size overflows int64", "");
+      return false;
+    }
+    int64_t expected = count * bits;
+    if (auto ext = externalLocation(t)) {
+      if (ext->length >= 0 && ext->length != expected) {
+        diag(what + " declares " + std::to_string(ext->length) +
+                 " bytes of external data, but its shape needs " +
+                 std::to_string(expected),
+             "");
+        return false;
+      }
+      if (ext->offset < 0) {
+        diag(what + " has a negative external data offset", "");
+        return false;
+      }
+      llvm::SmallString<256> file(modelDir);
+      llvm::sys::path::append(file, ext->location);
+      uint64_t size;
+      // An absent file is fine (shape-only planning); a present one must be
+      // large enough.
+      if (!llvm::sys::fs::file_size(file, size) &&
+          static_cast<uint64_t>(ext->offset + expected) > size) {
+        diag(what + " reads past the end of external file '" + ext->location +
+                 "'",
+             "");
+        return false;
+      }
+      continue;
+    }
+    int64_t have = -1;
+    if (t.has_raw_data()) {
+      have = t.raw_data().size();
+    } else {
+      // Typed fields hold one entry per element (two per complex value,
+      // which pcc does not support).
+      int64_t n = t.float_data_size() + t.int32_data_size() +
+                  t.int64_data_size() + t.double_data_size() +
+                  t.uint64_data_size();
+      have = n * bits;
+      if (n == 0 && count != 0 && t.string_data_size() == 0)
+        have = 0;
+    }
+    if (have != expected) {
+      diag(what + " holds " + std::to_string(have) +
+               " bytes of data, but its shape needs " +
+               std::to_string(expected),
+           "");
+      return false;
+    }
+  }
+  return true;
+}
+
+bool sortNodes(const onnx::GraphProto &graph, std::vector<int> &order,
+               Diag diag) {
+  std::unordered_map<std::string, int> producer;
+  std::unordered_map<std::string, bool> external;
+  for (const auto &in : graph.input())
+    external[in.name()] = true;
+  for (const auto &init : graph.initializer())
+    external[init.name()] = true;
+  int n = graph.node_size();
+  for (int i = 0; i < n; ++i)
+    for (const auto &out : graph.node(i).output())
+      if (!out.empty())
+        producer[out] = i;
+
+  std::vector<int> pending(n, 0);
+  std::vector<std::vector<int>> users(n);
+  for (int i = 0; i < n; ++i) {
+    const auto &node = graph.node(i);
+    for (const auto &in : node.input()) {
+      if (in.empty())
+        continue;
+      auto it = producer.find(in);
+      if (it == producer.end()) {
+        if (!external.count(in)) {
+          diag("reads undefined tensor '" + in + "'", nodeName(node, i));
+          return false;
+        }
+        continue;
+      }
+      ++pending[i];
+      users[it->second].push_back(i);
+    }
+  }
+  // Kahn's algorithm, smallest index first to keep the file's order.
+  std::priority_queue<int, std::vector<int>, std::greater<int>> ready;
+  for (int i = 0; i < n; ++i)
+    if (!pending[i])
+      ready.push(i);
+  order.clear();
+  while (!ready.empty()) {
+    int i = ready.top();
+    ready.pop();
+    order.push_back(i);
+    for (int u : users[i])
+      if (--pending[u] == 0)
+        ready.push(u);
+  }
+  if (static_cast<int>(order.size()) != n) {
+    for (int i = 0; i < n; ++i)
+      if (pending[i]) {
+        diag("graph has a cycle through this node", nodeName(graph.node(i), i));
+        return false;
+      }
+  }
+  for (const auto &out : graph.output()) {
+    if (!producer.count(out.name()) && !external.count(out.name())) {
+      diag("graph output '" + out.name() + "' is not produced by any node", "");
+      return false;
+    }
+  }
+  return true;
+}
+
+FailureOr<RankedTensorType> valueInfoType(const onnx::ValueInfoProto &info,
+                                          MLIRContext *ctx, Diag diag) {
+  std::string what = "graph input '" + info.name() + "'";
+  if (!info.type().has_tensor_type()) {
+    diag(what + " is not a tensor", "");
+    return failure();
+  }
+  const auto &tt = info.type().tensor_type();
+  Type elem = elementTypeFor(tt.elem_type(), ctx);
+  if (!elem) {
+    diag(what + " has unsupported element type " +
+             std::to_string(tt.elem_type()),
+         "");
+    return failure();
+  }
+  if (!tt.has_shape()) {
+    diag(what + " has no shape; give one with --input-shape " + info.name() +
+             "=AxB",
+         "");
+    return failure();
+  }
+  SmallVector<int64_t> dims;
+  for (int i = 0; i < tt.shape().dim_size(); ++i) {
+    const auto &d = tt.shape().dim(i);
+    if (d.has_dim_value()) {
+      dims.push_back(d.dim_value());
+      continue;
+    }
+    std::string sym = d.has_dim_param() ? d.dim_param() : "?";
+    diag(what + " has symbolic dimension '" + sym + "' (axis " +
+             std::to_string(i) + "); bind it with --input-shape " +
+             (d.has_dim_param() ? sym + "=N" : info.name() + "=AxB"),
+         "");
+    return failure();
+  }
+  std::string why;
+  if (checkedCount(dims, why) < 0) {
+    diag(what + " has " + why, "");
+    return failure();
+  }
+  return RankedTensorType::get(dims, elem);
+}
+
+} // namespace pcc::import

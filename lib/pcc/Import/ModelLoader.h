@@ -1,0 +1,86 @@
+//===- ModelLoader.h - reading and validating ONNX models -------*- C++ -*-===//
+//
+// Private to lib/pcc/Import. Everything here reports problems through
+// `Diag`, a sink for one-line messages, so that a malformed model is refused
+// before any IR is built.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PCC_LIB_IMPORT_MODELLOADER_H
+#define PCC_LIB_IMPORT_MODELLOADER_H
+
+#include "pcc/Import/ONNXImporter.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "onnx/onnx_pb.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
+
+#include <string>
+
+namespace pcc::import {
+
+/// Receives an error message and the ONNX node it concerns ("" if none).
+using Diag = llvm::function_ref<void(const std::string &message,
+                                     const std::string &node)>;
+
+/// Parses a binary or text ONNX model.
+bool parseModel(llvm::StringRef buffer, bool text, onnx::ModelProto &model,
+                Diag diag);
+
+/// Checks IR version, opsets and graph presence; returns the default-domain
+/// opset, or -1 after reporting an error.
+int checkModelHeader(const onnx::ModelProto &model, Diag diag);
+
+/// Replaces symbolic or given dims of graph inputs with the user's bindings
+/// and rejects bindings that name nothing.
+bool bindInputShapes(onnx::GraphProto &graph, const ImportOptions &options,
+                     Diag diag);
+
+/// Checks every initializer's dims and data size without reading the data.
+bool checkInitializers(const onnx::GraphProto &graph,
+                       llvm::StringRef modelDir, Diag diag);
+
+/// Returns node indices in dependency order; reports reads of undefined
+/// tensors and cycles.
+bool sortNodes(const onnx::GraphProto &graph, std::vector<int> &order,
+               Diag diag);
+
+/// Display name of node `index`: its ONNX name, or "<OpType>#index".
+std::string nodeName(const onnx::NodeProto &node, int index);
+
+/// Static MLIR tensor type of a graph input or output; reports unbound
+/// symbolic dims, negative dims and element-count overflow.
+mlir::FailureOr<mlir::RankedTensorType>
+valueInfoType(const onnx::ValueInfoProto &info, mlir::MLIRContext *ctx,
+              Diag diag);
+
+/// Tensor type of an initializer or Constant value (dims already checked).
+mlir::RankedTensorType tensorType(const onnx::TensorProto &tensor,
+                                  mlir::MLIRContext *ctx);
+
+/// Whether a tensor's bytes are small enough to inline as pcc.constant.
+bool shouldInline(const onnx::TensorProto &tensor);
+
+/// Reads a tensor's values (embedded, or external relative to `modelDir`).
+mlir::FailureOr<mlir::DenseElementsAttr>
+readTensor(const onnx::TensorProto &tensor, llvm::StringRef modelDir,
+           mlir::MLIRContext *ctx, Diag diag);
+
+/// Location of an external tensor's data, if it has one.
+struct ExternalLocation {
+  std::string location;
+  int64_t offset = 0;
+  int64_t length = -1;
+};
+std::optional<ExternalLocation> externalLocation(const onnx::TensorProto &t);
+
+/// Maps an ONNX TensorProto data type to an MLIR element type, or null.
+mlir::Type elementTypeFor(int32_t onnxType, mlir::MLIRContext *ctx);
+
+/// Size in bytes of one element of ONNX data type `type`, or 0.
+int64_t elementBytes(int32_t type);
+
+} // namespace pcc::import
+
+#endif // PCC_LIB_IMPORT_MODELLOADER_H

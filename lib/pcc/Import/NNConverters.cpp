@@ -1,0 +1,266 @@
+//===- NNConverters.cpp - ONNX contractions, convolutions, norms to pcc ---===//
+
+#include "ImportContext.h"
+
+using namespace mlir;
+
+namespace pcc::import {
+namespace {
+
+using Results = FailureOr<SmallVector<Value>>;
+
+Results one(FailureOr<Value> v) {
+  if (failed(v))
+    return failure();
+  return SmallVector<Value>{*v};
+}
+
+Results convertMatMul(NodeContext &c) {
+  if (failed(c.requireInputs(2)))
+    return failure();
+  return one(c.build1<MatMulOp>(ValueRange{c.input(0), c.input(1)}));
+}
+
+Results convertGemm(NodeContext &c) {
+  if (failed(c.requireInputs(2)))
+    return failure();
+  SmallVector<Value> operands{c.input(0), c.input(1)};
+  if (c.input(2))
+    operands.push_back(c.input(2));
+  return one(c.build1<GemmOp>(
+      operands, {c.f32("alpha", c.floatAttr("alpha", 1.0f)),
+                 c.f32("beta", c.floatAttr("beta", 1.0f)),
+                 c.boolean("transA", c.intAttr("transA", 0) != 0),
+                 c.boolean("transB", c.intAttr("transB", 0) != 0)}));
+}
+
+/// Spatial window attributes shared by Conv and the pools, with ONNX's
+/// auto_pad resolved into explicit pads.
+struct Window {
+  SmallVector<int64_t> kernel, strides, pads, dilations;
+};
+
+FailureOr<Window> readWindow(NodeContext &c, ArrayRef<int64_t> inputShape,
+                             std::optional<SmallVector<int64_t>> kernel) {
+  size_t spatial = inputShape.size() - 2;
+  Window w;
+  if (!kernel)
+    return c.error() << "'" << c.node.op_type() << "' needs kernel_shape";
+  w.kernel = *kernel;
+  w.strides = c.intsAttr("strides").value_or(SmallVector<int64_t>(spatial, 1));
+  w.dilations =
+      c.intsAttr("dilations").value_or(SmallVector<int64_t>(spatial, 1));
+  w.pads = c.intsAttr("pads").value_or(SmallVector<int64_t>(2 * spatial, 0));
+  if (w.kernel.size() != spatial || w.strides.size() != spatial ||
+      w.dilations.size() != spatial || w.pads.size() != 2 * spatial)
+    return c.error() << "'" << c.node.op_type()
+                     << "' window attributes do not match " << spatial
+                     << " spatial axes";
+  for (int64_t v : llvm::concat<int64_t>(w.kernel, w.strides, w.dilations))
+    if (v <= 0)
+      return c.error() << "kernel, stride and dilation must be positive";
+  std::string autoPad = c.stringAttr("auto_pad", "NOTSET");
+  if (autoPad == "VALID") {
+    std::fill(w.pads.begin(), w.pads.end(), 0);
+  } else if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
+    for (size_t i = 0; i < spatial; ++i) {
+      int64_t in = inputShape[i + 2];
+      int64_t out = (in + w.strides[i] - 1) / w.strides[i];
+      int64_t span = (w.kernel[i] - 1) * w.dilations[i] + 1;
+      int64_t total = std::max<int64_t>(0, (out - 1) * w.strides[i] + span - in);
+      int64_t small = total / 2;
+      w.pads[i] = autoPad == "SAME_UPPER" ? small : total - small;
+      w.pads[i + spatial] = total - w.pads[i];
+    }
+  } else if (autoPad != "NOTSET") {
+    return c.error() << "unknown auto_pad '" << autoPad << "'";
+  }
+  return w;
+}
+
+Results convertConv(NodeContext &c) {
+  if (failed(c.requireInputs(2)))
+    return failure();
+  auto x = c.inputType(0), f = c.inputType(1);
+  if (x.getRank() < 3 || f.getRank() != x.getRank())
+    return c.error() << "Conv needs input and filter of equal rank >= 3";
+  auto kernel = c.intsAttr("kernel_shape")
+                    .value_or(SmallVector<int64_t>(f.getShape().drop_front(2)));
+  auto w = readWindow(c, x.getShape(), kernel);
+  if (failed(w))
+    return failure();
+  SmallVector<Value> operands{c.input(0), c.input(1)};
+  if (c.input(2))
+    operands.push_back(c.input(2));
+  return one(c.build1<ConvOp>(
+      operands, {c.i64s("strides", w->strides), c.i64s("pads", w->pads),
+                 c.i64s("dilations", w->dilations),
+                 c.i64("group", c.intAttr("group", 1))}));
+}
+
+template <typename OpTy>
+Results convertPool(NodeContext &c) {
+  if (failed(c.requireInputs(1)))
+    return failure();
+  auto x = c.inputType(0);
+  if (x.getRank() < 3)
+    return c.error() << "'" << c.node.op_type() << "' needs rank >= 3";
+  auto w = readWindow(c, x.getShape(), c.intsAttr("kernel_shape"));
+  if (failed(w))
+    return failure();
+  if (c.intAttr("storage_order", 0) != 0)
+    return c.error() << "MaxPool storage_order 1 is not supported";
+  auto result = c.build1<OpTy>(
+      c.input(0),
+      {c.i64s("kernel_shape", w->kernel), c.i64s("strides", w->strides),
+       c.i64s("pads", w->pads), c.i64s("dilations", w->dilations),
+       c.boolean("ceil_mode", c.intAttr("ceil_mode", 0) != 0),
+       c.boolean("count_include_pad", c.intAttr("count_include_pad", 0) != 0)});
+  if (failed(result))
+    return failure();
+  // MaxPool's optional Indices output is not produced.
+  return SmallVector<Value>{*result, Value()};
+}
+
+Results convertGlobalAveragePool(NodeContext &c) {
+  if (failed(c.requireInputs(1)))
+    return failure();
+  return one(c.build1<GlobalAveragePoolOp>(c.input(0)));
+}
+
+/// Before opset 13, Softmax flattens the input to 2-D at `axis` (default 1)
+/// and normalizes each row; opset 13 normalizes along `axis` (default -1).
+Results convertSoftmax(NodeContext &c) {
+  if (failed(c.requireInputs(1)))
+    return failure();
+  auto x = c.inputType(0);
+  int64_t rank = x.getRank();
+  if (rank == 0)
+    return c.error() << "Softmax needs rank >= 1";
+  auto axis = normalizeAxis(c, c.intAttr("axis", c.opset >= 13 ? -1 : 1), rank);
+  if (failed(axis))
+    return failure();
+  if (c.opset >= 13 || *axis == rank - 1)
+    return one(c.build1<SoftmaxOp>(c.input(0), {c.i64("axis", *axis)}));
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < rank; ++d)
+    (d < *axis ? outer : inner) *= x.getDimSize(d);
+  auto flat = c.build1<ReshapeOp>(c.input(0), {c.i64s("shape", {outer, inner})});
+  if (failed(flat))
+    return failure();
+  auto soft = c.build1<SoftmaxOp>(*flat, {c.i64("axis", 1)});
+  if (failed(soft))
+    return failure();
+  return one(c.build1<ReshapeOp>(*soft, {c.i64s("shape", x.getShape())}));
+}
+
+Results convertLayerNorm(NodeContext &c) {
+  if (failed(c.requireInputs(2)))
+    return failure();
+  auto axis = normalizeAxis(c, c.intAttr("axis", -1), c.inputType(0).getRank());
+  if (failed(axis))
+    return failure();
+  SmallVector<Value> operands{c.input(0), c.input(1)};
+  if (c.input(2))
+    operands.push_back(c.input(2));
+  auto result = c.build1<LayerNormOp>(
+      operands, {c.i64("axis", *axis),
+                 c.f32("epsilon", c.floatAttr("epsilon", 1e-5f))});
+  if (failed(result))
+    return failure();
+  // The optional Mean and InvStdDev outputs are not produced.
+  return SmallVector<Value>{*result, Value(), Value()};
+}
+
+Results convertBatchNorm(NodeContext &c) {
+  if (failed(c.requireInputs(5)))
+    return failure();
+  if (c.intAttr("training_mode", 0) != 0)
+    return c.error() << "BatchNormalization in training mode is not supported";
+  auto result = c.build1<BatchNormOp>(
+      ValueRange{c.input(0), c.input(1), c.input(2), c.input(3), c.input(4)},
+      {c.f32("epsilon", c.floatAttr("epsilon", 1e-5f))});
+  if (failed(result))
+    return failure();
+  return SmallVector<Value>{*result, Value(), Value(), Value(), Value()};
+}
+
+/// ONNX reductions take axes as an attribute until ReduceSum moved them to
+/// an input in opset 13 (the others in opset 18). No axes means all axes,
+/// unless noop_with_empty_axes.
+template <typename OpTy>
+Converter reduce(int axesInputSince) {
+  return [axesInputSince](NodeContext &c) -> Results {
+    if (failed(c.requireInputs(1)))
+      return failure();
+    int64_t rank = c.inputType(0).getRank();
+    std::optional<SmallVector<int64_t>> axes;
+    if (c.opset >= axesInputSince) {
+      if (c.input(1)) {
+        auto a = c.constInts(1, "reduction axes");
+        if (failed(a))
+          return failure();
+        axes = *a;
+      }
+    } else {
+      axes = c.intsAttr("axes");
+    }
+    SmallVector<int64_t> normalized;
+    if (!axes || axes->empty()) {
+      if (c.intAttr("noop_with_empty_axes", 0))
+        return SmallVector<Value>{c.input(0)};
+      for (int64_t d = 0; d < rank; ++d)
+        normalized.push_back(d);
+    } else {
+      for (int64_t a : *axes) {
+        auto axis = normalizeAxis(c, a, rank);
+        if (failed(axis))
+          return failure();
+        normalized.push_back(*axis);
+      }
+      llvm::sort(normalized);
+      normalized.erase(std::unique(normalized.begin(), normalized.end()),
+                       normalized.end());
+    }
+    return one(c.build1<OpTy>(
+        c.input(0), {c.i64s("axes", normalized),
+                     c.boolean("keepdims", c.intAttr("keepdims", 1) != 0)}));
+  };
+}
+
+template <typename OpTy>
+Results convertArgReduce(NodeContext &c) {
+  if (failed(c.requireInputs(1)))
+    return failure();
+  if (c.intAttr("select_last_index", 0) != 0)
+    return c.error() << "select_last_index is not supported";
+  auto axis = normalizeAxis(c, c.intAttr("axis", 0), c.inputType(0).getRank());
+  if (failed(axis))
+    return failure();
+  return one(c.build1<OpTy>(
+      c.input(0), {c.i64("axis", *axis),
+                   c.boolean("keepdims", c.intAttr("keepdims", 1) != 0)}));
+}
+
+} // namespace
+
+void addNNConverters(llvm::StringMap<Converter> &t) {
+  t["MatMul"] = convertMatMul;
+  t["Gemm"] = convertGemm;
+  t["Conv"] = convertConv;
+  t["MaxPool"] = convertPool<MaxPoolOp>;
+  t["AveragePool"] = convertPool<AveragePoolOp>;
+  t["GlobalAveragePool"] = convertGlobalAveragePool;
+  t["Softmax"] = convertSoftmax;
+  t["LayerNormalization"] = convertLayerNorm;
+  t["BatchNormalization"] = convertBatchNorm;
+  t["ReduceSum"] = reduce<ReduceSumOp>(13);
+  t["ReduceMean"] = reduce<ReduceMeanOp>(18);
+  t["ReduceMax"] = reduce<ReduceMaxOp>(18);
+  t["ReduceMin"] = reduce<ReduceMinOp>(18);
+  t["ReduceProd"] = reduce<ReduceProdOp>(18);
+  t["ArgMax"] = convertArgReduce<ArgMaxOp>;
+  t["ArgMin"] = convertArgReduce<ArgMinOp>;
+}
+
+} // namespace pcc::import

@@ -1,0 +1,434 @@
+//===- ONNXImporter.cpp - ONNX graph to pcc dialect -----------------------===//
+//
+// Import runs in three phases: read and validate the model (ModelLoader),
+// let ONNX infer shapes, then convert nodes in dependency order into one
+// func.func @main. Values are created on first use, so initializers that no
+// node reads cost nothing, and constants fold as they are built, so shape
+// subgraphs disappear and every later shape is static. Finally the types pcc
+// inferred are checked against every static shape ONNX inferred.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pcc/Import/ONNXImporter.h"
+
+#include "ImportContext.h"
+#include "ModelLoader.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Verifier.h"
+#include "onnx/checker.h"
+#include "onnx/shape_inference/implementation.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+#include <unordered_map>
+
+using namespace mlir;
+
+namespace pcc {
+namespace import {
+
+const llvm::StringMap<Converter> &converters() {
+  static const llvm::StringMap<Converter> table = [] {
+    llvm::StringMap<Converter> t;
+    addElementwiseConverters(t);
+    addTensorConverters(t);
+    addNNConverters(t);
+    return t;
+  }();
+  return table;
+}
+
+namespace {
+
+/// First line of an exception message, without ONNX's bracketed prefixes.
+std::string firstLine(const char *what) {
+  llvm::StringRef msg = llvm::StringRef(what).split('\n').first.trim();
+  while (msg.consume_front("[")) {
+    msg = msg.split(']').second.trim();
+  }
+  return msg.str();
+}
+
+class GraphImporter {
+public:
+  GraphImporter(MLIRContext &ctx, onnx::ModelProto &model, StringRef path,
+                int opset)
+      : ctx(ctx), model(model), graph(*model.mutable_graph()), path(path),
+        modelDir(llvm::sys::path::parent_path(path)), opset(opset),
+        builder(&ctx) {}
+
+  OwningOpRef<ModuleOp> run(const std::vector<int> &order);
+
+  void diag(const std::string &message, const std::string &node) {
+    emitError(node.empty() ? fileLoc() : nodeLoc(node)) << message;
+  }
+
+private:
+  Location fileLoc() { return FileLineColLoc::get(&ctx, path, 0, 0); }
+  Location nodeLoc(StringRef name) {
+    return NameLoc::get(StringAttr::get(&ctx, name));
+  }
+  Diag diagFn() {
+    return [this](const std::string &m, const std::string &n) { diag(m, n); };
+  }
+
+  FailureOr<Value> lookup(const std::string &name, Location useLoc);
+  FailureOr<Value> materializeTensor(const onnx::TensorProto &tensor,
+                                     Location loc);
+  LogicalResult importNode(const onnx::NodeProto &node, int index);
+  LogicalResult importConstantNode(const onnx::NodeProto &node, Location loc);
+  LogicalResult crossCheckShapes();
+
+  MLIRContext &ctx;
+  onnx::ModelProto &model;
+  onnx::GraphProto &graph;
+  std::string path;
+  std::string modelDir;
+  int opset;
+  OpBuilder builder;
+
+  std::unordered_map<std::string, Value> values;
+  std::unordered_map<std::string, const onnx::TensorProto *> initializers;
+  /// Outputs a converter does not produce, with the node that owns them.
+  std::unordered_map<std::string, std::string> unavailable;
+};
+
+FailureOr<Value> GraphImporter::materializeTensor(const onnx::TensorProto &t,
+                                                  Location loc) {
+  if (shouldInline(t)) {
+    // Small tensors are folded into shape arithmetic, so read them now; an
+    // absent external file leaves them as weights (planning still works).
+    bool absentExternal = false;
+    if (auto ext = externalLocation(t)) {
+      llvm::SmallString<256> file(modelDir);
+      llvm::sys::path::append(file, ext->location);
+      absentExternal = !llvm::sys::fs::exists(file);
+    }
+    if (!absentExternal) {
+      auto attr = readTensor(t, modelDir, &ctx, diagFn());
+      if (failed(attr))
+        return failure();
+      return ConstantOp::create(builder, loc, cast<ElementsAttr>(*attr))
+          .getResult();
+    }
+  }
+  ExternalDataAttr external;
+  if (auto ext = externalLocation(t)) {
+    int64_t length = ext->length;
+    if (length < 0)
+      length = tensorType(t, &ctx).getNumElements() *
+               elementBytes(t.data_type());
+    external =
+        ExternalDataAttr::get(&ctx, ext->location, ext->offset, length);
+  }
+  return WeightOp::create(builder, loc, tensorType(t, &ctx),
+                          StringAttr::get(&ctx, t.name()), external)
+      .getResult();
+}
+
+FailureOr<Value> GraphImporter::lookup(const std::string &name,
+                                       Location useLoc) {
+  auto it = values.find(name);
+  if (it != values.end())
+    return it->second;
+  auto gone = unavailable.find(name);
+  if (gone != unavailable.end())
+    return emitError(useLoc) << "reads '" << name << "', an output of '"
+                             << gone->second << "' that pcc does not support";
+  auto init = initializers.find(name);
+  if (init == initializers.end())
+    return emitError(useLoc) << "reads undefined tensor '" << name << "'";
+  auto v = materializeTensor(*init->second, nodeLoc(name));
+  if (failed(v))
+    return failure();
+  values[name] = *v;
+  return *v;
+}
+
+LogicalResult GraphImporter::importConstantNode(const onnx::NodeProto &node,
+                                                Location loc) {
+  if (node.output_size() != 1 || node.attribute_size() != 1)
+    return emitError(loc) << "Constant needs exactly one value attribute";
+  const onnx::AttributeProto &a = node.attribute(0);
+  onnx::TensorProto tensor;
+  if (a.name() == "value") {
+    tensor = a.t();
+  } else if (a.name() == "value_float") {
+    tensor.set_data_type(onnx::TensorProto::FLOAT);
+    tensor.add_float_data(a.f());
+  } else if (a.name() == "value_floats") {
+    tensor.set_data_type(onnx::TensorProto::FLOAT);
+    tensor.add_dims(a.floats_size());
+    for (float f : a.floats())
+      tensor.add_float_data(f);
+  } else if (a.name() == "value_int") {
+    tensor.set_data_type(onnx::TensorProto::INT64);
+    tensor.add_int64_data(a.i());
+  } else if (a.name() == "value_ints") {
+    tensor.set_data_type(onnx::TensorProto::INT64);
+    tensor.add_dims(a.ints_size());
+    for (int64_t i : a.ints())
+      tensor.add_int64_data(i);
+  } else {
+    return emitError(loc) << "Constant attribute '" << a.name()
+                          << "' is not supported";
+  }
+  // A Constant's tensor is named after its output so that code generation
+  // can find large ones again, as it finds initializers.
+  tensor.set_name(node.output(0));
+  if (!elementTypeFor(tensor.data_type(), &ctx))
+    return emitError(loc) << "Constant has unsupported data type "
+                          << tensor.data_type();
+  for (int64_t d : tensor.dims())
+    if (d < 0)
+      return emitError(loc) << "Constant has negative dimension " << d;
+  auto v = materializeTensor(tensor, loc);
+  if (failed(v))
+    return failure();
+  values[node.output(0)] = *v;
+  return success();
+}
+
+LogicalResult GraphImporter::importNode(const onnx::NodeProto &node,
+                                        int index) {
+  std::string name = nodeName(node, index);
+  Location loc = nodeLoc(name);
+  if (node.op_type() == "Constant" && node.domain().empty())
+    return importConstantNode(node, loc);
+
+  SmallVector<Value> inputs;
+  for (const auto &in : node.input()) {
+    if (in.empty()) {
+      inputs.push_back(Value());
+      continue;
+    }
+    auto v = lookup(in, loc);
+    if (failed(v))
+      return failure();
+    inputs.push_back(*v);
+  }
+  const Converter &convert = converters().find(node.op_type())->second;
+  NodeContext context(node, builder, loc, inputs, opset);
+  auto results = convert(context);
+  if (failed(results))
+    return failure();
+  for (int i = 0; i < node.output_size(); ++i) {
+    const std::string &out = node.output(i);
+    if (out.empty())
+      continue;
+    Value v = i < static_cast<int>(results->size()) ? (*results)[i] : Value();
+    if (v)
+      values[out] = v;
+    else
+      unavailable[out] = name;
+  }
+  return success();
+}
+
+LogicalResult GraphImporter::crossCheckShapes() {
+  for (const auto &info : graph.value_info()) {
+    auto it = values.find(info.name());
+    if (it == values.end() || !info.type().has_tensor_type() ||
+        !info.type().tensor_type().has_shape())
+      continue;
+    const auto &shape = info.type().tensor_type().shape();
+    SmallVector<int64_t> onnxDims;
+    bool isStatic = true;
+    for (const auto &d : shape.dim()) {
+      isStatic &= d.has_dim_value();
+      onnxDims.push_back(d.dim_value());
+    }
+    auto type = cast<RankedTensorType>(it->second.getType());
+    if (isStatic && type.getShape() != ArrayRef<int64_t>(onnxDims)) {
+      Location loc = it->second.getLoc();
+      return emitError(loc) << "pcc infers " << type << " for '"
+                            << info.name()
+                            << "' but ONNX shape inference infers shape ["
+                            << llvm::join(llvm::map_range(onnxDims,
+                                                          [](int64_t d) {
+                                                            return std::to_string(d);
+                                                          }),
+                                          ",")
+                            << "]";
+    }
+  }
+  return success();
+}
+
+OwningOpRef<ModuleOp> GraphImporter::run(const std::vector<int> &order) {
+  Location loc = fileLoc();
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+  module->getOperation()->setAttr("pcc.source", builder.getStringAttr(path));
+  module->getOperation()->setAttr("pcc.opset", builder.getI64IntegerAttr(opset));
+
+  for (const auto &t : graph.initializer())
+    initializers[t.name()] = &t;
+
+  // Graph inputs that are also initializers are defaults (IR < 4): weights.
+  SmallVector<Type> argTypes;
+  SmallVector<const onnx::ValueInfoProto *> args;
+  for (const auto &in : graph.input()) {
+    if (initializers.count(in.name()))
+      continue;
+    auto type = valueInfoType(in, &ctx, diagFn());
+    if (failed(type))
+      return nullptr;
+    argTypes.push_back(*type);
+    args.push_back(&in);
+  }
+
+  builder.setInsertionPointToEnd(module->getBody());
+  auto func = func::FuncOp::create(builder, loc, "main",
+                                   builder.getFunctionType(argTypes, {}));
+  Block *body = func.addEntryBlock();
+  for (auto [i, info] : llvm::enumerate(args)) {
+    body->getArgument(i).setLoc(nodeLoc(info->name()));
+    func.setArgAttr(i, "pcc.name", builder.getStringAttr(info->name()));
+    values[info->name()] = body->getArgument(i);
+  }
+  builder.setInsertionPointToEnd(body);
+
+  for (int index : order)
+    if (failed(importNode(graph.node(index), index)))
+      return nullptr;
+
+  SmallVector<Value> results;
+  SmallVector<Type> resultTypes;
+  for (const auto &out : graph.output()) {
+    auto v = lookup(out.name(), fileLoc());
+    if (failed(v))
+      return nullptr;
+    results.push_back(*v);
+    resultTypes.push_back(v->getType());
+  }
+  func::ReturnOp::create(builder, loc, results);
+  func.setType(builder.getFunctionType(argTypes, resultTypes));
+  for (auto [i, out] : llvm::enumerate(graph.output()))
+    func.setResultAttr(i, "pcc.name", builder.getStringAttr(out.name()));
+
+  if (failed(crossCheckShapes()) || failed(mlir::verify(*module)))
+    return nullptr;
+  return module;
+}
+
+} // namespace
+} // namespace import
+
+std::string parseInputShapeBinding(llvm::StringRef spec,
+                                   ImportOptions &options) {
+  auto [name, dims] = spec.split('=');
+  name = name.trim();
+  if (name.empty() || dims.empty())
+    return "--input-shape expects NAME=AxB (e.g. tokens=2x32), got '" +
+           spec.str() + "'";
+  std::vector<int64_t> shape;
+  llvm::SmallVector<llvm::StringRef> parts;
+  dims.split(parts, 'x');
+  for (llvm::StringRef p : parts) {
+    int64_t d;
+    if (p.trim().getAsInteger(10, d) || d < 0)
+      return "--input-shape '" + spec.str() + "' has invalid dimension '" +
+             p.str() + "'";
+    shape.push_back(d);
+  }
+  options.inputShapes[name] = shape;
+  return "";
+}
+
+OwningOpRef<ModuleOp> importONNXBuffer(llvm::StringRef buffer, bool text,
+                                       llvm::StringRef modelPath,
+                                       MLIRContext &context,
+                                       const ImportOptions &options) {
+  using namespace import;
+  context.loadDialect<PCCDialect, func::FuncDialect>();
+  std::string path = modelPath.str();
+  Location fileLoc = FileLineColLoc::get(&context, path, 0, 0);
+  auto diag = [&](const std::string &message, const std::string &node) {
+    Location loc = node.empty()
+                       ? fileLoc
+                       : Location(NameLoc::get(StringAttr::get(&context, node)));
+    emitError(loc) << message;
+  };
+
+  onnx::ModelProto model;
+  if (!parseModel(buffer, text, model, diag))
+    return nullptr;
+  int opset = checkModelHeader(model, diag);
+  if (opset < 0)
+    return nullptr;
+  onnx::GraphProto &graph = *model.mutable_graph();
+  std::string modelDir = llvm::sys::path::parent_path(modelPath).str();
+  if (!bindInputShapes(graph, options, diag) ||
+      !checkInitializers(graph, modelDir, diag))
+    return nullptr;
+  std::vector<int> order;
+  if (!sortNodes(graph, order, diag))
+    return nullptr;
+
+  // Node-level checks: pcc support first (clearer than schema errors for ops
+  // pcc lacks), then ONNX's schema checker.
+  onnx::checker::CheckerContext checkerCtx;
+  checkerCtx.set_ir_version(static_cast<int>(model.ir_version()));
+  std::unordered_map<std::string, int> imports;
+  for (const auto &imp : model.opset_import())
+    imports[imp.domain()] = static_cast<int>(imp.version());
+  checkerCtx.set_opset_imports(imports);
+  onnx::checker::LexicalScopeContext scope;
+  for (int index : order) {
+    const auto &node = graph.node(index);
+    std::string name = nodeName(node, index);
+    bool defaultDomain = node.domain().empty() || node.domain() == "ai.onnx";
+    if (!defaultDomain) {
+      diag("unsupported ONNX op '" + node.op_type() + "' of domain '" +
+               node.domain() + "'",
+           name);
+      return nullptr;
+    }
+    if (node.op_type() != "Constant" && !converters().count(node.op_type())) {
+      diag("unsupported ONNX op '" + node.op_type() + "' (opset " +
+               std::to_string(opset) + ")",
+           name);
+      return nullptr;
+    }
+    try {
+      onnx::checker::check_node(node, checkerCtx, scope);
+    } catch (const std::exception &e) {
+      diag("invalid node: " + firstLine(e.what()), name);
+      return nullptr;
+    }
+  }
+
+  // ONNX's own inference fills value_info for the cross-check after import.
+  // Its errors are not fatal here: pcc's inference reports the same problems
+  // at the offending node, with a precise message.
+  try {
+    onnx::ShapeInferenceOptions inferOptions(/*check_type=*/false,
+                                             /*strict_mode=*/0,
+                                             /*data_prop=*/true);
+    onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(),
+                                       inferOptions);
+  } catch (const std::exception &) {
+    graph.clear_value_info();
+  }
+
+  GraphImporter importer(context, model, path, opset);
+  return importer.run(order);
+}
+
+OwningOpRef<ModuleOp> importONNXFile(llvm::StringRef path, MLIRContext &context,
+                                     const ImportOptions &options) {
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+  if (!buffer) {
+    emitError(FileLineColLoc::get(&context, path, 0, 0))
+        << "cannot open file: " << buffer.getError().message();
+    return nullptr;
+  }
+  return importONNXBuffer((*buffer)->getBuffer(), path.ends_with(".onnxtxt"),
+                          path, context, options);
+}
+
+} // namespace pcc

@@ -1,0 +1,136 @@
+//===- TensorData.cpp - ONNX TensorProto contents to MLIR attributes ------===//
+
+#include "ModelLoader.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+using namespace mlir;
+
+namespace pcc::import {
+
+int64_t elementBytes(int32_t type) {
+  using TP = onnx::TensorProto;
+  switch (type) {
+  case TP::FLOAT: case TP::INT32: case TP::UINT32: return 4;
+  case TP::DOUBLE: case TP::INT64: case TP::UINT64: return 8;
+  case TP::FLOAT16: case TP::BFLOAT16: case TP::INT16: case TP::UINT16:
+    return 2;
+  case TP::INT8: case TP::UINT8: case TP::BOOL: return 1;
+  default: return 0;
+  }
+}
+
+RankedTensorType tensorType(const onnx::TensorProto &tensor, MLIRContext *ctx) {
+  SmallVector<int64_t> dims(tensor.dims().begin(), tensor.dims().end());
+  return RankedTensorType::get(dims, elementTypeFor(tensor.data_type(), ctx));
+}
+
+bool shouldInline(const onnx::TensorProto &tensor) {
+  int64_t count = 1;
+  for (int64_t d : tensor.dims())
+    count *= d;
+  using TP = onnx::TensorProto;
+  bool isFloat = tensor.data_type() == TP::FLOAT ||
+                 tensor.data_type() == TP::DOUBLE ||
+                 tensor.data_type() == TP::FLOAT16 ||
+                 tensor.data_type() == TP::BFLOAT16;
+  // Integer and bool tensors are shape arithmetic, indices and masks; float
+  // tensors beyond a few scalars are parameters.
+  return isFloat ? count <= 1 : count <= 4096;
+}
+
+std::optional<ExternalLocation> externalLocation(const onnx::TensorProto &t) {
+  if (t.data_location() != onnx::TensorProto::EXTERNAL)
+    return std::nullopt;
+  ExternalLocation loc;
+  for (const auto &kv : t.external_data()) {
+    if (kv.key() == "location")
+      loc.location = kv.value();
+    else if (kv.key() == "offset")
+      loc.offset = std::strtoll(kv.value().c_str(), nullptr, 10);
+    else if (kv.key() == "length")
+      loc.length = std::strtoll(kv.value().c_str(), nullptr, 10);
+  }
+  return loc;
+}
+
+FailureOr<DenseElementsAttr> readTensor(const onnx::TensorProto &t,
+                                        llvm::StringRef modelDir,
+                                        MLIRContext *ctx, Diag diag) {
+  RankedTensorType type = tensorType(t, ctx);
+  if (!type.getElementType()) {
+    diag("tensor '" + t.name() + "' has unsupported data type", "");
+    return failure();
+  }
+  int64_t count = type.getNumElements();
+  int64_t bytes = count * elementBytes(t.data_type());
+  std::string raw;
+  if (auto ext = externalLocation(t)) {
+    llvm::SmallString<256> file(modelDir);
+    llvm::sys::path::append(file, ext->location);
+    auto buf = llvm::MemoryBuffer::getFileSlice(file, bytes, ext->offset);
+    if (!buf) {
+      diag("cannot read external data of '" + t.name() + "' from '" +
+               std::string(file) + "': " + buf.getError().message(),
+           "");
+      return failure();
+    }
+    raw = (*buf)->getBuffer().str();
+  } else if (t.has_raw_data()) {
+    raw = t.raw_data();
+  }
+  if (!raw.empty() || bytes == 0) {
+    if (static_cast<int64_t>(raw.size()) != bytes) {
+      diag("tensor '" + t.name() + "' holds " + std::to_string(raw.size()) +
+               " bytes, expected " + std::to_string(bytes),
+           "");
+      return failure();
+    }
+    // ONNX stores bools as one byte each; MLIR's raw i1 layout is bit-packed,
+    // so go through APInt values for them.
+    if (type.getElementType().isInteger(1)) {
+      SmallVector<bool> vals;
+      for (char c : raw)
+        vals.push_back(c != 0);
+      return DenseElementsAttr::get(type, ArrayRef<bool>(vals));
+    }
+    return DenseElementsAttr::getFromRawBuffer(
+        type, ArrayRef<char>(raw.data(), raw.size()));
+  }
+  // Typed fields.
+  Type elem = type.getElementType();
+  using TP = onnx::TensorProto;
+  if (t.data_type() == TP::FLOAT && t.float_data_size() == count)
+    return DenseElementsAttr::get(
+        type, ArrayRef<float>(t.float_data().data(), count));
+  if (t.data_type() == TP::DOUBLE && t.double_data_size() == count)
+    return DenseElementsAttr::get(
+        type, ArrayRef<double>(t.double_data().data(), count));
+  if (t.data_type() == TP::INT64 && t.int64_data_size() == count)
+    return DenseElementsAttr::get(
+        type, ArrayRef<int64_t>(t.int64_data().data(), count));
+  if (t.data_type() == TP::UINT64 && t.uint64_data_size() == count)
+    return DenseElementsAttr::get(
+        type, ArrayRef<uint64_t>(t.uint64_data().data(), count));
+  if (t.int32_data_size() == count && isa<IntegerType>(elem)) {
+    SmallVector<APInt> vals;
+    for (int32_t v : t.int32_data())
+      vals.push_back(APInt(elem.getIntOrFloatBitWidth(), uint64_t(int64_t(v)),
+                           /*isSigned=*/true, /*implicitTrunc=*/true));
+    return DenseElementsAttr::get(type, vals);
+  }
+  if (t.int32_data_size() == count && isa<FloatType>(elem)) {
+    // float16 and bfloat16 are stored as their bit patterns in int32_data.
+    SmallVector<APFloat> vals;
+    for (int32_t v : t.int32_data())
+      vals.push_back(APFloat(cast<FloatType>(elem).getFloatSemantics(),
+                             APInt(16, uint64_t(v) & 0xffff)));
+    return DenseElementsAttr::get(type, vals);
+  }
+  diag("tensor '" + t.name() + "' has no data of its declared type", "");
+  return failure();
+}
+
+} // namespace pcc::import

@@ -1,0 +1,201 @@
+#!/usr/bin/env python3
+"""Write malformed (and two deliberately valid) ONNX inputs for importer tests.
+
+Usage: make_bad_inputs.py OUTDIR
+
+Every file is written with model.SerializeToString() directly, bypassing
+onnx.checker / onnx.save, because most of them are invalid on purpose.
+
+OUTDIR/expected.txt lists, one line per model file,
+    FILENAME<TAB>SUBSTRING
+where SUBSTRING is a short lowercase phrase the importer's error message must
+contain (compare against the lowercased message), or `OK` when the importer
+must accept the file.
+"""
+import os
+import sys
+
+import numpy as np
+from onnx import TensorProto, helper
+
+IR_VERSION = 8
+OPSET = 14
+
+
+def opset(version=OPSET, extra=()):
+    return [helper.make_opsetid("", version)] + [
+        helper.make_opsetid(d, v) for d, v in extra
+    ]
+
+
+def vi(name, shape, elem=TensorProto.FLOAT):
+    return helper.make_tensor_value_info(name, elem, shape)
+
+
+def model(nodes, inputs, outputs, initializers=(), name="g", opsets=None):
+    graph = helper.make_graph(nodes, name, inputs, outputs, list(initializers))
+    m = helper.make_model(graph, opset_imports=opsets or opset(),
+                          producer_name="pcc-bad-inputs")
+    m.ir_version = IR_VERSION
+    return m
+
+
+def raw_tensor(name, dims, raw, elem=TensorProto.FLOAT):
+    t = TensorProto()
+    t.name = name
+    t.data_type = elem
+    t.dims.extend(dims)
+    t.raw_data = raw
+    return t
+
+
+def external_tensor(name, dims, location, offset=None, length=None,
+                    elem=TensorProto.FLOAT):
+    t = TensorProto()
+    t.name = name
+    t.data_type = elem
+    t.dims.extend(dims)
+    t.data_location = TensorProto.EXTERNAL
+    entries = [("location", location)]
+    if offset is not None:
+        entries.append(("offset", str(offset)))
+    if length is not None:
+        entries.append(("length", str(length)))
+    for k, v in entries:
+        e = t.external_data.add()
+        e.key = k
+        e.value = v
+    return t
+
+
+def matmul_model(w_tensor, k, n, name):
+    return model(
+        [helper.make_node("MatMul", ["x", w_tensor.name], ["y"], name="mm0")],
+        [vi("x", [2, k])], [vi("y", [2, n])], [w_tensor], name=name)
+
+
+def main(argv):
+    if len(argv) != 2:
+        sys.stderr.write("usage: make_bad_inputs.py OUTDIR\n")
+        return 2
+    out = argv[1]
+    os.makedirs(out, exist_ok=True)
+    rng = np.random.default_rng(1234)
+    expected = []
+
+    def write_bytes(fname, data, substring):
+        with open(os.path.join(out, fname), "wb") as f:
+            f.write(data)
+        expected.append((fname, substring))
+
+    def write_model(fname, m, substring):
+        write_bytes(fname, m.SerializeToString(), substring)
+
+    # --- not protobuf at all -------------------------------------------------
+    write_bytes("empty.onnx", b"", "empty")
+    write_bytes("random.onnx", rng.integers(0, 256, 4096, dtype=np.uint8).tobytes(),
+                "failed to parse")
+    # Starts with 'N' (0x4E = field 9, wire type 6, which does not exist) so
+    # every protobuf parser rejects it at the first byte. A sentence starting
+    # with e.g. 'T' (0x54 = end-group tag) is silently accepted as an empty
+    # message by some protobuf runtimes.
+    write_bytes("text.onnx",
+                b"Not an ONNX model: this file is just a plain English sentence.\n",
+                "failed to parse")
+
+    # --- truncated valid model (~10 KB, mostly one initializer) --------------
+    w = rng.standard_normal((50, 50)).astype(np.float32)
+    full = matmul_model(raw_tensor("w", [50, 50], w.tobytes()), 50, 50,
+                        "truncated").SerializeToString()
+    write_bytes("truncated.onnx", full[: len(full) // 2], "failed to parse")
+
+    # --- unsupported / unknown ops ------------------------------------------
+    write_model("unsupported_op.onnx", model(
+        [helper.make_node("NonMaxSuppression", ["boxes", "scores"], ["sel"],
+                          name="nms0")],
+        [vi("boxes", [1, 6, 4]), vi("scores", [1, 1, 6])],
+        [vi("sel", [None, 3], TensorProto.INT64)], name="unsupported_op"),
+        "unsupported onnx op 'nonmaxsuppression'")
+
+    write_model("custom_domain.onnx", model(
+        [helper.make_node("MyOp", ["x"], ["y"], name="custom0",
+                          domain="com.example")],
+        [vi("x", [2, 3])], [vi("y", [2, 3])], name="custom_domain",
+        opsets=opset(extra=[("com.example", 1)])),
+        "'com.example'")
+
+    # --- graph-structure / shape errors -------------------------------------
+    write_model("incompatible_shapes.onnx", model(
+        [helper.make_node("Add", ["a", "b"], ["c"], name="add0")],
+        [vi("a", [2, 3]), vi("b", [4, 5])], [vi("c", [2, 3])],
+        name="incompatible_shapes"),
+        "at node 'add0'")
+
+    write_model("undefined_input.onnx", model(
+        [helper.make_node("Relu", ["ghost"], ["y"], name="relu0")],
+        [vi("x", [2, 3])], [vi("y", [2, 3])], name="undefined_input"),
+        "'ghost'")
+
+    write_model("cycle.onnx", model(
+        [helper.make_node("Add", ["x", "b"], ["a"], name="n0"),
+         helper.make_node("Relu", ["a"], ["b"], name="n1")],
+        [vi("x", [2, 3])], [vi("b", [2, 3])], name="cycle"),
+        "cycle")
+
+    write_model("overflow_dims.onnx", model(
+        [helper.make_node("Relu", ["x"], ["y"], name="relu0")],
+        [vi("x", [4294967296, 4294967296, 16])],
+        [vi("y", [4294967296, 4294967296, 16])], name="overflow_dims"),
+        "overflow")
+
+    write_model("negative_dim.onnx", model(
+        [helper.make_node("Relu", ["x"], ["y"], name="relu0")],
+        [vi("x", [-3, 4])], [vi("y", [-3, 4])], name="negative_dim"),
+        "negative")
+
+    # --- initializer data errors --------------------------------------------
+    write_model("initializer_size_mismatch.onnx", matmul_model(
+        raw_tensor("w", [4, 4], b"\0" * 12), 4, 4, "initializer_size_mismatch"),
+        "initializer 'w'")
+
+    write_model("huge_initializer.onnx", model(
+        [helper.make_node("Identity", ["big"], ["y"], name="id0")],
+        [], [vi("y", [100000, 100000, 100])],
+        [raw_tensor("big", [100000, 100000, 100], b"\0" * 16)],
+        name="huge_initializer"),
+        "initializer 'big'")
+
+    write_model("opset_too_new.onnx", model(
+        [helper.make_node("Relu", ["x"], ["y"], name="relu0")],
+        [vi("x", [2, 3])], [vi("y", [2, 3])], name="opset_too_new",
+        opsets=opset(99)),
+        "opset 99")
+
+    # --- external data (both valid; OK) -------------------------------------
+    # Weight lives in a file that does not exist: fine for shape-only planning.
+    write_model("missing_external.onnx", matmul_model(
+        external_tensor("w", [8, 4], "absent.bin", 0, 8 * 4 * 4), 8, 4,
+        "missing_external"), "OK")
+
+    # Real external data: external_ok.onnx + external_ok.bin (offset 16 to make
+    # sure the offset field is honoured; the first 16 bytes are padding).
+    w_ext = np.arange(32, dtype=np.float32).reshape(8, 4) / 8.0
+    pad = b"PCC-EXT-PADDING!"
+    assert len(pad) == 16
+    with open(os.path.join(out, "external_ok.bin"), "wb") as f:
+        f.write(pad + w_ext.tobytes())
+    write_model("external_ok.onnx", matmul_model(
+        external_tensor("w", [8, 4], "external_ok.bin", len(pad), w_ext.nbytes),
+        8, 4, "external_ok"), "OK")
+
+    with open(os.path.join(out, "expected.txt"), "w") as f:
+        for fname, sub in expected:
+            assert "\t" not in sub and "\n" not in sub
+            assert sub == "OK" or sub == sub.lower(), sub
+            f.write(f"{fname}\t{sub}\n")
+    print(f"wrote {len(expected)} inputs (+ external_ok.bin) to {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,21 @@
+# lit configuration for pcc: FileCheck tests over pcc and pcc-opt.
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "pcc"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".onnxtxt", ".test"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.pcc_obj_root, "test")
+config.excludes = ["lit.cfg.py", "lit.site.cfg.py", "CMakeLists.txt",
+                   "unit", "models", "e2e", "bad"]
+config.environment["FILECHECK_OPTS"] = "-enable-var-scope"
+
+llvm_config.use_default_substitutions()
+llvm_config.with_environment("PATH", config.pcc_tools_dir, append_path=False)
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+llvm_config.add_tool_substitutions(["pcc", "pcc-opt"], [config.pcc_tools_dir])
+config.substitutions.append(("%python", config.python_onnx))
+config.substitutions.append(("%pcc_src", config.pcc_src_root))

@@ -1,0 +1,303 @@
+#!/usr/bin/env python3
+"""Export small real-world models to ONNX with reference test data.
+
+Usage: export_models.py OUTDIR [--opset N] [--only NAME ...]
+
+For every model NAME this writes
+    OUTDIR/NAME/model.onnx
+    OUTDIR/NAME/test_data_set_0/input_0.pb [, input_1.pb ...]
+    OUTDIR/NAME/test_data_set_0/output_0.pb
+in the ONNX backend-test layout (serialized onnx.TensorProto files). The
+reference outputs come from running the torch model (eval mode, CPU, one
+thread) on torch.manual_seed(0) random inputs. `gpt_dynamic` is the `gpt`
+model exported with dynamic {0: batch, 1: seq} axes and has no test data.
+
+Graph inputs are named `input` (or `tokens` for the GPT models) and the
+graph output `output`. Everything is float32 except the int64 token ids.
+Needs Debian's python3-torch / python3-onnx (run with /usr/bin/python3);
+`vit` uses torchvision when it is installed and a hand-written equivalent
+otherwise.
+"""
+import argparse
+import io
+import math
+import os
+import sys
+import warnings
+
+warnings.filterwarnings("ignore")
+
+import numpy as np  # noqa: E402
+import onnx  # noqa: E402
+from onnx import numpy_helper  # noqa: E402
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+torch.set_num_threads(1)
+torch.use_deterministic_algorithms(True)
+
+DEFAULT_OPSET = 14
+
+
+# ---------------------------------------------------------------------------
+# Models
+# ---------------------------------------------------------------------------
+
+class MLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Sequential(
+            nn.Linear(64, 128), nn.GELU(), nn.Linear(128, 64), nn.ReLU(),
+            nn.Linear(64, 10))
+
+    def forward(self, x):
+        return self.net(x)
+
+
+class CausalSelfAttention(nn.Module):
+    def __init__(self, d_model, n_head, max_len):
+        super().__init__()
+        self.n_head = n_head
+        self.qkv = nn.Linear(d_model, 3 * d_model)
+        self.proj = nn.Linear(d_model, d_model)
+        del max_len  # the mask is built in forward() on purpose
+
+    def forward(self, x):
+        B, T, C = x.shape
+        H = self.n_head
+        q, k, v = self.qkv(x).split(C, dim=2)
+        q = q.view(B, T, H, C // H).transpose(1, 2)
+        k = k.view(B, T, H, C // H).transpose(1, 2)
+        v = v.view(B, T, H, C // H).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(C // H))
+        # Built here (not a buffer) so a static export folds it to a constant
+        # and a dynamic-seq export emits Trilu.
+        mask = torch.tril(torch.ones(T, T, dtype=torch.bool, device=x.device))
+        att = att.masked_fill(~mask, float("-inf"))
+        att = F.softmax(att, dim=-1)
+        y = (att @ v).transpose(1, 2).reshape(B, T, C)
+        return self.proj(y)
+
+
+class Block(nn.Module):
+    def __init__(self, d_model, n_head, max_len):
+        super().__init__()
+        self.ln1 = nn.LayerNorm(d_model)
+        self.attn = CausalSelfAttention(d_model, n_head, max_len)
+        self.ln2 = nn.LayerNorm(d_model)
+        self.mlp = nn.Sequential(
+            nn.Linear(d_model, 4 * d_model), nn.GELU(),
+            nn.Linear(4 * d_model, d_model))
+
+    def forward(self, x):
+        x = x + self.attn(self.ln1(x))
+        return x + self.mlp(self.ln2(x))
+
+
+class GPT(nn.Module):
+    def __init__(self, vocab=128, max_len=32, d_model=64, n_head=4, n_layer=2):
+        super().__init__()
+        self.tok = nn.Embedding(vocab, d_model)
+        self.pos = nn.Embedding(max_len, d_model)
+        self.blocks = nn.ModuleList(
+            [Block(d_model, n_head, max_len) for _ in range(n_layer)])
+        self.ln_f = nn.LayerNorm(d_model)
+        self.head = nn.Linear(d_model, vocab, bias=False)
+
+    def forward(self, tokens):
+        T = tokens.shape[1]
+        pos = torch.arange(T, dtype=torch.long, device=tokens.device)
+        x = self.tok(tokens) + self.pos(pos).unsqueeze(0)
+        for b in self.blocks:
+            x = b(x)
+        return self.head(self.ln_f(x))
+
+
+class HandViT(nn.Module):
+    """Fallback when torchvision is missing: same architecture as
+    torchvision.models.VisionTransformer (conv patchify + class token +
+    learned pos-embedding + pre-LN encoder + LN + linear head)."""
+
+    def __init__(self, image_size=32, patch_size=8, num_layers=2, num_heads=4,
+                 hidden_dim=64, mlp_dim=128, num_classes=10):
+        super().__init__()
+        n = (image_size // patch_size) ** 2
+        self.conv_proj = nn.Conv2d(3, hidden_dim, patch_size, patch_size)
+        self.class_token = nn.Parameter(torch.zeros(1, 1, hidden_dim))
+        self.pos = nn.Parameter(torch.empty(1, n + 1, hidden_dim).normal_(std=0.02))
+        layer = nn.TransformerEncoderLayer(
+            hidden_dim, num_heads, mlp_dim, dropout=0.0, activation="gelu",
+            batch_first=True, norm_first=True)
+        self.encoder = nn.TransformerEncoder(layer, num_layers,
+                                             enable_nested_tensor=False)
+        self.ln = nn.LayerNorm(hidden_dim, eps=1e-6)
+        self.head = nn.Linear(hidden_dim, num_classes)
+
+    def forward(self, x):
+        x = self.conv_proj(x).flatten(2).transpose(1, 2)
+        cls = self.class_token.expand(x.shape[0], -1, -1)
+        x = torch.cat([cls, x], dim=1) + self.pos
+        x = self.ln(self.encoder(x))
+        return self.head(x[:, 0])
+
+
+def make_vit():
+    try:
+        from torchvision.models import VisionTransformer
+    except ImportError:
+        return HandViT(), "hand-written (torchvision not installed)"
+    return VisionTransformer(image_size=32, patch_size=8, num_layers=2,
+                             num_heads=4, hidden_dim=64, mlp_dim=128,
+                             num_classes=10), "torchvision"
+
+
+def make_cnn():
+    m = nn.Sequential(
+        nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Conv2d(8, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(),
+        nn.AvgPool2d(2),
+        nn.Conv2d(16, 16, 3, padding=1), nn.ReLU(),
+        nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(16, 10))
+    g = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        for bn in (m[1], m[5]):
+            c = bn.num_features
+            bn.running_mean.copy_(torch.randn(c, generator=g) * 0.5)
+            bn.running_var.copy_(torch.rand(c, generator=g) * 1.5 + 0.25)
+            bn.weight.copy_(torch.rand(c, generator=g) + 0.5)
+            bn.bias.copy_(torch.randn(c, generator=g) * 0.1)
+    return m
+
+
+def make_encoder():
+    return nn.TransformerEncoderLayer(d_model=64, nhead=4, dim_feedforward=128,
+                                      dropout=0.0, batch_first=True)
+
+
+# name -> (factory, input name, input spec, dynamic_axes, write test data)
+# input spec: ("float", shape) or ("tokens", shape, vocab)
+MODELS = {
+    "mlp": (MLP, "input", ("float", (4, 64)), None, True),
+    "encoder": (make_encoder, "input", ("float", (2, 16, 64)), None, True),
+    "gpt": (GPT, "tokens", ("tokens", (2, 16), 128), None, True),
+    "gpt_dynamic": (GPT, "tokens", ("tokens", (2, 16), 128),
+                    {"tokens": {0: "batch", 1: "seq"},
+                     "output": {0: "batch", 1: "seq"}}, False),
+    "vit": (make_vit, "input", ("float", (2, 3, 32, 32)), None, True),
+    "cnn": (make_cnn, "input", ("float", (2, 3, 16, 16)), None, True),
+}
+
+# torch's TrainingMode.EVAL export runs an "eval peephole" pass that folds
+# BatchNormalization into the preceding Conv. The model is in eval() mode, so
+# PRESERVE exports the same inference semantics but keeps the
+# BatchNormalization nodes (training_mode=0) for the importer to handle.
+KEEP_BATCHNORM = {"cnn"}
+
+
+# ---------------------------------------------------------------------------
+# Export
+# ---------------------------------------------------------------------------
+
+def perturb_trivial_params(model):
+    """Add seeded noise to every parameter that is still
+    constant (zero biases, unit LayerNorm weights, torchvision ViT's all-zero
+    class token and classifier head, ...), so the reference output depends on
+    every weight and an importer that drops e.g. a LayerNorm bias is caught."""
+    g = torch.Generator().manual_seed(2)
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.numel() > 0 and bool((p == p.reshape(-1)[0]).all()):
+                p.add_(torch.randn(p.shape, generator=g) * 0.1)
+
+
+def make_input(spec):
+    torch.manual_seed(0)
+    if spec[0] == "tokens":
+        return torch.randint(0, spec[2], spec[1], dtype=torch.int64)
+    return torch.randn(*spec[1], dtype=torch.float32)
+
+
+def write_tensor(path, array, name):
+    t = numpy_helper.from_array(np.ascontiguousarray(array), name)
+    with open(path, "wb") as f:
+        f.write(t.SerializeToString())
+
+
+def export_one(name, outdir, opset):
+    factory, in_name, spec, dyn, with_data = MODELS[name]
+    torch.manual_seed(0)  # identical weights for gpt and gpt_dynamic
+    made = factory()
+    note = ""
+    if isinstance(made, tuple):
+        made, note = made
+    model = made.eval()
+    perturb_trivial_params(model)
+    nparams = sum(p.numel() for p in model.parameters())
+    assert nparams * 4 < 1 << 20, f"{name}: {nparams} params is too big"
+
+    x = make_input(spec)
+    # Grad mode stays on (parameters require grad) for both the reference run
+    # and the export: in torch 1.13 that keeps nn.TransformerEncoderLayer and
+    # nn.MultiheadAttention off their fused inference fast path
+    # (aten::_transformer_encoder_layer_fwd / _native_multi_head_attention),
+    # which cannot be exported to ONNX.
+    ref = model(x).detach()
+
+    mdir = os.path.join(outdir, name)
+    os.makedirs(mdir, exist_ok=True)
+    path = os.path.join(mdir, "model.onnx")
+    buf = io.BytesIO()
+    # Some torch versions print export diagnostics on stdout; keep it quiet.
+    devnull = open(os.devnull, "w")
+    saved = sys.stdout
+    sys.stdout = devnull
+    try:
+        torch.onnx.export(
+            model, (x,), buf, export_params=True, opset_version=opset,
+            do_constant_folding=True, input_names=[in_name],
+            output_names=["output"], dynamic_axes=dyn,
+            training=(torch.onnx.TrainingMode.PRESERVE
+                      if name in KEEP_BATCHNORM
+                      else torch.onnx.TrainingMode.EVAL),
+            verbose=False)
+    finally:
+        sys.stdout = saved
+        devnull.close()
+    m = onnx.load_from_string(buf.getvalue())
+    m.producer_name = "pcc-export_models"
+    m.producer_version = torch.__version__
+    m.doc_string = f"pcc test model '{name}' exported by torch {torch.__version__}"
+    onnx.checker.check_model(m, full_check=True)
+    m = onnx.shape_inference.infer_shapes(m, check_type=True, strict_mode=True)
+    with open(path, "wb") as f:
+        f.write(m.SerializeToString())
+
+    if with_data:
+        ddir = os.path.join(mdir, "test_data_set_0")
+        os.makedirs(ddir, exist_ok=True)
+        write_tensor(os.path.join(ddir, "input_0.pb"), x.numpy(), in_name)
+        write_tensor(os.path.join(ddir, "output_0.pb"), ref.numpy(), "output")
+
+    ops = sorted({(n.domain + "::" if n.domain else "") + n.op_type
+                  for n in m.graph.node})
+    extra = f" [{note}]" if note else ""
+    print(f"{name}: opset {opset}, {len(m.graph.node)} nodes, "
+          f"{nparams} params{extra}; ops: {' '.join(ops)}")
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("outdir")
+    ap.add_argument("--opset", type=int, default=DEFAULT_OPSET)
+    ap.add_argument("--only", nargs="+", metavar="NAME", choices=list(MODELS),
+                    help="subset of: " + ", ".join(MODELS))
+    args = ap.parse_args(argv[1:])
+    for name in args.only or list(MODELS):
+        export_one(name, args.outdir, args.opset)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

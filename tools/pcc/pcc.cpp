@@ -1,0 +1,151 @@
+//===- pcc.cpp - the pcc compiler driver ----------------------------------===//
+//
+//   pcc MODEL.onnx --emit=mlir [--input-shape NAME=AxB]...
+//
+// Errors go to stderr as exactly one line starting "error:", and the exit
+// status is 1; nothing is written to stdout or to an output file unless the
+// whole run succeeds.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pcc/Dialect/PCC/IR/PCCDialect.h"
+#include "pcc/Dialect/PCC/Transforms/Passes.h"
+#include "pcc/Import/ONNXImporter.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace llvm;
+
+namespace {
+
+cl::OptionCategory pccCategory("pcc options");
+
+cl::opt<std::string> inputFile(cl::Positional, cl::desc("<model.onnx>"),
+                               cl::Required, cl::cat(pccCategory));
+
+enum class Emit { None, Mlir, MlirImport };
+cl::opt<Emit> emit(
+    "emit", cl::desc("Print an intermediate form instead of compiling"),
+    cl::values(clEnumValN(Emit::Mlir, "mlir",
+                          "the imported module after cleanup (folding, "
+                          "GELU/LayerNorm raising, CSE)"),
+               clEnumValN(Emit::MlirImport, "mlir-import",
+                          "the module exactly as imported")),
+    cl::init(Emit::None), cl::cat(pccCategory));
+
+cl::list<std::string> inputShapes(
+    "input-shape",
+    cl::desc("Bind a symbolic input shape: NAME=AxB (a graph input's whole "
+             "shape) or DIM=N (an ONNX dim_param); repeatable, or "
+             "comma-separated"),
+    cl::value_desc("NAME=AxB"), cl::CommaSeparated, cl::cat(pccCategory));
+
+cl::opt<std::string> outputPath("o",
+                                cl::desc("Output file for --emit (default "
+                                         "stdout)"),
+                                cl::value_desc("path"), cl::init("-"),
+                                cl::cat(pccCategory));
+
+/// Prints the first error as one line, "error: MESSAGE at node 'NAME'" or
+/// "error: FILE: MESSAGE", and drops the rest (follow-on noise).
+class OneLineDiagnostics {
+public:
+  explicit OneLineDiagnostics(mlir::MLIRContext &ctx) {
+    id = ctx.getDiagEngine().registerHandler([this](mlir::Diagnostic &d) {
+      if (d.getSeverity() != mlir::DiagnosticSeverity::Error)
+        return mlir::success();
+      if (!printed)
+        print(d);
+      printed = true;
+      return mlir::success();
+    });
+  }
+
+  static void print(mlir::Diagnostic &d) {
+    std::string msg = d.str();
+    for (char &c : msg)
+      if (c == '\n')
+        c = ' ';
+    mlir::Location loc = d.getLocation();
+    if (auto name = dyn_cast<mlir::NameLoc>(loc)) {
+      errs() << "error: " << msg << " at node '" << name.getName().getValue()
+             << "'\n";
+      return;
+    }
+    if (auto file = dyn_cast<mlir::FileLineColLoc>(loc)) {
+      errs() << "error: " << file.getFilename().getValue() << ": " << msg
+             << "\n";
+      return;
+    }
+    errs() << "error: " << msg << "\n";
+  }
+
+  bool printed = false;
+
+private:
+  mlir::DiagnosticEngine::HandlerID id;
+};
+
+int fail(const Twine &message) {
+  errs() << "error: " << message << "\n";
+  return 1;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  InitLLVM y(argc, argv);
+  cl::HideUnrelatedOptions(pccCategory);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "pcc: auto-parallelizing compiler for ONNX models\n\n"
+      "  pcc MODEL.onnx --emit=mlir        print the imported pcc-dialect "
+      "module\n"
+      "  pcc MODEL.onnx --emit=mlir --input-shape tokens=2x32\n"
+      "                                    bind symbolic input dims first\n");
+
+  pcc::ImportOptions options;
+  for (const std::string &spec : inputShapes) {
+    std::string err = pcc::parseInputShapeBinding(spec, options);
+    if (!err.empty())
+      return fail(err);
+  }
+  if (emit == Emit::None)
+    return fail("code generation is not available in this build yet; use "
+                "--emit=mlir to print the imported module");
+
+  mlir::MLIRContext context;
+  context.disableMultithreading();
+  context.printOpOnDiagnostic(false);
+  OneLineDiagnostics diagnostics(context);
+
+  auto module = pcc::importONNXFile(inputFile, context, options);
+  if (!module) {
+    if (!diagnostics.printed)
+      return fail("import of '" + inputFile + "' failed");
+    return 1;
+  }
+  if (emit == Emit::Mlir) {
+    mlir::PassManager pm(&context);
+    pcc::buildImportCleanupPipeline(pm);
+    if (mlir::failed(pm.run(*module)))
+      return diagnostics.printed ? 1 : fail("cleanup pipeline failed");
+  }
+
+  std::string err;
+  auto out = mlir::openOutputFile(outputPath, &err);
+  if (!out)
+    return fail(err);
+  module->print(out->os());
+  out->os() << "\n";
+  out->keep();
+  return 0;
+}
