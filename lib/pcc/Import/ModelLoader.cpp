@@ -27,7 +27,7 @@ using namespace mlir;
 namespace pcc::import {
 
 bool parseModel(llvm::StringRef buffer, bool text, onnx::ModelProto &model,
-                Diag diag) {
+                const Diag &diag) {
   if (buffer.empty()) {
     diag("file is empty", "");
     return false;
@@ -59,7 +59,7 @@ bool parseModel(llvm::StringRef buffer, bool text, onnx::ModelProto &model,
   return true;
 }
 
-int checkModelHeader(const onnx::ModelProto &model, Diag diag) {
+int checkModelHeader(const onnx::ModelProto &model, const Diag &diag) {
   if (!model.has_graph()) {
     diag("model has no graph (not an ONNX model?)", "");
     return -1;
@@ -97,7 +97,7 @@ int checkModelHeader(const onnx::ModelProto &model, Diag diag) {
 }
 
 bool bindInputShapes(onnx::GraphProto &graph, const ImportOptions &options,
-                     Diag diag) {
+                     const Diag &diag) {
   llvm::StringSet<> used; // bindings that matched something
   for (auto &input : *graph.mutable_input()) {
     if (!input.type().has_tensor_type())
@@ -149,11 +149,11 @@ static int64_t checkedCount(llvm::ArrayRef<int64_t> dims, std::string &why) {
   int64_t count = 1;
   for (int64_t d : dims) {
     if (d < 0) {
-      why = "negative dimension " + std::to_string(d);
+      why = "a negative dimension " + std::to_string(d);
       return -1;
     }
     if (d != 0 && count > std::numeric_limits<int64_t>::max() / d) {
-      why = "element count overflows int64";
+      why = "an element count that overflows int64";
       return -1;
     }
     count *= d;
@@ -162,7 +162,7 @@ static int64_t checkedCount(llvm::ArrayRef<int64_t> dims, std::string &why) {
 }
 
 bool checkInitializers(const onnx::GraphProto &graph, llvm::StringRef modelDir,
-                       Diag diag) {
+                       const Diag &diag) {
   for (const auto &t : graph.initializer()) {
     std::string what = "initializer '" + t.name() + "'";
     if (!elementBytes(t.data_type())) {
@@ -235,7 +235,7 @@ bool checkInitializers(const onnx::GraphProto &graph, llvm::StringRef modelDir,
 }
 
 bool sortNodes(const onnx::GraphProto &graph, std::vector<int> &order,
-               Diag diag) {
+               const Diag &diag) {
   std::unordered_map<std::string, int> producer;
   std::unordered_map<std::string, bool> external;
   for (const auto &in : graph.input())
@@ -298,7 +298,7 @@ bool sortNodes(const onnx::GraphProto &graph, std::vector<int> &order,
 }
 
 FailureOr<RankedTensorType> valueInfoType(const onnx::ValueInfoProto &info,
-                                          MLIRContext *ctx, Diag diag) {
+                                          MLIRContext *ctx, const Diag &diag) {
   std::string what = "graph input '" + info.name() + "'";
   if (!info.type().has_tensor_type()) {
     diag(what + " is not a tensor", "");
@@ -328,7 +328,7 @@ FailureOr<RankedTensorType> valueInfoType(const onnx::ValueInfoProto &info,
     std::string sym = d.has_dim_param() ? d.dim_param() : "?";
     diag(what + " has symbolic dimension '" + sym + "' (axis " +
              std::to_string(i) + "); bind it with --input-shape " +
-             (d.has_dim_param() ? sym + "=N" : info.name() + "=AxB"),
+             (d.has_dim_param() ? sym + "=<size>" : info.name() + "=AxB"),
          "");
     return failure();
   }

@@ -14,37 +14,37 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "onnx/onnx_pb.h"
-#include "llvm/ADT/STLFunctionalExtras.h"
+#include <functional>
 
 #include <string>
 
 namespace pcc::import {
 
 /// Receives an error message and the ONNX node it concerns ("" if none).
-using Diag = llvm::function_ref<void(const std::string &message,
+using Diag = std::function<void(const std::string &message,
                                      const std::string &node)>;
 
 /// Parses a binary or text ONNX model.
 bool parseModel(llvm::StringRef buffer, bool text, onnx::ModelProto &model,
-                Diag diag);
+                const Diag &diag);
 
 /// Checks IR version, opsets and graph presence; returns the default-domain
 /// opset, or -1 after reporting an error.
-int checkModelHeader(const onnx::ModelProto &model, Diag diag);
+int checkModelHeader(const onnx::ModelProto &model, const Diag &diag);
 
 /// Replaces symbolic or given dims of graph inputs with the user's bindings
 /// and rejects bindings that name nothing.
 bool bindInputShapes(onnx::GraphProto &graph, const ImportOptions &options,
-                     Diag diag);
+                     const Diag &diag);
 
 /// Checks every initializer's dims and data size without reading the data.
 bool checkInitializers(const onnx::GraphProto &graph,
-                       llvm::StringRef modelDir, Diag diag);
+                       llvm::StringRef modelDir, const Diag &diag);
 
 /// Returns node indices in dependency order; reports reads of undefined
 /// tensors and cycles.
 bool sortNodes(const onnx::GraphProto &graph, std::vector<int> &order,
-               Diag diag);
+               const Diag &diag);
 
 /// Display name of node `index`: its ONNX name, or "<OpType>#index".
 std::string nodeName(const onnx::NodeProto &node, int index);
@@ -53,7 +53,7 @@ std::string nodeName(const onnx::NodeProto &node, int index);
 /// symbolic dims, negative dims and element-count overflow.
 mlir::FailureOr<mlir::RankedTensorType>
 valueInfoType(const onnx::ValueInfoProto &info, mlir::MLIRContext *ctx,
-              Diag diag);
+              const Diag &diag);
 
 /// Tensor type of an initializer or Constant value (dims already checked).
 mlir::RankedTensorType tensorType(const onnx::TensorProto &tensor,
@@ -65,7 +65,7 @@ bool shouldInline(const onnx::TensorProto &tensor);
 /// Reads a tensor's values (embedded, or external relative to `modelDir`).
 mlir::FailureOr<mlir::DenseElementsAttr>
 readTensor(const onnx::TensorProto &tensor, llvm::StringRef modelDir,
-           mlir::MLIRContext *ctx, Diag diag);
+           mlir::MLIRContext *ctx, const Diag &diag);
 
 /// Location of an external tensor's data, if it has one.
 struct ExternalLocation {

@@ -58,7 +58,7 @@ std::optional<ExternalLocation> externalLocation(const onnx::TensorProto &t) {
 
 FailureOr<DenseElementsAttr> readTensor(const onnx::TensorProto &t,
                                         llvm::StringRef modelDir,
-                                        MLIRContext *ctx, Diag diag) {
+                                        MLIRContext *ctx, const Diag &diag) {
   RankedTensorType type = tensorType(t, ctx);
   if (!type.getElementType()) {
     diag("tensor '" + t.name() + "' has unsupported data type", "");

@@ -16,6 +16,13 @@ include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
 def PCC_Tensor : StaticShapeTensorOf<[AnyType]>;
+
+// A signless i64 attribute read back as int64_t: axes, offsets and diagonal
+// indices may be negative, and ODS's I64Attr returns uint64_t.
+def PCC_I64Attr : TypedSignlessIntegerAttrBase<I64, "int64_t",
+                                               "64-bit integer attribute"> {
+  let convertFromStorage = "$_self.getValue().getSExtValue()";
+}
 def PCC_FloatTensor : StaticShapeTensorOf<[AnyFloat]>;
 def PCC_IndexTensor : StaticShapeTensorOf<[I32, I64]>;
 def PCC_BoolTensor : StaticShapeTensorOf<[I1]>;
@@ -211,7 +218,7 @@ def PCC_ConvOp : PCC_Op<"conv", [Pure, InferTypeOpAdaptor]> {
   let arguments = (ins PCC_FloatTensor:$input, PCC_FloatTensor:$filter,
                        Optional<PCC_FloatTensor>:$bias,
                        DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
-                       DenseI64ArrayAttr:$dilations, I64Attr:$group);
+                       DenseI64ArrayAttr:$dilations, PCC_I64Attr:$group);
   let results = (outs PCC_FloatTensor:$result);
   let assemblyFormat = "$input `,` $filter (`,` $bias^)? attr-dict `:` functional-type(operands, results)";
 }
@@ -243,7 +250,7 @@ def PCC_GlobalAveragePoolOp : PCC_Op<"global_average_pool", [Pure, InferTypeOpAd
 
 def PCC_SoftmaxOp : PCC_Op<"softmax", [Pure, InferTypeOpAdaptor]> {
   let summary = "Softmax along one axis";
-  let arguments = (ins PCC_FloatTensor:$input, I64Attr:$axis);
+  let arguments = (ins PCC_FloatTensor:$input, PCC_I64Attr:$axis);
   let results = (outs PCC_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
   let hasVerifier = 1;
@@ -258,7 +265,7 @@ def PCC_LayerNormOp : PCC_Op<"layer_norm", [Pure, InferTypeOpAdaptor]> {
     Example: `%y = pcc.layer_norm %x, %g, %b {axis = 2 : i64, epsilon = 1.0e-05 : f32} : (tensor<2x16x64xf32>, tensor<64xf32>, tensor<64xf32>) -> tensor<2x16x64xf32>`
   }];
   let arguments = (ins PCC_FloatTensor:$input, PCC_FloatTensor:$scale,
-                       Optional<PCC_FloatTensor>:$bias, I64Attr:$axis,
+                       Optional<PCC_FloatTensor>:$bias, PCC_I64Attr:$axis,
                        F32Attr:$epsilon);
   let results = (outs PCC_FloatTensor:$result);
   let assemblyFormat = "$input `,` $scale (`,` $bias^)? attr-dict `:` functional-type(operands, results)";
@@ -298,7 +305,7 @@ def PCC_ReduceProdOp : PCC_ReduceOp<"reduce_prod", "product">;
 class PCC_ArgReduceOp<string mnemonic, string desc>
     : PCC_Op<mnemonic, [Pure, InferTypeOpAdaptor]> {
   let summary = "Index of the " # desc # " along `axis` (first on ties)";
-  let arguments = (ins PCC_Tensor:$input, I64Attr:$axis,
+  let arguments = (ins PCC_Tensor:$input, PCC_I64Attr:$axis,
                        DefaultValuedAttr<BoolAttr, "true">:$keepdims);
   let results = (outs StaticShapeTensorOf<[I64]>:$result);
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
@@ -347,7 +354,7 @@ def PCC_ExpandOp : PCC_Op<"expand", [Pure, InferTypeOpAdaptor]> {
 
 def PCC_ConcatOp : PCC_Op<"concat", [Pure, InferTypeOpAdaptor]> {
   let summary = "Join tensors along `axis`";
-  let arguments = (ins Variadic<PCC_Tensor>:$inputs, I64Attr:$axis);
+  let arguments = (ins Variadic<PCC_Tensor>:$inputs, PCC_I64Attr:$axis);
   let results = (outs PCC_Tensor:$result);
   let assemblyFormat = "$inputs attr-dict `:` functional-type(operands, results)";
   let hasFolder = 1;
@@ -355,7 +362,7 @@ def PCC_ConcatOp : PCC_Op<"concat", [Pure, InferTypeOpAdaptor]> {
 
 def PCC_SplitOp : PCC_Op<"split", [Pure, InferTypeOpAdaptor]> {
   let summary = "Cut a tensor into consecutive pieces of `sizes` along `axis`";
-  let arguments = (ins PCC_Tensor:$input, I64Attr:$axis, DenseI64ArrayAttr:$sizes);
+  let arguments = (ins PCC_Tensor:$input, PCC_I64Attr:$axis, DenseI64ArrayAttr:$sizes);
   let results = (outs Variadic<PCC_Tensor>:$results);
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
@@ -384,7 +391,7 @@ def PCC_GatherOp : PCC_Op<"gather", [Pure, InferTypeOpAdaptor]> {
 
     Example: `%e = pcc.gather %wte, %ids {axis = 0 : i64} : (tensor<128x64xf32>, tensor<2x16xi64>) -> tensor<2x16x64xf32>`
   }];
-  let arguments = (ins PCC_Tensor:$input, PCC_IndexTensor:$indices, I64Attr:$axis);
+  let arguments = (ins PCC_Tensor:$input, PCC_IndexTensor:$indices, PCC_I64Attr:$axis);
   let results = (outs PCC_Tensor:$result);
   let assemblyFormat = "$input `,` $indices attr-dict `:` functional-type(operands, results)";
   let hasFolder = 1;
@@ -396,7 +403,7 @@ def PCC_TriluOp : PCC_Op<"trilu", [Pure, InferTypeOpAdaptor]> {
     Zeroes entries below (`upper`) or above (lower) diagonal `k` of each
     matrix in the trailing two axes.
   }];
-  let arguments = (ins PCC_Tensor:$input, BoolAttr:$upper, I64Attr:$k);
+  let arguments = (ins PCC_Tensor:$input, BoolAttr:$upper, PCC_I64Attr:$k);
   let results = (outs PCC_Tensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
   let hasVerifier = 1;

@@ -1,0 +1,120 @@
+// RUN: pcc-opt %s -split-input-file -verify-diagnostics
+
+func.func @broadcast_mismatch(%a: tensor<2x3xf32>, %b: tensor<4x5xf32>) {
+  // expected-error @+2 {{incompatible shapes [2,3] and [4,5] for broadcasting}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = "pcc.add"(%a, %b) : (tensor<2x3xf32>, tensor<4x5xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @wrong_result_type(%a: tensor<2x3xf32>) {
+  // expected-error @+2 {{'pcc.add' op inferred type(s) 'tensor<2x3xf32>' are incompatible with return type(s) of operation 'tensor<3x2xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = "pcc.add"(%a, %a) : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<3x2xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_contraction(%a: tensor<2x3xf32>, %b: tensor<4x5xf32>) {
+  // expected-error @+2 {{matmul contraction sizes differ: [2,3] x [4,5]}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = "pcc.matmul"(%a, %b) : (tensor<2x3xf32>, tensor<4x5xf32>) -> tensor<2x5xf32>
+  return
+}
+
+// -----
+
+func.func @reshape_count(%a: tensor<2x3xf32>) {
+  // expected-error @+2 {{cannot reshape [2,3] to [7]: element counts differ}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = "pcc.reshape"(%a) <{shape = array<i64: 7>}> : (tensor<2x3xf32>) -> tensor<7xf32>
+  return
+}
+
+// -----
+
+func.func @transpose_perm(%a: tensor<2x3xf32>) {
+  // expected-error @+2 {{transpose perm [0,0] is not a permutation}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = "pcc.transpose"(%a) <{perm = array<i64: 0, 0>}> : (tensor<2x3xf32>) -> tensor<2x2xf32>
+  return
+}
+
+// -----
+
+func.func @dynamic_shape(%a: tensor<?x3xf32>) {
+  // expected-error @+1 {{must be statically shaped tensor}}
+  %0 = pcc.relu %a : tensor<?x3xf32>
+  return
+}
+
+// -----
+
+func.func @split_sizes(%a: tensor<2x6xf32>) {
+  // expected-error @+2 {{split sizes sum to 5 but dim 1 has 6}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0:2 = "pcc.split"(%a) <{axis = 1 : i64, sizes = array<i64: 2, 3>}> : (tensor<2x6xf32>) -> (tensor<2x2xf32>, tensor<2x3xf32>)
+  return
+}
+
+// -----
+
+func.func @slice_bounds(%a: tensor<4xf32>) {
+  // expected-error @+1 {{axis 0 reads outside [0, 4)}}
+  %0 = "pcc.slice"(%a) <{starts = array<i64: 2>, sizes = array<i64: 3>, steps = array<i64: 1>}> : (tensor<4xf32>) -> tensor<3xf32>
+  return
+}
+
+// -----
+
+func.func @conv_channels(%x: tensor<1x3x8x8xf32>, %w: tensor<4x2x3x3xf32>) {
+  // expected-error @+2 {{conv channels do not match}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = "pcc.conv"(%x, %w) <{strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64}> : (tensor<1x3x8x8xf32>, tensor<4x2x3x3xf32>) -> tensor<1x4x6x6xf32>
+  return
+}
+
+// -----
+
+func.func @pool_window(%x: tensor<1x3x2x2xf32>) {
+  // expected-error @+2 {{window of 3 exceeds padded input size 2}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = "pcc.max_pool"(%x) <{kernel_shape = array<i64: 3, 3>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>}> : (tensor<1x3x2x2xf32>) -> tensor<1x3x1x1xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_scale(%x: tensor<2x8xf32>, %g: tensor<4xf32>) {
+  // expected-error @+1 {{scale shape does not broadcast to the normalized shape}}
+  %0 = "pcc.layer_norm"(%x, %g) <{axis = 1 : i64, epsilon = 1.0e-5 : f32}> : (tensor<2x8xf32>, tensor<4xf32>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @external_length() {
+  // expected-error @+1 {{external data length 8 does not match the 16 bytes of 'tensor<4xf32>'}}
+  %0 = pcc.weight "b" external <"w.bin", offset = 0, length = 8> : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @gelu_mode(%x: tensor<4xf32>) {
+  // expected-error @+1 {{approximate must be 'none' or 'tanh', got 'fast'}}
+  %0 = pcc.gelu %x {approximate = "fast"} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_axes(%x: tensor<4x4xf32>) {
+  // expected-error @+2 {{reduction axes must be sorted and unique}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = "pcc.reduce_sum"(%x) <{axes = array<i64: 1, 0>}> : (tensor<4x4xf32>) -> tensor<1x1xf32>
+  return
+}
