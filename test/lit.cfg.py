@@ -14,7 +14,7 @@ config.excludes = ["lit.cfg.py", "lit.site.cfg.py", "CMakeLists.txt",
 config.environment["FILECHECK_OPTS"] = "-enable-var-scope"
 
 llvm_config.use_default_substitutions()
-llvm_config.with_environment("PATH", config.pcc_tools_dir, append_path=False)
+llvm_config.with_environment("PATH", config.pcc_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.add_tool_substitutions(["pcc", "pcc-opt"], [config.pcc_tools_dir])
 config.substitutions.append(("%python", config.python_onnx))

@@ -284,7 +284,7 @@ bool sortNodes(const onnx::GraphProto &graph, std::vector<int> &order,
   if (static_cast<int>(order.size()) != n) {
     for (int i = 0; i < n; ++i)
       if (pending[i]) {
-        diag("graph has a cycle through this node", nodeName(graph.node(i), i));
+        diag("graph has a cycle", nodeName(graph.node(i), i));
         return false;
       }
   }
