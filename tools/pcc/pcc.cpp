@@ -1,6 +1,7 @@
 //===- pcc.cpp - the pcc compiler driver ----------------------------------===//
 //
-//   pcc MODEL.onnx --emit=mlir [--input-shape NAME=AxB]...
+//   pcc MODEL.onnx [--devices N] [-o DIR] [--input-shape NAME=AxB]...
+//   pcc MODEL.onnx --emit=mlir [-o FILE]
 //
 // Errors go to stderr as exactly one line starting "error:", and the exit
 // status is 1; nothing is written to stdout or to an output file unless the
@@ -8,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "pcc/Codegen/Compile.h"
 #include "pcc/Dialect/PCC/IR/PCCDialect.h"
 #include "pcc/Dialect/PCC/Transforms/Passes.h"
 #include "pcc/Import/ONNXImporter.h"
@@ -18,6 +20,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
@@ -48,11 +51,24 @@ cl::list<std::string> inputShapes(
              "comma-separated"),
     cl::value_desc("NAME=AxB"), cl::CommaSeparated, cl::cat(pccCategory));
 
-cl::opt<std::string> outputPath("o",
-                                cl::desc("Output file for --emit (default "
-                                         "stdout)"),
-                                cl::value_desc("path"), cl::init("-"),
-                                cl::cat(pccCategory));
+cl::opt<std::string> outputPath(
+    "o",
+    cl::desc("Output directory when compiling (default: out), or output "
+             "file for --emit (default: stdout)"),
+    cl::value_desc("path"), cl::cat(pccCategory));
+
+cl::opt<int> devices("devices", cl::desc("Number of devices (ranks) to "
+                                         "compile for"),
+                     cl::init(1), cl::cat(pccCategory));
+
+cl::opt<std::string> cxxFlags(
+    "cxx-flags",
+    cl::desc("Extra flags for the C++ compiler that builds the model (e.g. "
+             "-march=native)"),
+    cl::value_desc("flags"), cl::cat(pccCategory));
+
+cl::opt<bool> quiet("quiet", cl::desc("Do not print the compile summary"),
+                    cl::cat(pccCategory));
 
 /// Prints the first error as one line, "error: MESSAGE at node 'NAME'" or
 /// "error: FILE: MESSAGE", and drops the rest (follow-on noise).
@@ -118,9 +134,12 @@ int main(int argc, char **argv) {
     if (!err.empty())
       return fail(err);
   }
-  if (emit == Emit::None)
-    return fail("code generation is not available in this build yet; use "
-                "--emit=mlir to print the imported module");
+  if (devices < 1)
+    return fail("--devices must be at least 1, got " + Twine(devices));
+  if (emit == Emit::None && devices > 1)
+    return fail("--devices " + Twine(devices) +
+                " needs the SPMD partitioner, which this build does not have "
+                "yet; compile with --devices 1");
 
   mlir::MLIRContext context;
   context.disableMultithreading();
@@ -140,8 +159,28 @@ int main(int argc, char **argv) {
       return diagnostics.printed ? 1 : fail("cleanup pipeline failed");
   }
 
+  if (emit == Emit::None) {
+    pcc::CompileOptions copts;
+    copts.outputDir = outputPath.empty() ? std::string("out") : outputPath.getValue();
+    copts.modelPath = inputFile;
+    copts.devices = devices;
+    copts.cxxFlags = cxxFlags;
+    pcc::CompileReport report;
+    if (mlir::failed(pcc::compileToExecutable(*module, copts, report)))
+      return diagnostics.printed ? 1 : fail("compilation failed");
+    if (!quiet)
+      outs() << "pcc: wrote " << copts.outputDir << "/model ("
+             << report.kernelCalls << " kernel calls, " << report.fusedLoops
+             << " fused loops over " << report.fusedOps << " ops; scratch "
+             << report.arenaBytes << " bytes (" << report.unsharedBytes
+             << " without reuse), weights " << report.weightsBytes
+             << " bytes; C++ compile " << format("%.1f", report.cxxSeconds)
+             << " s)\n";
+    return 0;
+  }
+
   std::string err;
-  auto out = mlir::openOutputFile(outputPath, &err);
+  auto out = mlir::openOutputFile(outputPath.empty() ? std::string("-") : outputPath.getValue(), &err);
   if (!out)
     return fail(err);
   module->print(out->os());

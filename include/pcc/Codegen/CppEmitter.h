@@ -1,0 +1,47 @@
+//===- CppEmitter.h - pcc dialect to C++ over the runtime -------*- C++ -*-===//
+//
+// Translates func.func @main of a (per-rank, static) pcc module into one C++
+// translation unit that defines pcc_model_info() for the runtime (pccrt).
+// Elementwise chains are fused into single loops; buffers are placed by
+// liveness in one arena; GEMMs and convolutions call BLAS through pccrt.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PCC_CODEGEN_CPPEMITTER_H
+#define PCC_CODEGEN_CPPEMITTER_H
+
+#include "mlir/IR/BuiltinAttributeInterfaces.h"
+#include "mlir/IR/BuiltinOps.h"
+
+#include <string>
+#include <vector>
+
+namespace pcc {
+
+/// One entry of the weights file: a named ONNX weight or an IR constant.
+struct WeightsEntry {
+  std::string weightName;
+  mlir::ElementsAttr constant;
+  int64_t offset = 0;
+  int64_t bytes = 0;
+};
+
+struct EmittedModel {
+  std::string source;
+  std::vector<WeightsEntry> weights;
+  int64_t weightsBytes = 0;
+  /// Scratch arena after liveness-based reuse, and what it would be without.
+  int64_t arenaBytes = 0;
+  int64_t unsharedBytes = 0;
+  int fusedLoops = 0;
+  int fusedOps = 0;
+  int kernelCalls = 0;
+};
+
+/// Emits C++ for `module`; reports unsupported ops or types as errors at the
+/// op's location.
+mlir::FailureOr<EmittedModel> emitCpp(mlir::ModuleOp module);
+
+} // namespace pcc
+
+#endif // PCC_CODEGEN_CPPEMITTER_H

@@ -1,0 +1,214 @@
+//===- Compile.cpp - build a model executable -----------------------------===//
+//
+// Everything is written into a temporary sibling directory and renamed into
+// place only after the C++ compiler succeeds, so a failed compile never
+// leaves a half-written output directory behind.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pcc/Codegen/Compile.h"
+
+#include "pcc/Codegen/CppEmitter.h"
+#include "pcc/Config.h"
+#include "pcc/Import/WeightReader.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <chrono>
+
+using namespace mlir;
+
+namespace pcc {
+namespace {
+
+/// Removes a directory tree (best effort).
+void removeTree(StringRef dir) {
+  if (!dir.empty() && llvm::sys::fs::exists(dir))
+    llvm::sys::fs::remove_directories(dir);
+}
+
+LogicalResult writeFile(Location loc, StringRef path, StringRef contents) {
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec);
+  if (ec)
+    return emitError(loc) << "cannot write '" << path << "': " << ec.message();
+  os << contents;
+  return success();
+}
+
+/// Dense bytes of an IR constant (bools one byte each, splats expanded).
+std::string constantBytes(ElementsAttr value) {
+  auto dense = cast<DenseElementsAttr>(value);
+  std::string bytes;
+  if (dense.getElementType().isInteger(1)) {
+    for (bool b : dense.getValues<bool>())
+      bytes.push_back(b ? 1 : 0);
+    return bytes;
+  }
+  ArrayRef<char> raw = dense.getRawData();
+  if (dense.isSplat()) {
+    for (int64_t i = 0, n = dense.getNumElements(); i < n; ++i)
+      bytes.append(raw.data(), raw.size());
+    return bytes;
+  }
+  return std::string(raw.data(), raw.size());
+}
+
+LogicalResult writeWeights(Location loc, StringRef path,
+                           const EmittedModel &model, StringRef modelPath) {
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec);
+  if (ec)
+    return emitError(loc) << "cannot write '" << path << "': " << ec.message();
+  std::unique_ptr<WeightReader> reader;
+  int64_t at = 0;
+  for (const WeightsEntry &e : model.weights) {
+    std::string bytes, error;
+    if (!e.weightName.empty()) {
+      if (!reader) {
+        reader = WeightReader::open(modelPath, error);
+        if (!reader)
+          return emitError(loc) << error;
+      }
+      if (!reader->read(e.weightName, bytes, error))
+        return emitError(loc) << error;
+    } else {
+      bytes = constantBytes(e.constant);
+    }
+    if (static_cast<int64_t>(bytes.size()) != e.bytes)
+      return emitError(loc) << "weight '" << e.weightName << "' has "
+                            << bytes.size() << " bytes, expected " << e.bytes;
+    os.write_zeros(e.offset - at);
+    os << bytes;
+    at = e.offset + e.bytes;
+  }
+  os.write_zeros(model.weightsBytes - at);
+  return success();
+}
+
+std::string planJson(const CompileOptions &options, const EmittedModel &m) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << "{\n  \"schema\": \"pcc-plan/1\",\n  \"model\": \""
+     << llvm::sys::path::filename(options.modelPath) << "\",\n"
+     << "  \"devices\": " << options.devices << ",\n"
+     << "  \"mesh\": {\"dp\": 1, \"pp\": 1, \"tp\": 1, \"tp_mode\": \"none\", "
+        "\"sp\": 1},\n"
+     << "  \"memory\": {\"weights_bytes\": " << m.weightsBytes
+     << ", \"arena_bytes\": " << m.arenaBytes
+     << ", \"arena_bytes_without_reuse\": " << m.unsharedBytes << "},\n"
+     << "  \"codegen\": {\"fused_loops\": " << m.fusedLoops
+     << ", \"fused_ops\": " << m.fusedOps
+     << ", \"kernel_calls\": " << m.kernelCalls << "}\n}\n";
+  return s;
+}
+
+} // namespace
+
+LogicalResult compileToExecutable(ModuleOp module,
+                                  const CompileOptions &options,
+                                  CompileReport &report) {
+  Location loc = module.getLoc();
+  auto t0 = std::chrono::steady_clock::now();
+  auto emitted = emitCpp(module);
+  if (failed(emitted))
+    return failure();
+
+  // Refuse to replace a directory that is not an earlier pcc output.
+  StringRef outDir = options.outputDir;
+  if (llvm::sys::fs::exists(outDir)) {
+    llvm::SmallString<256> marker(outDir);
+    llvm::sys::path::append(marker, "plan.json");
+    bool empty = true;
+    std::error_code ec;
+    for (llvm::sys::fs::directory_iterator it(outDir, ec), end; it != end && !ec;
+         it.increment(ec)) {
+      empty = false;
+      break;
+    }
+    if (!empty && !llvm::sys::fs::exists(marker))
+      return emitError(loc) << "output directory '" << outDir
+                            << "' exists and is not a pcc output; choose "
+                               "another with -o";
+  }
+  std::string tmp = (outDir + ".pcc-tmp-" +
+                     std::to_string(llvm::sys::Process::getProcessId()))
+                        .str();
+  removeTree(tmp);
+  if (auto ec = llvm::sys::fs::create_directories(tmp))
+    return emitError(loc) << "cannot create '" << tmp << "': " << ec.message();
+  auto fail = [&]() {
+    removeTree(tmp);
+    return failure();
+  };
+  auto in = [&](StringRef name) {
+    llvm::SmallString<256> p(tmp);
+    llvm::sys::path::append(p, name);
+    return std::string(p);
+  };
+
+  if (failed(writeFile(loc, in("model.cpp"), emitted->source)) ||
+      failed(writeWeights(loc, in("weights.bin"), *emitted, options.modelPath)) ||
+      failed(writeFile(loc, in("plan.json"), planJson(options, *emitted))))
+    return fail();
+  auto t1 = std::chrono::steady_clock::now();
+
+  // Compile and link.
+  std::string includeFlag = std::string("-I") + PCC_RUNTIME_INCLUDE_DIR;
+  SmallVector<std::string> args = {PCC_CXX_COMPILER, "-std=c++17", "-O3", "-w",
+                                   includeFlag, in("model.cpp"), "-o",
+                                   in("model"), PCC_RUNTIME_LIBRARY};
+  for (StringRef flag : llvm::split(StringRef(PCC_RUNTIME_LINK_FLAGS), ' '))
+    if (!flag.empty())
+      args.push_back(flag.str());
+  for (StringRef flag : llvm::split(StringRef(options.cxxFlags), ' '))
+    if (!flag.empty())
+      args.insert(args.begin() + 3, flag.str());
+  SmallVector<StringRef> argRefs(args.begin(), args.end());
+  std::string log = in("compile.log");
+  std::optional<StringRef> redirects[] = {std::nullopt, StringRef(log),
+                                          StringRef(log)};
+  std::string execError;
+  int rc = llvm::sys::ExecuteAndWait(args[0], argRefs, std::nullopt, redirects,
+                                     /*SecondsToWait=*/600, 0, &execError);
+  if (rc != 0) {
+    std::string first = "see the compiler output";
+    if (auto buf = llvm::MemoryBuffer::getFile(log)) {
+      for (StringRef line : llvm::split((*buf)->getBuffer(), '\n'))
+        if (line.contains("error")) {
+          first = line.trim().str();
+          break;
+        }
+    }
+    emitError(loc) << "C++ compilation of the generated model failed ("
+                   << (execError.empty() ? first : execError) << ")";
+    return fail();
+  }
+  llvm::sys::fs::remove(log);
+  auto t2 = std::chrono::steady_clock::now();
+
+  removeTree(outDir);
+  if (auto ec = llvm::sys::fs::rename(tmp, outDir)) {
+    emitError(loc) << "cannot move output into '" << outDir
+                   << "': " << ec.message();
+    return fail();
+  }
+  report.arenaBytes = emitted->arenaBytes;
+  report.unsharedBytes = emitted->unsharedBytes;
+  report.weightsBytes = emitted->weightsBytes;
+  report.fusedLoops = emitted->fusedLoops;
+  report.fusedOps = emitted->fusedOps;
+  report.kernelCalls = emitted->kernelCalls;
+  report.codegenSeconds = std::chrono::duration<double>(t1 - t0).count();
+  report.cxxSeconds = std::chrono::duration<double>(t2 - t1).count();
+  return success();
+}
+
+} // namespace pcc

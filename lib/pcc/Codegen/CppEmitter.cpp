@@ -1,0 +1,887 @@
+//===- CppEmitter.cpp - pcc dialect to C++ over the runtime ---------------===//
+//
+// Invariants:
+// - Every value has one storage: a model input, an entry of the weights file
+//   (pcc.weight and pcc.constant), an arena buffer, an alias of another
+//   value's storage (pcc.reshape), or none (an op fused into a loop).
+// - An elementwise op is fused into its single user when that user is also
+//   elementwise and has the same result shape; each fusion group runs as one
+//   loop at the position of its root (last) op, so all of its leaf operands
+//   are live until then.
+// - A value's arena buffer lives from the position that writes it to the last
+//   position that reads it or any alias of it; returned values live to the end
+//   (they are copied to the output buffers last).
+//
+//===----------------------------------------------------------------------===//
+
+#include "pcc/Codegen/CppEmitter.h"
+
+#include "pcc/Codegen/MemoryPlan.h"
+#include "pcc/Dialect/PCC/IR/PCCOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+#include <numeric>
+
+using namespace mlir;
+
+namespace pcc {
+namespace {
+
+RankedTensorType typeOf(Value v) {
+  return cast<RankedTensorType>(v.getType());
+}
+
+int64_t product(ArrayRef<int64_t> dims) {
+  return std::accumulate(dims.begin(), dims.end(), int64_t(1),
+                         std::multiplies<int64_t>());
+}
+
+SmallVector<int64_t> stridesOf(ArrayRef<int64_t> shape) {
+  SmallVector<int64_t> s(shape.size(), 1);
+  for (int64_t d = int64_t(shape.size()) - 2; d >= 0; --d)
+    s[d] = s[d + 1] * shape[d + 1];
+  return s;
+}
+
+/// C++ element type for `t`, or "" if the runtime does not support it.
+std::string cppType(Type t) {
+  if (t.isF32())
+    return "float";
+  if (t.isF64())
+    return "double";
+  if (t.isInteger(1))
+    return "bool";
+  if (auto it = dyn_cast<IntegerType>(t)) {
+    unsigned w = it.getWidth();
+    if (w == 8 || w == 16 || w == 32 || w == 64)
+      return (it.isUnsigned() ? "uint" : "int") + std::to_string(w) + "_t";
+  }
+  return "";
+}
+
+int64_t elementBytes(Type t) {
+  return t.isInteger(1) ? 1 : (t.getIntOrFloatBitWidth() + 7) / 8;
+}
+
+int64_t tensorBytes(Value v) {
+  auto t = typeOf(v);
+  return t.getNumElements() * elementBytes(t.getElementType());
+}
+
+int onnxCode(Type t) {
+  if (t.isF32()) return 1;
+  if (t.isF64()) return 11;
+  if (t.isF16()) return 10;
+  if (t.isBF16()) return 16;
+  if (t.isInteger(1)) return 9;
+  auto it = cast<IntegerType>(t);
+  bool u = it.isUnsigned();
+  switch (it.getWidth()) {
+  case 8: return u ? 2 : 3;
+  case 16: return u ? 4 : 5;
+  case 32: return u ? 12 : 6;
+  default: return u ? 13 : 7;
+  }
+}
+
+std::string floatLiteral(double v, Type t) {
+  if (std::isnan(v))
+    return "std::numeric_limits<" + cppType(t) + ">::quiet_NaN()";
+  if (std::isinf(v))
+    return std::string(v < 0 ? "-" : "") + "std::numeric_limits<" +
+           cppType(t) + ">::infinity()";
+  std::string s = llvm::formatv("{0:e17}", v).str();
+  return t.isF32() ? "static_cast<float>(" + s + ")" : s;
+}
+
+std::string joinInts(ArrayRef<int64_t> v) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  llvm::interleaveComma(v, os);
+  return s;
+}
+
+bool isElementwise(Operation *op) {
+  return isa<NegOp, AbsOp, ExpOp, LogOp, SqrtOp, ReciprocalOp, FloorOp, CeilOp,
+             TanhOp, ErfOp, SigmoidOp, ReluOp, SinOp, CosOp, NotOp, GeluOp,
+             LeakyReluOp, ClipOp, CastOp, AddOp, SubOp, MulOp, DivOp, PowOp,
+             MaxOp, MinOp, EqualOp, LessOp, LessEqualOp, GreaterOp,
+             GreaterEqualOp, AndOp, OrOp, XorOp, WhereOp, ExpandOp>(op);
+}
+
+class Emitter {
+public:
+  explicit Emitter(func::FuncOp fn) : fn(fn), os(body) {}
+  FailureOr<EmittedModel> run();
+
+private:
+  LogicalResult analyze();
+  LogicalResult emitOp(Operation *op);
+  LogicalResult emitFusedLoop(Operation *root);
+  FailureOr<std::string> scalarExpr(Operation *op,
+                                    ArrayRef<std::string> operands);
+  LogicalResult emitKernel(Operation *op);
+  std::string ptr(Value v) { return names.lookup(v); }
+  std::string elemType(Value v) {
+    return cppType(typeOf(v).getElementType());
+  }
+  int64_t weightOffset(Operation *op);
+  void emitStridedCopy(Operation *op, Value in, int64_t base,
+                       ArrayRef<int64_t> strides);
+  LogicalResult declareValues();
+
+  func::FuncOp fn;
+  std::string body;
+  llvm::raw_string_ostream os;
+  EmittedModel result;
+
+  SmallVector<Operation *> ops;
+  DenseMap<Operation *, int64_t> position;
+  DenseMap<Operation *, Operation *> rootOf;
+  DenseMap<Operation *, SmallVector<Operation *>> members;
+  DenseMap<Value, std::string> names;
+  DenseMap<Value, Value> aliasOf;
+  DenseMap<Value, int64_t> bufferIndex;
+  DenseMap<Operation *, int64_t> scratchIndex;
+  std::vector<BufferRequest> buffers;
+  llvm::StringMap<int64_t> weightByName;
+  int64_t nextTemp = 0;
+};
+
+int64_t Emitter::weightOffset(Operation *op) {
+  WeightsEntry entry;
+  Value v = op->getResult(0);
+  entry.bytes = tensorBytes(v);
+  if (auto w = dyn_cast<WeightOp>(op)) {
+    auto it = weightByName.find(w.getName());
+    if (it != weightByName.end())
+      return result.weights[it->second].offset;
+    entry.weightName = w.getName().str();
+    weightByName[w.getName()] = result.weights.size();
+  } else {
+    entry.constant = cast<ConstantOp>(op).getValue();
+  }
+  entry.offset = result.weightsBytes;
+  result.weightsBytes += (entry.bytes + 63) / 64 * 64;
+  result.weights.push_back(entry);
+  return entry.offset;
+}
+
+LogicalResult Emitter::analyze() {
+  Block &block = fn.getBody().front();
+  for (Operation &op : block.without_terminator()) {
+    position[&op] = ops.size();
+    ops.push_back(&op);
+  }
+  int64_t end = ops.size();
+
+  // Fusion, from the last op backwards so a user's root is known.
+  for (Operation *op : llvm::reverse(ops)) {
+    Operation *root = op;
+    if (isElementwise(op) && op->hasOneUse()) {
+      Operation *user = *op->getUsers().begin();
+      if (isElementwise(user) && user->getBlock() == op->getBlock() &&
+          typeOf(user->getResult(0)).getShape() ==
+              typeOf(op->getResult(0)).getShape())
+        root = rootOf.lookup(user);
+    }
+    rootOf[op] = root;
+  }
+  for (Operation *op : ops)
+    if (isElementwise(op))
+      members[rootOf[op]].push_back(op);
+
+  auto at = [&](Operation *op) { return position[rootOf.lookup(op)]; };
+
+  // Storage and live ranges.
+  for (Operation *op : ops) {
+    if (isa<WeightOp, ConstantOp>(op) || rootOf[op] != op)
+      continue;
+    if (auto reshape = dyn_cast<ReshapeOp>(op)) {
+      Value base = reshape.getInput();
+      aliasOf[reshape.getResult()] = aliasOf.lookup(base) ? aliasOf.lookup(base) : base;
+      continue;
+    }
+    for (Value r : op->getResults()) {
+      bufferIndex[r] = buffers.size();
+      buffers.push_back({at(op), at(op), tensorBytes(r)});
+    }
+  }
+  auto extend = [&](Value v, int64_t pos) {
+    Value base = aliasOf.lookup(v) ? aliasOf.lookup(v) : v;
+    auto it = bufferIndex.find(base);
+    if (it != bufferIndex.end())
+      buffers[it->second].end = std::max(buffers[it->second].end, pos);
+  };
+  for (Operation *op : ops)
+    for (Value operand : op->getOperands())
+      extend(operand, at(op));
+  for (Value v : block.getTerminator()->getOperands())
+    extend(v, end);
+
+  // Scratch: im2col columns, and intermediate results of reductions over
+  // several separate axis blocks.
+  for (Operation *op : ops) {
+    int64_t bytes = 0;
+    if (auto conv = dyn_cast<ConvOp>(op)) {
+      auto w = typeOf(conv.getFilter()), y = typeOf(conv.getResult());
+      bytes = product(w.getShape().drop_front(1)) *
+              product(y.getShape().drop_front(2)) * 4;
+    } else if (auto axes = op->getAttrOfType<DenseI64ArrayAttr>("axes");
+               axes && op->getNumOperands() == 1 && axes.size() > 1) {
+      bytes = 2 * tensorBytes(op->getOperand(0));
+    }
+    if (bytes) {
+      scratchIndex[op] = buffers.size();
+      buffers.push_back({position[op], position[op], bytes});
+    }
+  }
+  for (const BufferRequest &b : buffers)
+    result.unsharedBytes += (b.bytes + 63) / 64 * 64;
+  result.arenaBytes = planBuffers(buffers);
+  return success();
+}
+
+FailureOr<std::string> Emitter::scalarExpr(Operation *op,
+                                           ArrayRef<std::string> a) {
+  Type elem = typeOf(op->getResult(0)).getElementType();
+  Type inElem = typeOf(op->getOperand(0)).getElementType();
+  std::string T = cppType(elem);
+  bool isFloat = isa<FloatType>(inElem);
+  auto call = [&](StringRef fnName) {
+    return ("std::" + fnName + "(" + a[0] + ")").str();
+  };
+  return llvm::TypeSwitch<Operation *, FailureOr<std::string>>(op)
+      .Case([&](NegOp) { return "-" + a[0]; })
+      .Case([&](AbsOp) {
+        return isFloat ? call("fabs") : "(" + a[0] + " < 0 ? -" + a[0] + " : " + a[0] + ")";
+      })
+      .Case([&](ExpOp) { return call("exp"); })
+      .Case([&](LogOp) { return call("log"); })
+      .Case([&](SqrtOp) { return call("sqrt"); })
+      .Case([&](ReciprocalOp) { return "(" + T + "(1) / " + a[0] + ")"; })
+      .Case([&](FloorOp) { return call("floor"); })
+      .Case([&](CeilOp) { return call("ceil"); })
+      .Case([&](TanhOp) { return call("tanh"); })
+      .Case([&](ErfOp) { return call("erf"); })
+      .Case([&](SinOp) { return call("sin"); })
+      .Case([&](CosOp) { return call("cos"); })
+      .Case([&](SigmoidOp) {
+        return "(" + T + "(1) / (" + T + "(1) + std::exp(-" + a[0] + ")))";
+      })
+      .Case([&](ReluOp) {
+        return "(" + a[0] + " < " + T + "(0) ? " + T + "(0) : " + a[0] + ")";
+      })
+      .Case([&](NotOp) { return "!" + a[0]; })
+      .Case([&](GeluOp g) {
+        if (g.getApproximate() == "tanh")
+          return T + "(0.5) * " + a[0] + " * (" + T + "(1) + std::tanh(" + T +
+                 "(0.7978845608028654) * (" + a[0] + " + " + T +
+                 "(0.044715) * " + a[0] + " * " + a[0] + " * " + a[0] + ")))";
+        return T + "(0.5) * " + a[0] + " * (" + T + "(1) + std::erf(" + a[0] +
+               " * " + T + "(0.7071067811865476)))";
+      })
+      .Case([&](LeakyReluOp l) {
+        return "(" + a[0] + " < " + T + "(0) ? " +
+               floatLiteral(l.getAlpha().convertToDouble(), elem) + " * " +
+               a[0] + " : " + a[0] + ")";
+      })
+      .Case([&](ClipOp c) {
+        return "std::min<" + T + ">(std::max<" + T + ">(" + a[0] + ", " +
+               floatLiteral(c.getMin().convertToDouble(), elem) + "), " +
+               floatLiteral(c.getMax().convertToDouble(), elem) + ")";
+      })
+      .Case([&](CastOp) {
+        if (elem.isInteger(1))
+          return "(" + a[0] + " != 0)";
+        return "static_cast<" + T + ">(" + a[0] + ")";
+      })
+      .Case([&](AddOp) { return "(" + a[0] + " + " + a[1] + ")"; })
+      .Case([&](SubOp) { return "(" + a[0] + " - " + a[1] + ")"; })
+      .Case([&](MulOp) { return "(" + a[0] + " * " + a[1] + ")"; })
+      .Case([&](DivOp) {
+        // Integer division by zero must not trap: it yields 0.
+        if (!isFloat)
+          return "(" + a[1] + " == 0 ? " + T + "(0) : " + T + "(" + a[0] + " / " + a[1] + "))";
+        return "(" + a[0] + " / " + a[1] + ")";
+      })
+      .Case([&](PowOp) {
+        return "static_cast<" + T + ">(std::pow(" + a[0] + ", " + a[1] + "))";
+      })
+      .Case([&](MaxOp) {
+        return "std::max<" + T + ">(" + a[0] + ", " + a[1] + ")";
+      })
+      .Case([&](MinOp) {
+        return "std::min<" + T + ">(" + a[0] + ", " + a[1] + ")";
+      })
+      .Case([&](EqualOp) { return "(" + a[0] + " == " + a[1] + ")"; })
+      .Case([&](LessOp) { return "(" + a[0] + " < " + a[1] + ")"; })
+      .Case([&](LessEqualOp) { return "(" + a[0] + " <= " + a[1] + ")"; })
+      .Case([&](GreaterOp) { return "(" + a[0] + " > " + a[1] + ")"; })
+      .Case([&](GreaterEqualOp) { return "(" + a[0] + " >= " + a[1] + ")"; })
+      .Case([&](AndOp) { return "(" + a[0] + " && " + a[1] + ")"; })
+      .Case([&](OrOp) { return "(" + a[0] + " || " + a[1] + ")"; })
+      .Case([&](XorOp) { return "(" + a[0] + " != " + a[1] + ")"; })
+      .Case([&](WhereOp) {
+        return "(" + a[0] + " ? " + a[1] + " : " + a[2] + ")";
+      })
+      .Case([&](ExpandOp) { return a[0]; })
+      .Default([&](Operation *) -> FailureOr<std::string> {
+        return op->emitError("no scalar form for this op");
+      });
+}
+
+LogicalResult Emitter::emitFusedLoop(Operation *root) {
+  ArrayRef<Operation *> group = members[root];
+  ArrayRef<int64_t> shape = typeOf(root->getResult(0)).getShape();
+  int64_t rank = shape.size();
+  DenseMap<Operation *, bool> inGroup;
+  for (Operation *op : group)
+    inGroup[op] = true;
+
+  // Leaves: operands produced outside the group, each with broadcast strides.
+  SmallVector<Value> leaves;
+  DenseMap<Value, int64_t> leafIndex;
+  for (Operation *op : group)
+    for (Value v : op->getOperands())
+      if (!(v.getDefiningOp() && inGroup.lookup(v.getDefiningOp())) &&
+          !leafIndex.count(v)) {
+        leafIndex[v] = leaves.size();
+        leaves.push_back(v);
+      }
+  bool flat = llvm::all_of(leaves, [&](Value v) {
+    auto t = typeOf(v);
+    return t.getShape() == shape || t.getNumElements() == 1;
+  });
+
+  os << "  { // fused:";
+  for (Operation *op : group)
+    os << " " << op->getName().stripDialect();
+  os << "\n";
+  std::string indent = "    ";
+  SmallVector<std::string> leafIdx;
+  if (flat || rank == 0) {
+    os << indent << "for (int64_t i = 0; i < " << product(shape)
+       << "; ++i) {\n";
+    for (Value v : leaves)
+      leafIdx.push_back(typeOf(v).getShape() == shape ? "i" : "0");
+  } else {
+    for (int64_t d = 0; d < rank; ++d)
+      os << indent << std::string(2 * d, ' ') << "for (int64_t i" << d
+         << " = 0; i" << d << " < " << shape[d] << "; ++i" << d << ")\n";
+    os << indent << std::string(2 * rank, ' ') << "{\n";
+    os << indent << "  const int64_t i = ";
+    auto outStrides = stridesOf(shape);
+    for (int64_t d = 0; d < rank; ++d)
+      os << (d ? " + " : "") << "i" << d << " * " << outStrides[d];
+    os << ";\n";
+    for (Value v : leaves) {
+      ArrayRef<int64_t> ls = typeOf(v).getShape();
+      auto strides = stridesOf(ls);
+      int64_t offset = rank - ls.size();
+      std::string e;
+      for (size_t d = 0; d < ls.size(); ++d) {
+        if (ls[d] == 1)
+          continue;
+        e += (e.empty() ? "" : " + ") + ("i" + std::to_string(d + offset)) +
+             " * " + std::to_string(strides[d]);
+      }
+      leafIdx.push_back(e.empty() ? "0" : e);
+    }
+  }
+  DenseMap<Value, std::string> scalar;
+  for (auto [k, v] : llvm::enumerate(leaves)) {
+    std::string name = "a" + std::to_string(k);
+    os << indent << "  const " << elemType(v) << " " << name << " = "
+       << ptr(v) << "[" << leafIdx[k] << "];\n";
+    scalar[v] = name;
+  }
+  for (Operation *op : group) {
+    SmallVector<std::string> args;
+    for (Value v : op->getOperands())
+      args.push_back(scalar.lookup(v));
+    auto expr = scalarExpr(op, args);
+    if (failed(expr))
+      return failure();
+    std::string name = "t" + std::to_string(nextTemp++);
+    os << indent << "  const " << elemType(op->getResult(0)) << " " << name
+       << " = " << *expr << ";\n";
+    scalar[op->getResult(0)] = name;
+  }
+  os << indent << "  " << ptr(root->getResult(0)) << "[i] = "
+     << scalar[root->getResult(0)] << ";\n";
+  os << indent << "}\n  }\n";
+  ++result.fusedLoops;
+  result.fusedOps += group.size();
+  return success();
+}
+
+LogicalResult Emitter::emitKernel(Operation *op) {
+  auto requireF32 = [&](Value v) -> LogicalResult {
+    if (!typeOf(v).getElementType().isF32())
+      return op->emitError() << "code generation supports only f32 for '"
+                             << op->getName() << "', got "
+                             << typeOf(v).getElementType();
+    return success();
+  };
+  auto out = [&](unsigned i = 0) { return ptr(op->getResult(i)); };
+  auto scratch = [&]() {
+    return "reinterpret_cast<float *>(arena + " +
+           std::to_string(buffers[scratchIndex[op]].offset) + ")";
+  };
+  ++result.kernelCalls;
+  os << "  // " << op->getName() << "\n";
+
+  if (auto mm = dyn_cast<MatMulOp>(op)) {
+    if (failed(requireF32(mm.getLhs())))
+      return failure();
+    SmallVector<int64_t> ls(typeOf(mm.getLhs()).getShape());
+    SmallVector<int64_t> rs(typeOf(mm.getRhs()).getShape());
+    if (ls.size() == 1)
+      ls.insert(ls.begin(), 1);
+    if (rs.size() == 1)
+      rs.push_back(1);
+    int64_t m = ls[ls.size() - 2], k = ls.back(), n = rs.back();
+    ArrayRef<int64_t> lb = ArrayRef(ls).drop_back(2), rb = ArrayRef(rs).drop_back(2);
+    int64_t outBatch = typeOf(mm.getResult()).getNumElements() / std::max<int64_t>(m * n, 1);
+    if (m * n == 0)
+      return success();
+    if (product(rb) == 1 && product(lb) == outBatch) {
+      os << "  gemmF32(false, false, " << outBatch * m << ", " << n << ", "
+         << k << ", 1.0f, " << ptr(mm.getLhs()) << ", " << k << ", "
+         << ptr(mm.getRhs()) << ", " << n << ", 0.0f, " << out() << ", " << n
+         << ");\n";
+      return success();
+    }
+    // General broadcast batch: per-batch element offsets, computed now.
+    size_t rank = std::max(lb.size(), rb.size());
+    SmallVector<int64_t> bshape(rank, 1), lpad(rank, 1), rpad(rank, 1);
+    for (size_t d = 0; d < lb.size(); ++d)
+      lpad[rank - lb.size() + d] = lb[d];
+    for (size_t d = 0; d < rb.size(); ++d)
+      rpad[rank - rb.size() + d] = rb[d];
+    for (size_t d = 0; d < rank; ++d)
+      bshape[d] = std::max(lpad[d], rpad[d]);
+    auto lstr = stridesOf(lpad), rstr = stridesOf(rpad);
+    SmallVector<int64_t> offA, offB;
+    for (int64_t b = 0; b < outBatch; ++b) {
+      int64_t rem = b, oa = 0, ob = 0;
+      for (int64_t d = rank - 1; d >= 0; --d) {
+        int64_t c = rem % bshape[d];
+        rem /= bshape[d];
+        oa += (lpad[d] == 1 ? 0 : c) * lstr[d];
+        ob += (rpad[d] == 1 ? 0 : c) * rstr[d];
+      }
+      offA.push_back(oa * m * k);
+      offB.push_back(ob * k * n);
+    }
+    std::string id = std::to_string(nextTemp++);
+    os << "  static const int64_t offA" << id << "[] = {" << joinInts(offA)
+       << "};\n  static const int64_t offB" << id << "[] = {" << joinInts(offB)
+       << "};\n  batchedMatmulF32(" << outBatch << ", offA" << id << ", offB"
+       << id << ", " << m << ", " << n << ", " << k << ", " << ptr(mm.getLhs())
+       << ", " << ptr(mm.getRhs()) << ", " << out() << ");\n";
+    return success();
+  }
+  if (auto g = dyn_cast<GemmOp>(op)) {
+    if (failed(requireF32(g.getA())))
+      return failure();
+    auto a = typeOf(g.getA()), b = typeOf(g.getB());
+    auto y = typeOf(g.getResult());
+    int64_t m = y.getDimSize(0), n = y.getDimSize(1);
+    int64_t k = a.getDimSize(g.getTransA() ? 0 : 1);
+    float beta = 0.0f;
+    if (Value c = g.getC()) {
+      // Broadcast C into Y, then accumulate the product with beta.
+      ArrayRef<int64_t> cs = typeOf(c).getShape();
+      std::string ci = cs.size() == 2 ? (cs[0] == 1 ? "" : "i * " + std::to_string(cs[1])) : "";
+      std::string cj = cs.empty() || cs.back() == 1 ? "" : "j";
+      std::string idx = ci.empty() && cj.empty() ? "0" : ci.empty() ? cj : cj.empty() ? ci : ci + " + " + cj;
+      os << "  for (int64_t i = 0; i < " << m << "; ++i)\n    for (int64_t j = 0; j < "
+         << n << "; ++j)\n      " << out() << "[i * " << n << " + j] = " << ptr(c)
+         << "[" << idx << "];\n";
+      beta = g.getBeta().convertToFloat();
+    }
+    os << "  gemmF32(" << (g.getTransA() ? "true" : "false") << ", "
+       << (g.getTransB() ? "true" : "false") << ", " << m << ", " << n << ", "
+       << k << ", " << floatLiteral(g.getAlpha().convertToDouble(), y.getElementType())
+       << ", " << ptr(g.getA()) << ", " << a.getDimSize(1) << ", "
+       << ptr(g.getB()) << ", " << b.getDimSize(1) << ", "
+       << floatLiteral(beta, y.getElementType()) << ", " << out() << ", " << n << ");\n";
+    return success();
+  }
+  if (auto conv = dyn_cast<ConvOp>(op)) {
+    if (failed(requireF32(conv.getInput())))
+      return failure();
+    auto x = typeOf(conv.getInput()), w = typeOf(conv.getFilter());
+    auto y = typeOf(conv.getResult());
+    if (x.getRank() != 4 && x.getRank() != 3)
+      return op->emitError() << "code generation supports 1-D and 2-D conv only";
+    bool is1d = x.getRank() == 3;
+    auto st = conv.getStrides(), pd = conv.getPads(), dl = conv.getDilations();
+    int64_t h = is1d ? 1 : x.getDimSize(2), wd = x.getShape().back();
+    int64_t kh = is1d ? 1 : w.getDimSize(2), kw = w.getShape().back();
+    int64_t oh = is1d ? 1 : y.getDimSize(2), ow = y.getShape().back();
+    int64_t sh = is1d ? 1 : st[0], sw = st.back();
+    int64_t ph = is1d ? 0 : pd[0], pw = is1d ? pd[0] : pd[1];
+    int64_t dh = is1d ? 1 : dl[0], dw = dl.back();
+    os << "  conv2dF32(" << ptr(conv.getInput()) << ", " << ptr(conv.getFilter())
+       << ", " << (conv.getBias() ? ptr(conv.getBias()) : "nullptr") << ", "
+       << out() << ", " << x.getDimSize(0) << ", " << x.getDimSize(1) << ", "
+       << h << ", " << wd << ", " << w.getDimSize(0) << ", " << kh << ", "
+       << kw << ", " << oh << ", " << ow << ", " << sh << ", " << sw << ", "
+       << ph << ", " << pw << ", " << dh << ", " << dw << ", "
+       << conv.getGroup() << ", " << scratch() << ");\n";
+    return success();
+  }
+  if (isa<MaxPoolOp, AveragePoolOp>(op)) {
+    Value in = op->getOperand(0);
+    if (failed(requireF32(in)))
+      return failure();
+    auto x = typeOf(in), y = typeOf(op->getResult(0));
+    if (x.getRank() != 4 && x.getRank() != 3)
+      return op->emitError() << "code generation supports 1-D and 2-D pooling only";
+    bool is1d = x.getRank() == 3;
+    auto k = op->getAttrOfType<DenseI64ArrayAttr>("kernel_shape").asArrayRef();
+    auto st = op->getAttrOfType<DenseI64ArrayAttr>("strides").asArrayRef();
+    auto pd = op->getAttrOfType<DenseI64ArrayAttr>("pads").asArrayRef();
+    auto dl = op->getAttrOfType<DenseI64ArrayAttr>("dilations").asArrayRef();
+    bool countPad = false;
+    if (auto avg = dyn_cast<AveragePoolOp>(op))
+      countPad = avg.getCountIncludePad();
+    int64_t sp = is1d ? 1 : 2;
+    os << "  pool2dF32(" << (isa<MaxPoolOp>(op) ? "true" : "false") << ", "
+       << ptr(in) << ", " << out() << ", " << x.getDimSize(0) * x.getDimSize(1)
+       << ", " << (is1d ? 1 : x.getDimSize(2)) << ", " << x.getShape().back()
+       << ", " << (is1d ? 1 : y.getDimSize(2)) << ", " << y.getShape().back()
+       << ", " << (is1d ? 1 : k[0]) << ", " << k.back() << ", "
+       << (is1d ? 1 : st[0]) << ", " << st.back() << ", " << (is1d ? 0 : pd[0])
+       << ", " << pd[is1d ? 0 : 1] << ", " << (is1d ? 1 : dl[0]) << ", "
+       << dl.back() << ", " << (countPad ? "true" : "false") << ", "
+       << (is1d ? 0 : pd[sp]) << ", " << pd[is1d ? 1 : 3] << ");\n";
+    return success();
+  }
+  if (auto gap = dyn_cast<GlobalAveragePoolOp>(op)) {
+    if (failed(requireF32(gap.getInput())))
+      return failure();
+    auto x = typeOf(gap.getInput());
+    os << "  globalAvgPoolF32(" << ptr(gap.getInput()) << ", " << out() << ", "
+       << x.getDimSize(0) * x.getDimSize(1) << ", "
+       << product(x.getShape().drop_front(2)) << ");\n";
+    return success();
+  }
+  if (auto sm = dyn_cast<SoftmaxOp>(op)) {
+    ArrayRef<int64_t> s = typeOf(sm.getInput()).getShape();
+    int64_t a = sm.getAxis();
+    os << "  softmax<" << elemType(sm.getInput()) << ">(" << ptr(sm.getInput())
+       << ", " << out() << ", " << product(s.take_front(a)) << ", " << s[a]
+       << ", " << product(s.drop_front(a + 1)) << ");\n";
+    return success();
+  }
+  if (auto ln = dyn_cast<LayerNormOp>(op)) {
+    ArrayRef<int64_t> s = typeOf(ln.getInput()).getShape();
+    int64_t n = product(s.drop_front(ln.getAxis()));
+    int64_t sn = typeOf(ln.getScale()).getNumElements();
+    int64_t bn = ln.getBias() ? typeOf(ln.getBias()).getNumElements() : 1;
+    if ((sn != n && sn != 1) || (bn != n && bn != 1))
+      return op->emitError() << "code generation needs layer_norm scale and "
+                                "bias of the normalized size or size 1";
+    os << "  layerNorm<" << elemType(ln.getInput()) << ">(" << ptr(ln.getInput())
+       << ", " << ptr(ln.getScale()) << ", " << sn << ", "
+       << (ln.getBias() ? ptr(ln.getBias()) : "nullptr") << ", " << bn << ", "
+       << out() << ", " << product(s.take_front(ln.getAxis())) << ", " << n
+       << ", " << floatLiteral(ln.getEpsilon().convertToDouble(), Float32Type::get(op->getContext())) << ");\n";
+    return success();
+  }
+  if (auto bn = dyn_cast<BatchNormOp>(op)) {
+    ArrayRef<int64_t> s = typeOf(bn.getInput()).getShape();
+    os << "  batchNorm<" << elemType(bn.getInput()) << ">(" << ptr(bn.getInput())
+       << ", " << ptr(bn.getScale()) << ", " << ptr(bn.getBias()) << ", "
+       << ptr(bn.getMean()) << ", " << ptr(bn.getVariance()) << ", " << out()
+       << ", " << s[0] << ", " << s[1] << ", " << product(s.drop_front(2))
+       << ", " << floatLiteral(bn.getEpsilon().convertToDouble(), Float32Type::get(op->getContext())) << ");\n";
+    return success();
+  }
+  if (isa<ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp, ReduceProdOp>(op)) {
+    Value in = op->getOperand(0);
+    std::string kind = llvm::TypeSwitch<Operation *, std::string>(op)
+                           .Case([](ReduceSumOp) { return "Sum"; })
+                           .Case([](ReduceMeanOp) { return "Mean"; })
+                           .Case([](ReduceMaxOp) { return "Max"; })
+                           .Case([](ReduceMinOp) { return "Min"; })
+                           .Default([](Operation *) { return "Prod"; });
+    SmallVector<int64_t> shape(typeOf(in).getShape());
+    auto axes = op->getAttrOfType<DenseI64ArrayAttr>("axes").asArrayRef();
+    std::string T = elemType(in);
+    if (axes.empty()) {
+      os << "  std::memcpy(" << out() << ", " << ptr(in) << ", " << tensorBytes(in) << ");\n";
+      return success();
+    }
+    // Contiguous blocks of axes, reduced last block first.
+    SmallVector<std::pair<int64_t, int64_t>> blocks;
+    for (int64_t a : axes) {
+      if (!blocks.empty() && blocks.back().second == a)
+        blocks.back().second = a + 1;
+      else
+        blocks.push_back({a, a + 1});
+    }
+    std::string src = ptr(in);
+    int64_t half = tensorBytes(in);
+    for (size_t bi = blocks.size(); bi-- > 0;) {
+      auto [lo, hi] = blocks[bi];
+      int64_t outer = product(ArrayRef(shape).take_front(lo));
+      int64_t n = product(ArrayRef(shape).slice(lo, hi - lo));
+      int64_t inner = product(ArrayRef(shape).drop_front(hi));
+      std::string dst;
+      if (bi == 0) {
+        dst = out();
+      } else {
+        dst = "reinterpret_cast<" + T + " *>(arena + " +
+              std::to_string(buffers[scratchIndex[op]].offset +
+                             (bi % 2 ? 0 : half)) + ")";
+      }
+      os << "  reduce<" << T << ">(ReduceKind::" << kind << ", " << src << ", "
+         << dst << ", " << outer << ", " << n << ", " << inner << ");\n";
+      for (int64_t d = lo; d < hi; ++d)
+        shape[d] = 1;
+      src = dst;
+    }
+    return success();
+  }
+  if (isa<ArgMaxOp, ArgMinOp>(op)) {
+    Value in = op->getOperand(0);
+    ArrayRef<int64_t> s = typeOf(in).getShape();
+    int64_t a = op->getAttrOfType<IntegerAttr>("axis").getInt();
+    os << "  argReduce<" << elemType(in) << ">(" << (isa<ArgMaxOp>(op) ? "true" : "false")
+       << ", " << ptr(in) << ", " << out() << ", " << product(s.take_front(a))
+       << ", " << s[a] << ", " << product(s.drop_front(a + 1)) << ");\n";
+    return success();
+  }
+  if (auto g = dyn_cast<GatherOp>(op)) {
+    ArrayRef<int64_t> s = typeOf(g.getInput()).getShape();
+    int64_t a = g.getAxis() < 0 ? g.getAxis() + s.size() : g.getAxis();
+    os << "  if (!gather(" << elementBytes(typeOf(g.getInput()).getElementType())
+       << ", reinterpret_cast<const char *>(" << ptr(g.getInput()) << "), "
+       << ptr(g.getIndices()) << ", reinterpret_cast<char *>(" << out() << "), "
+       << product(s.take_front(a)) << ", " << s[a] << ", "
+       << typeOf(g.getIndices()).getNumElements() << ", "
+       << product(s.drop_front(a + 1)) << "))\n    return;\n";
+    return success();
+  }
+  if (auto t = dyn_cast<TransposeOp>(op)) {
+    auto inStrides = stridesOf(typeOf(t.getInput()).getShape());
+    SmallVector<int64_t> strides;
+    for (int64_t p : t.getPerm())
+      strides.push_back(inStrides[p]);
+    emitStridedCopy(op, t.getInput(), 0, strides);
+    return success();
+  }
+  if (auto sl = dyn_cast<SliceOp>(op)) {
+    auto inStrides = stridesOf(typeOf(sl.getInput()).getShape());
+    SmallVector<int64_t> strides;
+    int64_t base = 0;
+    for (size_t d = 0; d < inStrides.size(); ++d) {
+      base += sl.getStarts()[d] * inStrides[d];
+      strides.push_back(inStrides[d] * sl.getSteps()[d]);
+    }
+    emitStridedCopy(op, sl.getInput(), base, strides);
+    return success();
+  }
+  if (auto c = dyn_cast<ConcatOp>(op)) {
+    ArrayRef<int64_t> s = typeOf(c.getResult()).getShape();
+    int64_t a = c.getAxis() < 0 ? c.getAxis() + s.size() : c.getAxis();
+    std::string id = std::to_string(nextTemp++);
+    SmallVector<int64_t> sizes;
+    os << "  const char *parts" << id << "[] = {";
+    for (Value v : c.getInputs()) {
+      os << "reinterpret_cast<const char *>(" << ptr(v) << "), ";
+      sizes.push_back(typeOf(v).getDimSize(a));
+    }
+    os << "};\n  static const int64_t sizes" << id << "[] = {" << joinInts(sizes)
+       << "};\n  concat(" << elementBytes(typeOf(c.getResult()).getElementType())
+       << ", " << sizes.size() << ", parts" << id << ", sizes" << id
+       << ", reinterpret_cast<char *>(" << out() << "), "
+       << product(s.take_front(a)) << ", " << product(s.drop_front(a + 1))
+       << ");\n";
+    return success();
+  }
+  if (auto sp = dyn_cast<SplitOp>(op)) {
+    ArrayRef<int64_t> s = typeOf(sp.getInput()).getShape();
+    int64_t a = sp.getAxis() < 0 ? sp.getAxis() + s.size() : sp.getAxis();
+    std::string id = std::to_string(nextTemp++);
+    os << "  char *parts" << id << "[] = {";
+    for (unsigned i = 0; i < sp.getNumResults(); ++i)
+      os << "reinterpret_cast<char *>(" << out(i) << "), ";
+    os << "};\n  static const int64_t sizes" << id << "[] = {"
+       << joinInts(sp.getSizes()) << "};\n  split("
+       << elementBytes(typeOf(sp.getInput()).getElementType())
+       << ", reinterpret_cast<const char *>(" << ptr(sp.getInput()) << "), "
+       << sp.getNumResults() << ", parts" << id << ", sizes" << id << ", "
+       << product(s.take_front(a)) << ", " << product(s.drop_front(a + 1))
+       << ");\n";
+    return success();
+  }
+  if (auto tr = dyn_cast<TriluOp>(op)) {
+    ArrayRef<int64_t> s = typeOf(tr.getInput()).getShape();
+    os << "  trilu<" << elemType(tr.getInput()) << ">(" << ptr(tr.getInput())
+       << ", " << out() << ", " << product(s.drop_back(2)) << ", "
+       << s[s.size() - 2] << ", " << s.back() << ", "
+       << (tr.getUpper() ? "true" : "false") << ", " << tr.getK() << ");\n";
+    return success();
+  }
+  return op->emitError() << "code generation does not support '"
+                         << op->getName() << "' yet";
+}
+
+void Emitter::emitStridedCopy(Operation *op, Value in, int64_t base,
+                              ArrayRef<int64_t> strides) {
+  ArrayRef<int64_t> shape = typeOf(op->getResult(0)).getShape();
+  std::string id = std::to_string(nextTemp++);
+  os << "  static const int64_t shape" << id << "[] = {" << joinInts(shape)
+     << "};\n  static const int64_t strides" << id << "[] = {"
+     << joinInts(strides) << "};\n  stridedCopy("
+     << elementBytes(typeOf(in).getElementType())
+     << ", reinterpret_cast<const char *>(" << ptr(in)
+     << "), reinterpret_cast<char *>(" << ptr(op->getResult(0)) << "), "
+     << shape.size() << ", " << (shape.empty() ? "nullptr" : "shape" + id)
+     << ", " << base << ", " << (shape.empty() ? "nullptr" : "strides" + id)
+     << ");\n";
+}
+
+LogicalResult Emitter::declareValues() {
+  int64_t counter = 0;
+  auto fresh = [&] { return "v" + std::to_string(counter++); };
+  auto checkType = [&](Value v, Location loc) -> LogicalResult {
+    if (cppType(typeOf(v).getElementType()).empty())
+      return emitError(loc) << "code generation does not support element type "
+                            << typeOf(v).getElementType();
+    return success();
+  };
+  for (BlockArgument arg : fn.getArguments()) {
+    if (failed(checkType(arg, arg.getLoc())))
+      return failure();
+    std::string name = "in" + std::to_string(arg.getArgNumber());
+    os << "  const " << elemType(arg) << " *" << name << " = static_cast<const "
+       << elemType(arg) << " *>(inputs[" << arg.getArgNumber() << "]);\n";
+    names[arg] = name;
+  }
+  for (Operation *op : ops) {
+    for (Value r : op->getResults())
+      if (failed(checkType(r, op->getLoc())))
+        return failure();
+    if (isa<WeightOp, ConstantOp>(op)) {
+      Value r = op->getResult(0);
+      std::string name = fresh();
+      os << "  const " << elemType(r) << " *" << name << " = reinterpret_cast<const "
+         << elemType(r) << " *>(weights + " << weightOffset(op) << ");\n";
+      names[r] = name;
+      continue;
+    }
+    if (auto reshape = dyn_cast<ReshapeOp>(op)) {
+      names[reshape.getResult()] = names.lookup(reshape.getInput());
+      continue;
+    }
+    for (Value r : op->getResults()) {
+      auto it = bufferIndex.find(r);
+      if (it == bufferIndex.end())
+        continue;
+      std::string name = fresh();
+      os << "  " << elemType(r) << " *" << name << " = reinterpret_cast<"
+         << elemType(r) << " *>(arena + " << buffers[it->second].offset
+         << ");\n";
+      names[r] = name;
+    }
+  }
+  return success();
+}
+
+LogicalResult Emitter::emitOp(Operation *op) {
+  if (isa<WeightOp, ConstantOp, ReshapeOp>(op))
+    return success();
+  if (isElementwise(op))
+    return rootOf[op] == op ? emitFusedLoop(op) : success();
+  return emitKernel(op);
+}
+
+FailureOr<EmittedModel> Emitter::run() {
+  if (fn.getBody().getBlocks().size() != 1)
+    return fn.emitError("code generation needs a single-block function");
+  if (failed(analyze()) || failed(declareValues()))
+    return failure();
+  for (Operation *op : ops)
+    if (failed(emitOp(op)))
+      return failure();
+  Operation *ret = fn.getBody().front().getTerminator();
+  for (auto [k, v] : llvm::enumerate(ret->getOperands()))
+    os << "  std::memcpy(outputs[" << k << "], " << ptr(v) << ", "
+       << tensorBytes(v) << ");\n";
+
+  // Assemble the translation unit.
+  std::string src;
+  llvm::raw_string_ostream out(src);
+  out << "// Generated by pcc from " << fn->getParentOfType<ModuleOp>()
+                                            ->getAttrOfType<StringAttr>("pcc.source")
+                                            .getValue()
+      << ". Do not edit.\n"
+      << "#include \"pccrt/Kernels.h\"\n#include \"pccrt/Model.h\"\n\n"
+      << "#include <algorithm>\n#include <cmath>\n#include <cstring>\n"
+      << "#include <limits>\n\nusing namespace pccrt;\n\nnamespace {\n\n";
+  auto describe = [&](StringRef prefix, ArrayRef<Type> types,
+                      function_ref<StringRef(unsigned)> nameOf) {
+    for (auto [i, t] : llvm::enumerate(types))
+      out << "const int64_t " << prefix << "Shape" << i << "[] = {"
+          << joinInts(cast<RankedTensorType>(t).getShape())
+          << (cast<RankedTensorType>(t).getRank() ? "" : "0") << "};\n";
+    out << "const TensorDesc " << prefix << "Descs[] = {\n";
+    for (auto [i, t] : llvm::enumerate(types)) {
+      auto rt = cast<RankedTensorType>(t);
+      out << "  {\"" << nameOf(i) << "\", static_cast<DType>("
+          << onnxCode(rt.getElementType()) << "), " << rt.getRank() << ", "
+          << prefix << "Shape" << i << "},\n";
+    }
+    out << "};\n\n";
+  };
+  auto fnType = fn.getFunctionType();
+  auto argName = [&](unsigned i) -> StringRef {
+    if (auto n = fn.getArgAttrOfType<StringAttr>(i, "pcc.name"))
+      return n.getValue();
+    return "input";
+  };
+  auto resName = [&](unsigned i) -> StringRef {
+    if (auto n = fn.getResultAttrOfType<StringAttr>(i, "pcc.name"))
+      return n.getValue();
+    return "output";
+  };
+  describe("input", fnType.getInputs(), argName);
+  describe("output", fnType.getResults(), resName);
+  out << "void run(const void *const *inputs, void *const *outputs, char *arena,\n"
+      << "         const char *weights) {\n"
+      << body << "}\n\n} // namespace\n\n"
+      << "extern \"C\" const ModelInfo *pcc_model_info() {\n"
+      << "  static const ModelInfo info = {\"main\", " << fnType.getNumInputs()
+      << ", " << (fnType.getNumInputs() ? "inputDescs" : "nullptr") << ", "
+      << fnType.getNumResults() << ", "
+      << (fnType.getNumResults() ? "outputDescs" : "nullptr") << ", "
+      << result.arenaBytes << "u, " << result.weightsBytes << "u, run};\n"
+      << "  return &info;\n}\n";
+  result.source = std::move(src);
+  return std::move(result);
+}
+
+} // namespace
+
+FailureOr<EmittedModel> emitCpp(ModuleOp module) {
+  auto fn = module.lookupSymbol<func::FuncOp>("main");
+  if (!fn)
+    return module.emitError("module has no func.func @main");
+  Emitter emitter(fn);
+  return emitter.run();
+}
+
+} // namespace pcc

@@ -1,0 +1,70 @@
+//===- Model.h - interface between generated code and the runtime -*- C++ -*-===//
+//
+// Generated code (pcc's C++ emitter) defines `pcc_model_info()` returning a
+// ModelInfo; the runtime's main() loads weights and inputs, runs the model and
+// handles --outputs/--check/--bench. Element types use ONNX's TensorProto
+// data type codes so that .pb files map to them directly.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PCCRT_MODEL_H
+#define PCCRT_MODEL_H
+
+#include <cstddef>
+#include <cstdint>
+
+namespace pccrt {
+
+/// ONNX TensorProto::DataType codes.
+enum class DType : int32_t {
+  F32 = 1,
+  U8 = 2,
+  I8 = 3,
+  U16 = 4,
+  I16 = 5,
+  I32 = 6,
+  I64 = 7,
+  Bool = 9,
+  F16 = 10,
+  F64 = 11,
+  U32 = 12,
+  U64 = 13,
+  BF16 = 16,
+};
+
+/// Bytes per element of `t`, or 0 if unknown.
+size_t dtypeSize(DType t);
+/// Lowercase name ("float32", "int64", ...).
+const char *dtypeName(DType t);
+
+/// Static description of one model input or output.
+struct TensorDesc {
+  const char *name;
+  DType dtype;
+  int rank;
+  const int64_t *shape;
+};
+
+/// Everything the runtime needs to know about a compiled model.
+struct ModelInfo {
+  const char *name;
+  int numInputs;
+  const TensorDesc *inputs;
+  int numOutputs;
+  const TensorDesc *outputs;
+  /// Bytes of scratch memory the model's buffers need (after reuse).
+  size_t arenaBytes;
+  /// Bytes the weights file must hold.
+  size_t weightsBytes;
+  /// Runs the model. `inputs[i]` and `outputs[i]` point to dense row-major
+  /// buffers of the described shapes; `arena` is 64-byte aligned.
+  void (*run)(const void *const *inputs, void *const *outputs, char *arena,
+              const char *weights);
+};
+
+} // namespace pccrt
+
+/// Defined by the generated code.
+extern "C" const pccrt::ModelInfo *pcc_model_info();
+
+#endif // PCCRT_MODEL_H

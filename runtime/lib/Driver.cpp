@@ -1,0 +1,308 @@
+//===- Driver.cpp - main() of every compiled model ------------------------===//
+//
+//   model [--inputs DIR] [--outputs DIR] [--check DIR] [--bench N]
+//         [--weights FILE] [--threads N] [--rtol R] [--atol A]
+//
+// Input and output files follow ONNX's backend-test layout (input_K.pb,
+// output_K.pb). Every failure is one "error:" line on stderr and exit 1.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pccrt/Kernels.h"
+#include "pccrt/Model.h"
+#include "pccrt/TensorFile.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <string>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <vector>
+
+using namespace pccrt;
+
+namespace {
+
+struct Options {
+  std::string inputs, outputs, check, weights;
+  int bench = 0;
+  int threads = 0;
+  double rtol = 1e-3, atol = 1e-4;
+};
+
+[[noreturn]] void die(const std::string &message) {
+  std::fprintf(stderr, "error: %s\n", message.c_str());
+  std::exit(1);
+}
+
+const char *kUsage =
+    "usage: %s [--inputs DIR] [--outputs DIR] [--check DIR] [--bench N]\n"
+    "          [--weights FILE] [--threads N] [--rtol R] [--atol A]\n"
+    "  --inputs DIR   read input_K.pb from DIR (default: the --check DIR)\n"
+    "  --outputs DIR  write output_K.pb to DIR\n"
+    "  --check DIR    compare outputs with DIR/output_K.pb; exit 0 iff all\n"
+    "                 satisfy |got - want| <= atol + rtol * |want|\n"
+    "  --bench N      time N runs after warm-up; last line is JSON\n"
+    "  --weights FILE weights file (default: weights.bin beside the binary)\n"
+    "  --threads N    BLAS threads (default: the library's)\n";
+
+long parseNumber(const char *flag, const char *text, long lo, long hi) {
+  char *end = nullptr;
+  long v = std::strtol(text, &end, 10);
+  if (!*text || *end || v < lo || v > hi)
+    die(std::string(flag) + " expects an integer in [" + std::to_string(lo) +
+        ", " + std::to_string(hi) + "], got '" + text + "'");
+  return v;
+}
+
+double parseReal(const char *flag, const char *text) {
+  char *end = nullptr;
+  double v = std::strtod(text, &end);
+  if (!*text || *end || !(v >= 0))
+    die(std::string(flag) + " expects a non-negative number, got '" + text +
+        "'");
+  return v;
+}
+
+Options parseOptions(int argc, char **argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--help" || a == "-h") {
+      std::printf(kUsage, argv[0]);
+      std::exit(0);
+    }
+    std::string value;
+    auto eq = a.find('=');
+    std::string flag = a.substr(0, eq);
+    if (eq != std::string::npos) {
+      value = a.substr(eq + 1);
+    } else if (flag.rfind("--", 0) == 0) {
+      if (i + 1 >= argc)
+        die("flag " + flag + " needs a value");
+      value = argv[++i];
+    }
+    if (flag == "--inputs") o.inputs = value;
+    else if (flag == "--outputs") o.outputs = value;
+    else if (flag == "--check") o.check = value;
+    else if (flag == "--weights") o.weights = value;
+    else if (flag == "--bench") o.bench = parseNumber("--bench", value.c_str(), 1, 1000000);
+    else if (flag == "--threads") o.threads = parseNumber("--threads", value.c_str(), 1, 4096);
+    else if (flag == "--rtol") o.rtol = parseReal("--rtol", value.c_str());
+    else if (flag == "--atol") o.atol = parseReal("--atol", value.c_str());
+    else die("unknown argument '" + a + "' (see --help)");
+  }
+  if (o.inputs.empty())
+    o.inputs = o.check;
+  if (o.inputs.empty())
+    die("no inputs: give --inputs DIR or --check DIR (see --help)");
+  return o;
+}
+
+std::string exeDir(const char *argv0) {
+  char buf[4096];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  std::string path = n > 0 ? std::string(buf, n) : std::string(argv0);
+  auto slash = path.rfind('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
+/// The weights file, mapped read-only for the life of the process.
+const char *mapWeights(const std::string &path, size_t needed) {
+  if (needed == 0)
+    return nullptr;
+  int fd = open(path.c_str(), O_RDONLY);
+  if (fd < 0)
+    die("cannot open weights file '" + path + "': " + std::strerror(errno));
+  struct stat st;
+  if (fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) < needed)
+    die("weights file '" + path + "' holds " +
+        std::to_string(static_cast<long long>(st.st_size)) +
+        " bytes, the model needs " + std::to_string(needed));
+  void *p = mmap(nullptr, needed, PROT_READ, MAP_PRIVATE, fd, 0);
+  close(fd);
+  if (p == MAP_FAILED)
+    die("cannot map weights file '" + path + "'");
+  return static_cast<const char *>(p);
+}
+
+std::string shapeString(const std::vector<int64_t> &shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? "," : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+std::vector<int64_t> descShape(const TensorDesc &d) {
+  return std::vector<int64_t>(d.shape, d.shape + d.rank);
+}
+
+HostTensor loadInput(const std::string &dir, int k, const TensorDesc &desc) {
+  std::string path = dir + "/input_" + std::to_string(k) + ".pb";
+  HostTensor t;
+  Status s = readTensorFile(path, t);
+  if (!s.isOk())
+    die(s.message());
+  if (t.dtype != desc.dtype)
+    die("input " + std::to_string(k) + " ('" + desc.name + "') in '" + path +
+        "' is " + dtypeName(t.dtype) + ", the model expects " +
+        dtypeName(desc.dtype));
+  if (t.shape != descShape(desc))
+    die("input " + std::to_string(k) + " ('" + desc.name + "') in '" + path +
+        "' has shape " + shapeString(t.shape) + ", the model expects " +
+        shapeString(descShape(desc)));
+  return t;
+}
+
+double elementAsDouble(const HostTensor &t, int64_t i) {
+  const char *p = t.bytes.data();
+  switch (t.dtype) {
+  case DType::F32: return reinterpret_cast<const float *>(p)[i];
+  case DType::F64: return reinterpret_cast<const double *>(p)[i];
+  case DType::I64: return double(reinterpret_cast<const int64_t *>(p)[i]);
+  case DType::I32: return reinterpret_cast<const int32_t *>(p)[i];
+  case DType::I16: return reinterpret_cast<const int16_t *>(p)[i];
+  case DType::I8: return reinterpret_cast<const int8_t *>(p)[i];
+  case DType::U64: return double(reinterpret_cast<const uint64_t *>(p)[i]);
+  case DType::U32: return reinterpret_cast<const uint32_t *>(p)[i];
+  case DType::U16: return reinterpret_cast<const uint16_t *>(p)[i];
+  case DType::U8: case DType::Bool: return reinterpret_cast<const uint8_t *>(p)[i];
+  default: return std::nan("");
+  }
+}
+
+/// Compares one output with its reference; prints a line; returns success.
+bool checkOutput(int k, const TensorDesc &desc, const HostTensor &got,
+                 const std::string &dir, const Options &o) {
+  std::string path = dir + "/output_" + std::to_string(k) + ".pb";
+  HostTensor want;
+  Status s = readTensorFile(path, want);
+  if (!s.isOk())
+    die(s.message());
+  std::printf("output %d '%s': ", k, desc.name);
+  if (want.dtype != got.dtype || want.shape != got.shape) {
+    std::printf("MISMATCH expected %s %s, got %s %s\n", dtypeName(want.dtype),
+                shapeString(want.shape).c_str(), dtypeName(got.dtype),
+                shapeString(got.shape).c_str());
+    return false;
+  }
+  double maxAbs = 0, maxRel = 0;
+  bool ok = true;
+  for (int64_t i = 0, n = got.numElements(); i < n; ++i) {
+    double g = elementAsDouble(got, i), w = elementAsDouble(want, i);
+    if (std::isnan(g) || std::isnan(w)) {
+      if (std::isnan(g) != std::isnan(w))
+        ok = false, maxAbs = INFINITY;
+      continue;
+    }
+    if (std::isinf(g) || std::isinf(w)) {
+      if (g != w)
+        ok = false, maxAbs = INFINITY;
+      continue;
+    }
+    double err = std::fabs(g - w);
+    maxAbs = std::max(maxAbs, err);
+    if (w != 0)
+      maxRel = std::max(maxRel, err / std::fabs(w));
+    if (err > o.atol + o.rtol * std::fabs(w))
+      ok = false;
+  }
+  std::printf("max_abs_err=%.3g max_rel_err=%.3g %s\n", maxAbs, maxRel,
+              ok ? "ok" : "MISMATCH");
+  return ok;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  const ModelInfo &model = *pcc_model_info();
+  Options o = parseOptions(argc, argv);
+  setBlasThreads(o.threads);
+  if (o.weights.empty())
+    o.weights = exeDir(argv[0]) + "/weights.bin";
+  const char *weights = mapWeights(o.weights, model.weightsBytes);
+
+  std::vector<HostTensor> inputs;
+  std::vector<const void *> inPtrs;
+  for (int k = 0; k < model.numInputs; ++k)
+    inputs.push_back(loadInput(o.inputs, k, model.inputs[k]));
+  {
+    std::string extra = o.inputs + "/input_" + std::to_string(model.numInputs) + ".pb";
+    if (access(extra.c_str(), F_OK) == 0)
+      die("'" + o.inputs + "' holds more inputs than the model's " +
+          std::to_string(model.numInputs));
+  }
+  for (auto &t : inputs)
+    inPtrs.push_back(t.bytes.data());
+
+  std::vector<HostTensor> outputs(model.numOutputs);
+  std::vector<void *> outPtrs;
+  for (int k = 0; k < model.numOutputs; ++k) {
+    const TensorDesc &d = model.outputs[k];
+    outputs[k].dtype = d.dtype;
+    outputs[k].shape = descShape(d);
+    outputs[k].bytes.resize(outputs[k].numElements() * dtypeSize(d.dtype));
+    outPtrs.push_back(outputs[k].bytes.data());
+  }
+
+  size_t arenaBytes = (model.arenaBytes + 63) / 64 * 64;
+  char *arena = static_cast<char *>(std::aligned_alloc(64, arenaBytes ? arenaBytes : 64));
+  if (!arena)
+    die("cannot allocate " + std::to_string(arenaBytes) + " bytes of scratch");
+
+  auto runOnce = [&] {
+    model.run(inPtrs.data(), outPtrs.data(), arena, weights);
+    std::string err = takeKernelError();
+    if (!err.empty())
+      die(err);
+  };
+  runOnce();
+
+  if (!o.outputs.empty())
+    for (int k = 0; k < model.numOutputs; ++k) {
+      Status s = writeTensorFile(o.outputs + "/output_" + std::to_string(k) + ".pb",
+                                 model.outputs[k].name, outputs[k]);
+      if (!s.isOk())
+        die(s.message());
+    }
+
+  int status = 0;
+  if (!o.check.empty()) {
+    bool all = true;
+    for (int k = 0; k < model.numOutputs; ++k)
+      all &= checkOutput(k, model.outputs[k], outputs[k], o.check, o);
+    std::printf("check: %s\n", all ? "PASS" : "FAIL");
+    status = all ? 0 : 1;
+  }
+
+  if (o.bench > 0) {
+    for (int i = 0; i < std::min(o.bench, 3); ++i)
+      runOnce();
+    std::vector<double> ms;
+    for (int i = 0; i < o.bench; ++i) {
+      auto t0 = std::chrono::steady_clock::now();
+      runOnce();
+      auto t1 = std::chrono::steady_clock::now();
+      ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+    }
+    std::vector<double> sorted = ms;
+    std::sort(sorted.begin(), sorted.end());
+    double median = sorted.size() % 2
+                        ? sorted[sorted.size() / 2]
+                        : 0.5 * (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]);
+    double mean = 0;
+    for (double v : ms)
+      mean += v;
+    mean /= ms.size();
+    std::printf("{\"iterations\": %d, \"median_ms\": %.4f, \"mean_ms\": %.4f}\n",
+                o.bench, median, mean);
+  }
+  std::free(arena);
+  return status;
+}
