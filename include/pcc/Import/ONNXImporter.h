@@ -42,7 +42,7 @@ importONNXBuffer(llvm::StringRef buffer, bool text, llvm::StringRef modelPath,
 /// Highest default-domain opset the importer accepts.
 constexpr int kMaxSupportedOpset = 17;
 /// Lowest default-domain opset the importer accepts.
-constexpr int kMinSupportedOpset = 7;
+constexpr int kMinSupportedOpset = 1;
 
 } // namespace pcc
 

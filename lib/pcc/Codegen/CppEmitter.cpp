@@ -425,9 +425,9 @@ LogicalResult Emitter::emitFusedLoop(Operation *root) {
 LogicalResult Emitter::emitKernel(Operation *op) {
   auto requireF32 = [&](Value v) -> LogicalResult {
     if (!typeOf(v).getElementType().isF32())
-      return op->emitError() << "code generation supports only f32 for '"
-                             << op->getName() << "', got "
-                             << typeOf(v).getElementType();
+      return op->emitError() << "code generation does not support '"
+                             << op->getName() << "' on "
+                             << typeOf(v).getElementType() << " (f32 only)";
     return success();
   };
   auto out = [&](unsigned i = 0) { return ptr(op->getResult(i)); };
@@ -522,7 +522,7 @@ LogicalResult Emitter::emitKernel(Operation *op) {
     auto x = typeOf(conv.getInput()), w = typeOf(conv.getFilter());
     auto y = typeOf(conv.getResult());
     if (x.getRank() != 4 && x.getRank() != 3)
-      return op->emitError() << "code generation supports 1-D and 2-D conv only";
+      return op->emitError() << "code generation does not support " << x.getRank() - 2 << "-D conv yet";
     bool is1d = x.getRank() == 3;
     auto st = conv.getStrides(), pd = conv.getPads(), dl = conv.getDilations();
     int64_t h = is1d ? 1 : x.getDimSize(2), wd = x.getShape().back();
@@ -546,7 +546,7 @@ LogicalResult Emitter::emitKernel(Operation *op) {
       return failure();
     auto x = typeOf(in), y = typeOf(op->getResult(0));
     if (x.getRank() != 4 && x.getRank() != 3)
-      return op->emitError() << "code generation supports 1-D and 2-D pooling only";
+      return op->emitError() << "code generation does not support " << x.getRank() - 2 << "-D pooling yet";
     bool is1d = x.getRank() == 3;
     auto k = op->getAttrOfType<DenseI64ArrayAttr>("kernel_shape").asArrayRef();
     auto st = op->getAttrOfType<DenseI64ArrayAttr>("strides").asArrayRef();
@@ -576,12 +576,14 @@ LogicalResult Emitter::emitKernel(Operation *op) {
        << product(x.getShape().drop_front(2)) << ");\n";
     return success();
   }
-  if (auto sm = dyn_cast<SoftmaxOp>(op)) {
-    ArrayRef<int64_t> s = typeOf(sm.getInput()).getShape();
-    int64_t a = sm.getAxis();
-    os << "  softmax<" << elemType(sm.getInput()) << ">(" << ptr(sm.getInput())
-       << ", " << out() << ", " << product(s.take_front(a)) << ", " << s[a]
-       << ", " << product(s.drop_front(a + 1)) << ");\n";
+  if (isa<SoftmaxOp, LogSoftmaxOp>(op)) {
+    Value in = op->getOperand(0);
+    ArrayRef<int64_t> s = typeOf(in).getShape();
+    int64_t a = op->getAttrOfType<IntegerAttr>("axis").getInt();
+    os << "  softmax<" << elemType(in) << ">(" << ptr(in) << ", " << out()
+       << ", " << product(s.take_front(a)) << ", " << s[a] << ", "
+       << product(s.drop_front(a + 1)) << ", "
+       << (isa<LogSoftmaxOp>(op) ? "true" : "false") << ");\n";
     return success();
   }
   if (auto ln = dyn_cast<LayerNormOp>(op)) {

@@ -87,6 +87,8 @@ public:
 
   /// A pcc.constant holding `value`.
   mlir::Value constant(mlir::ElementsAttr value) const;
+  /// A rank-0 pcc.constant of element type `elem` (float or integer).
+  mlir::Value scalar(mlir::Type elem, double value) const;
 
   mlir::NamedAttribute named(llvm::StringRef name, mlir::Attribute a) const {
     return builder.getNamedAttr(name, a);
@@ -143,6 +145,7 @@ const llvm::StringMap<Converter> &converters();
 void addElementwiseConverters(llvm::StringMap<Converter> &table);
 void addTensorConverters(llvm::StringMap<Converter> &table);
 void addNNConverters(llvm::StringMap<Converter> &table);
+void addCompositeConverters(llvm::StringMap<Converter> &table);
 
 /// Normalizes `axis` in [-rank, rank) to [0, rank) or emits an error.
 mlir::FailureOr<int64_t> normalizeAxis(const NodeContext &c, int64_t axis,

@@ -75,10 +75,10 @@ int checkModelHeader(const onnx::ModelProto &model, const Diag &diag) {
     if (imp.domain().empty() || imp.domain() == "ai.onnx")
       opset = static_cast<int>(imp.version());
   }
-  if (opset < 0) {
-    diag("model imports no default-domain opset", "");
-    return -1;
-  }
+  // A model may import only other domains; its nodes are then refused one
+  // by one as unsupported ops.
+  if (opset < 0)
+    return 0;
   if (opset > kMaxSupportedOpset) {
     diag("model uses opset " + std::to_string(opset) +
              ", newer than the newest supported opset " +

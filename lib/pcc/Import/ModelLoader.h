@@ -29,7 +29,7 @@ bool parseModel(llvm::StringRef buffer, bool text, onnx::ModelProto &model,
                 const Diag &diag);
 
 /// Checks IR version, opsets and graph presence; returns the default-domain
-/// opset, or -1 after reporting an error.
+/// opset (0 if the model imports none), or -1 after reporting an error.
 int checkModelHeader(const onnx::ModelProto &model, const Diag &diag);
 
 /// Replaces symbolic or given dims of graph inputs with the user's bindings

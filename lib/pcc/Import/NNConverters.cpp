@@ -130,6 +130,7 @@ Results convertGlobalAveragePool(NodeContext &c) {
 
 /// Before opset 13, Softmax flattens the input to 2-D at `axis` (default 1)
 /// and normalizes each row; opset 13 normalizes along `axis` (default -1).
+template <typename OpTy>
 Results convertSoftmax(NodeContext &c) {
   if (failed(c.requireInputs(1)))
     return failure();
@@ -141,14 +142,14 @@ Results convertSoftmax(NodeContext &c) {
   if (failed(axis))
     return failure();
   if (c.opset >= 13 || *axis == rank - 1)
-    return one(c.build1<SoftmaxOp>(c.input(0), {c.i64("axis", *axis)}));
+    return one(c.build1<OpTy>(c.input(0), {c.i64("axis", *axis)}));
   int64_t outer = 1, inner = 1;
   for (int64_t d = 0; d < rank; ++d)
     (d < *axis ? outer : inner) *= x.getDimSize(d);
   auto flat = c.build1<ReshapeOp>(c.input(0), {c.i64s("shape", {outer, inner})});
   if (failed(flat))
     return failure();
-  auto soft = c.build1<SoftmaxOp>(*flat, {c.i64("axis", 1)});
+  auto soft = c.build1<OpTy>(*flat, {c.i64("axis", 1)});
   if (failed(soft))
     return failure();
   return one(c.build1<ReshapeOp>(*soft, {c.i64s("shape", x.getShape())}));
@@ -189,42 +190,72 @@ Results convertBatchNorm(NodeContext &c) {
 /// an input in opset 13 (the others in opset 18). No axes means all axes,
 /// unless noop_with_empty_axes.
 template <typename OpTy>
+FailureOr<Value> reduceValue(NodeContext &c, Value input, int axesInputSince) {
+  int64_t rank = cast<RankedTensorType>(input.getType()).getRank();
+  std::optional<SmallVector<int64_t>> axes;
+  if (c.opset >= axesInputSince) {
+    if (c.input(1)) {
+      auto a = c.constInts(1, "reduction axes");
+      if (failed(a))
+        return failure();
+      axes = *a;
+    }
+  } else {
+    axes = c.intsAttr("axes");
+  }
+  SmallVector<int64_t> normalized;
+  if (!axes || axes->empty()) {
+    if (c.intAttr("noop_with_empty_axes", 0))
+      return input;
+    for (int64_t d = 0; d < rank; ++d)
+      normalized.push_back(d);
+  } else {
+    for (int64_t a : *axes) {
+      auto axis = normalizeAxis(c, a, rank);
+      if (failed(axis))
+        return failure();
+      normalized.push_back(*axis);
+    }
+    llvm::sort(normalized);
+    normalized.erase(std::unique(normalized.begin(), normalized.end()),
+                     normalized.end());
+  }
+  return c.build1<OpTy>(
+      input, {c.i64s("axes", normalized),
+              c.boolean("keepdims", c.intAttr("keepdims", 1) != 0)});
+}
+
+template <typename OpTy>
 Converter reduce(int axesInputSince) {
   return [axesInputSince](NodeContext &c) -> Results {
     if (failed(c.requireInputs(1)))
       return failure();
-    int64_t rank = c.inputType(0).getRank();
-    std::optional<SmallVector<int64_t>> axes;
-    if (c.opset >= axesInputSince) {
-      if (c.input(1)) {
-        auto a = c.constInts(1, "reduction axes");
-        if (failed(a))
-          return failure();
-        axes = *a;
-      }
-    } else {
-      axes = c.intsAttr("axes");
-    }
-    SmallVector<int64_t> normalized;
-    if (!axes || axes->empty()) {
-      if (c.intAttr("noop_with_empty_axes", 0))
-        return SmallVector<Value>{c.input(0)};
-      for (int64_t d = 0; d < rank; ++d)
-        normalized.push_back(d);
-    } else {
-      for (int64_t a : *axes) {
-        auto axis = normalizeAxis(c, a, rank);
-        if (failed(axis))
-          return failure();
-        normalized.push_back(*axis);
-      }
-      llvm::sort(normalized);
-      normalized.erase(std::unique(normalized.begin(), normalized.end()),
-                       normalized.end());
-    }
-    return one(c.build1<OpTy>(
-        c.input(0), {c.i64s("axes", normalized),
-                     c.boolean("keepdims", c.intAttr("keepdims", 1) != 0)}));
+    return one(reduceValue<OpTy>(c, c.input(0), axesInputSince));
+  };
+}
+
+/// ReduceSumSquare, ReduceL1, ReduceL2, ReduceLogSum and ReduceLogSumExp as
+/// an elementwise pre-step, a sum, and an elementwise post-step (which the
+/// code generator fuses back into loops).
+template <typename PreOp, typename PostOp, bool square>
+Converter reduceComposite() {
+  return [](NodeContext &c) -> Results {
+    if (failed(c.requireInputs(1)))
+      return failure();
+    Value x = c.input(0);
+    FailureOr<Value> pre = x;
+    if constexpr (square)
+      pre = c.build1<MulOp>(ValueRange{x, x});
+    else if constexpr (!std::is_same_v<PreOp, void>)
+      pre = c.build1<PreOp>(x);
+    if (failed(pre))
+      return failure();
+    auto sum = reduceValue<ReduceSumOp>(c, *pre, 18);
+    if (failed(sum) || std::is_same_v<PostOp, void>)
+      return one(sum);
+    if constexpr (!std::is_same_v<PostOp, void>)
+      return one(c.build1<PostOp>(*sum));
+    return failure();
   };
 }
 
@@ -251,7 +282,8 @@ void addNNConverters(llvm::StringMap<Converter> &t) {
   t["MaxPool"] = convertPool<MaxPoolOp>;
   t["AveragePool"] = convertPool<AveragePoolOp>;
   t["GlobalAveragePool"] = convertGlobalAveragePool;
-  t["Softmax"] = convertSoftmax;
+  t["Softmax"] = convertSoftmax<SoftmaxOp>;
+  t["LogSoftmax"] = convertSoftmax<LogSoftmaxOp>;
   t["LayerNormalization"] = convertLayerNorm;
   t["BatchNormalization"] = convertBatchNorm;
   t["ReduceSum"] = reduce<ReduceSumOp>(13);
@@ -259,6 +291,11 @@ void addNNConverters(llvm::StringMap<Converter> &t) {
   t["ReduceMax"] = reduce<ReduceMaxOp>(18);
   t["ReduceMin"] = reduce<ReduceMinOp>(18);
   t["ReduceProd"] = reduce<ReduceProdOp>(18);
+  t["ReduceSumSquare"] = reduceComposite<void, void, true>();
+  t["ReduceL1"] = reduceComposite<AbsOp, void, false>();
+  t["ReduceL2"] = reduceComposite<void, SqrtOp, true>();
+  t["ReduceLogSum"] = reduceComposite<void, LogOp, false>();
+  t["ReduceLogSumExp"] = reduceComposite<ExpOp, LogOp, false>();
   t["ArgMax"] = convertArgReduce<ArgMaxOp>;
   t["ArgMin"] = convertArgReduce<ArgMinOp>;
 }

@@ -75,6 +75,14 @@ Value NodeContext::constant(ElementsAttr value) const {
   return ConstantOp::create(builder, loc, value);
 }
 
+Value NodeContext::scalar(Type elem, double value) const {
+  auto type = RankedTensorType::get({}, elem);
+  Attribute a = isa<FloatType>(elem)
+                    ? Attribute(FloatAttr::get(elem, value))
+                    : Attribute(IntegerAttr::get(elem, int64_t(value)));
+  return constant(DenseElementsAttr::get(type, a));
+}
+
 FailureOr<SmallVector<Value>>
 NodeContext::finish(OperationState &state, SmallVectorImpl<Type> &types) const {
   state.addTypes(types);

@@ -36,6 +36,7 @@ const llvm::StringMap<Converter> &converters() {
     addElementwiseConverters(t);
     addTensorConverters(t);
     addNNConverters(t);
+    addCompositeConverters(t);
     return t;
   }();
   return table;
@@ -315,6 +316,20 @@ OwningOpRef<ModuleOp> GraphImporter::run(const std::vector<int> &order) {
 }
 
 } // namespace
+/// Old-opset forms whose meaning differs from what the converters implement;
+/// returns why the node is unsupported, or "".
+std::string legacySemantics(const onnx::NodeProto &node, int opset) {
+  for (const auto &a : node.attribute()) {
+    // Opset < 7 binary ops broadcast only with broadcast=1 and an axis.
+    if (a.name() == "broadcast" && a.i() != 0)
+      return "legacy 'broadcast' attribute of '" + node.op_type() +
+             "' (opset " + std::to_string(opset) + ") is not supported";
+  }
+  if (node.op_type() == "Reshape" && opset < 5)
+    return "Reshape with a shape attribute (opset < 5) is not supported";
+  return "";
+}
+
 } // namespace import
 
 std::string parseInputShapeBinding(llvm::StringRef spec,
@@ -387,10 +402,20 @@ OwningOpRef<ModuleOp> importONNXBuffer(llvm::StringRef buffer, bool text,
            name);
       return nullptr;
     }
+    if (opset == 0) {
+      diag("node of the default domain, but the model imports no "
+           "default-domain opset",
+           name);
+      return nullptr;
+    }
     if (node.op_type() != "Constant" && !converters().count(node.op_type())) {
       diag("unsupported ONNX op '" + node.op_type() + "' (opset " +
                std::to_string(opset) + ")",
            name);
+      return nullptr;
+    }
+    if (auto legacy = legacySemantics(node, opset); !legacy.empty()) {
+      diag(legacy, name);
       return nullptr;
     }
     try {

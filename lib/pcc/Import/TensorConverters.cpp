@@ -289,7 +289,9 @@ Results convertConcat(NodeContext &c) {
   if (failed(c.requireInputs(c.numInputs())))
     return failure();
   SmallVector<Value> inputs(c.inputs.begin(), c.inputs.end());
-  return one(c.build1<ConcatOp>(inputs, {c.i64("axis", c.intAttr("axis", 0))}));
+  // Concat's axis defaulted to 1 before opset 4.
+  int64_t axis = c.intAttr("axis", c.opset < 4 ? 1 : 0);
+  return one(c.build1<ConcatOp>(inputs, {c.i64("axis", axis)}));
 }
 
 Results convertSplit(NodeContext &c) {
@@ -441,7 +443,8 @@ Results convertPad(NodeContext &c) {
       return failure();
     pads = *p;
   } else {
-    pads = c.intsAttr("pads").value_or(SmallVector<int64_t>{});
+    pads = c.intsAttr(c.opset < 2 ? "paddings" : "pads")
+               .value_or(SmallVector<int64_t>{});
   }
   if (llvm::any_of(pads, [](int64_t p) { return p != 0; }))
     return c.error() << "Pad with nonzero pads is not supported yet";

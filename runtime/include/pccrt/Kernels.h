@@ -105,8 +105,11 @@ inline void globalAvgPoolF32(const float *x, float *y, int64_t nc,
 // Normalizations
 //===----------------------------------------------------------------------===//
 
+/// Softmax (or, with `log`, log-softmax as x - max - log(sum)) along the
+/// middle axis of (outer, n, inner).
 template <typename T>
-void softmax(const T *x, T *y, int64_t outer, int64_t n, int64_t inner) {
+void softmax(const T *x, T *y, int64_t outer, int64_t n, int64_t inner,
+             bool log = false) {
   for (int64_t o = 0; o < outer; ++o) {
     for (int64_t i = 0; i < inner; ++i) {
       const T *xp = x + o * n * inner + i;
@@ -119,6 +122,12 @@ void softmax(const T *x, T *y, int64_t outer, int64_t n, int64_t inner) {
         T e = std::exp(xp[k * inner] - mx);
         yp[k * inner] = e;
         sum += e;
+      }
+      if (log) {
+        T shift = mx + std::log(sum);
+        for (int64_t k = 0; k < n; ++k)
+          yp[k * inner] = xp[k * inner] - shift;
+        continue;
       }
       T inv = T(1) / sum;
       for (int64_t k = 0; k < n; ++k)

@@ -248,13 +248,17 @@ def PCC_GlobalAveragePoolOp : PCC_Op<"global_average_pool", [Pure, InferTypeOpAd
 // Normalizations and reductions
 //===----------------------------------------------------------------------===//
 
-def PCC_SoftmaxOp : PCC_Op<"softmax", [Pure, InferTypeOpAdaptor]> {
-  let summary = "Softmax along one axis";
+class PCC_SoftmaxLikeOp<string mnemonic, string desc>
+    : PCC_Op<mnemonic, [Pure, InferTypeOpAdaptor]> {
+  let summary = desc # " along one axis";
   let arguments = (ins PCC_FloatTensor:$input, PCC_I64Attr:$axis);
   let results = (outs PCC_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
   let hasVerifier = 1;
 }
+
+def PCC_SoftmaxOp : PCC_SoftmaxLikeOp<"softmax", "Softmax">;
+def PCC_LogSoftmaxOp : PCC_SoftmaxLikeOp<"log_softmax", "Log of softmax (computed stably)">;
 
 def PCC_LayerNormOp : PCC_Op<"layer_norm", [Pure, InferTypeOpAdaptor]> {
   let summary = "Layer normalization over the trailing axes from `axis`";

@@ -49,13 +49,17 @@ LogicalResult ClipOp::verify() {
   return success();
 }
 
-LogicalResult SoftmaxOp::verify() {
-  int64_t rank = getInput().getType().getRank();
-  if (getAxis() < 0 || getAxis() >= rank)
-    return emitOpError() << "axis " << getAxis() << " out of range for rank "
-                         << rank;
+template <typename OpTy>
+static LogicalResult verifySoftmaxAxis(OpTy op) {
+  int64_t rank = op.getInput().getType().getRank();
+  if (op.getAxis() < 0 || op.getAxis() >= rank)
+    return op.emitOpError() << "axis " << op.getAxis()
+                            << " out of range for rank " << rank;
   return success();
 }
+
+LogicalResult SoftmaxOp::verify() { return verifySoftmaxAxis(*this); }
+LogicalResult LogSoftmaxOp::verify() { return verifySoftmaxAxis(*this); }
 
 LogicalResult LayerNormOp::verify() {
   auto type = getInput().getType();

@@ -1,0 +1,141 @@
+//===- CompositeConverters.cpp - ONNX activations built from pcc ops ------===//
+//
+// Activations that are short formulas over existing elementwise ops import as
+// those formulas rather than as new ops: the code generator fuses each back
+// into one loop, and partitioning needs no rule for them. Each formula follows
+// the ONNX operator definition.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ImportContext.h"
+
+using namespace mlir;
+
+namespace pcc::import {
+namespace {
+
+using Results = FailureOr<SmallVector<Value>>;
+
+/// Small expression builder over one node: every step infers its type and
+/// propagates failure, so formulas read like the ONNX definitions.
+class Expr {
+public:
+  explicit Expr(NodeContext &c) : c(c) {}
+
+  Value k(double v) { return c.scalar(elem, v); }
+  template <typename OpTy>
+  Value op(Value a) {
+    return ok(c.build1<OpTy>(a));
+  }
+  template <typename OpTy>
+  Value op(Value a, Value b) {
+    return ok(c.build1<OpTy>(ValueRange{a, b}));
+  }
+  Value where(Value cond, Value a, Value b) {
+    return ok(c.build1<WhereOp>(ValueRange{cond, a, b}));
+  }
+  Value cast(Value a, Type to) {
+    return ok(c.build1<CastOp>(a, {c.named("to", TypeAttr::get(to))}));
+  }
+  Results done(Value v) {
+    if (failed_ || !v)
+      return failure();
+    return SmallVector<Value>{v};
+  }
+
+  Type elem;
+
+private:
+  Value ok(FailureOr<Value> v) {
+    if (failed(v)) {
+      failed_ = true;
+      return c.input(0); // Keeps building; done() reports the failure.
+    }
+    return *v;
+  }
+  NodeContext &c;
+  bool failed_ = false;
+};
+
+/// Wraps a formula over input 0 (float input required).
+template <typename Fn>
+Converter formula(Fn fn) {
+  return [fn](NodeContext &c) -> Results {
+    if (failed(c.requireInputs(1)))
+      return failure();
+    Type elem = c.inputType(0).getElementType();
+    if (!isa<FloatType>(elem))
+      return c.error() << "'" << c.node.op_type() << "' on " << elem
+                       << " is not supported (floating-point only)";
+    Expr e(c);
+    e.elem = elem;
+    return e.done(fn(c, e, c.input(0)));
+  };
+}
+
+/// max(x, 0) + log(1 + exp(-|x|)): softplus without overflow.
+Value softplus(Expr &e, Value x) {
+  Value pos = e.op<MaxOp>(x, e.k(0));
+  Value tail = e.op<LogOp>(e.op<AddOp>(e.k(1), e.op<ExpOp>(e.op<NegOp>(e.op<AbsOp>(x)))));
+  return e.op<AddOp>(pos, tail);
+}
+
+Value hardSigmoid(Expr &e, Value x, double alpha, double beta) {
+  Value lin = e.op<AddOp>(e.op<MulOp>(x, e.k(alpha)), e.k(beta));
+  return e.op<MaxOp>(e.op<MinOp>(lin, e.k(1)), e.k(0));
+}
+
+} // namespace
+
+void addCompositeConverters(llvm::StringMap<Converter> &t) {
+  t["Softplus"] = formula([](NodeContext &, Expr &e, Value x) {
+    return softplus(e, x);
+  });
+  t["Softsign"] = formula([](NodeContext &, Expr &e, Value x) {
+    return e.op<DivOp>(x, e.op<AddOp>(e.k(1), e.op<AbsOp>(x)));
+  });
+  t["Elu"] = formula([](NodeContext &c, Expr &e, Value x) {
+    double alpha = c.floatAttr("alpha", 1.0f);
+    Value neg = e.op<MulOp>(e.k(alpha), e.op<SubOp>(e.op<ExpOp>(x), e.k(1)));
+    return e.where(e.op<LessOp>(x, e.k(0)), neg, x);
+  });
+  t["Selu"] = formula([](NodeContext &c, Expr &e, Value x) {
+    double alpha = c.floatAttr("alpha", 1.67326319217681884765625f);
+    double gamma = c.floatAttr("gamma", 1.05070102214813232421875f);
+    Value neg = e.op<SubOp>(e.op<MulOp>(e.k(alpha), e.op<ExpOp>(x)), e.k(alpha));
+    return e.op<MulOp>(e.k(gamma), e.where(e.op<LessEqualOp>(x, e.k(0)), neg, x));
+  });
+  t["Celu"] = formula([](NodeContext &c, Expr &e, Value x) {
+    double alpha = c.floatAttr("alpha", 1.0f);
+    Value expm1 = e.op<SubOp>(e.op<ExpOp>(e.op<DivOp>(x, e.k(alpha))), e.k(1));
+    return e.op<AddOp>(e.op<MaxOp>(x, e.k(0)),
+                       e.op<MinOp>(e.k(0), e.op<MulOp>(e.k(alpha), expm1)));
+  });
+  t["HardSigmoid"] = formula([](NodeContext &c, Expr &e, Value x) {
+    return hardSigmoid(e, x, c.floatAttr("alpha", 0.2f), c.floatAttr("beta", 0.5f));
+  });
+  t["HardSwish"] = formula([](NodeContext &, Expr &e, Value x) {
+    return e.op<MulOp>(x, hardSigmoid(e, x, 1.0 / 6, 0.5));
+  });
+  t["ThresholdedRelu"] = formula([](NodeContext &c, Expr &e, Value x) {
+    return e.where(e.op<GreaterOp>(x, e.k(c.floatAttr("alpha", 1.0f))), x, e.k(0));
+  });
+  t["Mish"] = formula([](NodeContext &, Expr &e, Value x) {
+    return e.op<MulOp>(x, e.op<TanhOp>(softplus(e, x)));
+  });
+  t["Sign"] = formula([](NodeContext &, Expr &e, Value x) {
+    Value pos = e.cast(e.op<GreaterOp>(x, e.k(0)), e.elem);
+    Value neg = e.cast(e.op<LessOp>(x, e.k(0)), e.elem);
+    return e.op<SubOp>(pos, neg);
+  });
+  t["PRelu"] = [](NodeContext &c) -> Results {
+    if (failed(c.requireInputs(2)))
+      return failure();
+    Expr e(c);
+    e.elem = c.inputType(0).getElementType();
+    Value x = c.input(0);
+    return e.done(e.where(e.op<LessOp>(x, e.k(0)), e.op<MulOp>(x, c.input(1)), x));
+  };
+}
+
+} // namespace pcc::import
