@@ -81,6 +81,11 @@ Options parseOptions(int argc, char **argv) {
     std::string value;
     auto eq = a.find('=');
     std::string flag = a.substr(0, eq);
+    static const char *const known[] = {"--inputs", "--outputs", "--check",
+                                        "--weights", "--bench", "--threads",
+                                        "--rtol", "--atol"};
+    if (std::find(std::begin(known), std::end(known), flag) == std::end(known))
+      die("unknown argument '" + a + "' (see --help)");
     if (eq != std::string::npos) {
       value = a.substr(eq + 1);
     } else if (flag.rfind("--", 0) == 0) {
