@@ -73,6 +73,17 @@ void conv2dF32(const float *x, const float *w, const float *bias, float *y,
   }
 }
 
+namespace {
+/// Copies `n` elements of type T spaced `stride` apart into `out`.
+template <typename T>
+void gatherRow(const char *in, char *out, int64_t n, int64_t stride) {
+  const T *src = reinterpret_cast<const T *>(in);
+  T *dst = reinterpret_cast<T *>(out);
+  for (int64_t i = 0; i < n; ++i)
+    dst[i] = src[i * stride];
+}
+} // namespace
+
 void stridedCopy(size_t elem, const char *in, char *out, int rank,
                  const int64_t *shape, int64_t base, const int64_t *inStride) {
   int64_t total = 1;
@@ -87,13 +98,21 @@ void stridedCopy(size_t elem, const char *in, char *out, int rank,
     int64_t off = base;
     for (int d = 0; d + 1 < rank; ++d)
       off += coord[d] * inStride[d];
-    if (innerStride == 1) {
-      std::memcpy(out, in + off * elem, inner * elem);
-      out += inner * elem;
-    } else {
-      for (int64_t i = 0; i < inner; ++i, out += elem)
-        std::memcpy(out, in + (off + i * innerStride) * elem, elem);
-    }
+    const char *src = in + off * elem;
+    if (innerStride == 1)
+      std::memcpy(out, src, inner * elem);
+    else if (elem == 4)
+      gatherRow<uint32_t>(src, out, inner, innerStride);
+    else if (elem == 8)
+      gatherRow<uint64_t>(src, out, inner, innerStride);
+    else if (elem == 2)
+      gatherRow<uint16_t>(src, out, inner, innerStride);
+    else if (elem == 1)
+      gatherRow<uint8_t>(src, out, inner, innerStride);
+    else
+      for (int64_t i = 0; i < inner; ++i)
+        std::memcpy(out + i * elem, src + i * innerStride * elem, elem);
+    out += inner * elem;
     for (int d = rank - 2; d >= 0; --d) {
       if (++coord[d] < shape[d])
         break;

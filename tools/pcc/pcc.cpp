@@ -152,7 +152,7 @@ int main(int argc, char **argv) {
       return fail("import of '" + inputFile + "' failed");
     return 1;
   }
-  if (emit == Emit::Mlir) {
+  if (emit != Emit::MlirImport) {
     mlir::PassManager pm(&context);
     pcc::buildImportCleanupPipeline(pm);
     if (mlir::failed(pm.run(*module)))
