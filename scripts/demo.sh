@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
 # The main job, end to end, on what pcc does today: export a GPT-2-style
-# decoder from PyTorch, import it with symbolic batch and sequence bound, and
-# print the pcc-dialect module it compiles from.
+# decoder from PyTorch, compile it (single device, CPU), run it against
+# PyTorch's output with --check, time it, and show the plan file.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 bash scripts/build.sh
 work=${WORK_DIR:-out/demo}
 mkdir -p "$work"
-/usr/bin/python3 test/models/export_models.py "$work" --only gpt_dynamic
-echo "== pcc $work/gpt_dynamic/model.onnx --emit=mlir --input-shape batch=8,seq=16"
-build/bin/pcc "$work/gpt_dynamic/model.onnx" --emit=mlir \
-  --input-shape batch=8,seq=16 -o "$work/gpt.mlir"
-grep -oE '= pcc\.[a-z_]+' "$work/gpt.mlir" | sort | uniq -c | sort -rn
-echo "== module written to $work/gpt.mlir"
+/usr/bin/python3 test/models/export_models.py "$work" --only gpt gpt_dynamic
+echo "== pcc $work/gpt_dynamic/model.onnx --input-shape batch=2,seq=16 -o $work/gpt"
+build/bin/pcc "$work/gpt_dynamic/model.onnx" --input-shape batch=2,seq=16 \
+  -o "$work/gpt"
+echo "== $work/gpt/model --check (reference: PyTorch)"
+"$work/gpt/model" --check "$work/gpt/test_data_set_0"
+echo "== $work/gpt/model --bench 50"
+"$work/gpt/model" --inputs "$work/gpt/test_data_set_0" --bench 50 | tail -1
+echo "== plan ($work/gpt/plan.json)"
+cat "$work/gpt/plan.json"
