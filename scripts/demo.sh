@@ -9,12 +9,12 @@ bash scripts/build.sh
 work=${WORK_DIR:-out/demo}
 mkdir -p "$work"
 /usr/bin/python3 test/models/export_models.py "$work" --only gpt gpt_dynamic
-echo "== pcc $work/gpt_dynamic/model.onnx --input-shape batch=2,seq=16 -o $work/gpt"
+echo "== pcc $work/gpt_dynamic/model.onnx --input-shape batch=2,seq=16 -o $work/compiled"
 build/bin/pcc "$work/gpt_dynamic/model.onnx" --input-shape batch=2,seq=16 \
-  -o "$work/gpt"
-echo "== $work/gpt/model --check (reference: PyTorch)"
-"$work/gpt/model" --check "$work/gpt/test_data_set_0"
-echo "== $work/gpt/model --bench 50"
-"$work/gpt/model" --inputs "$work/gpt/test_data_set_0" --bench 50 | tail -1
-echo "== plan ($work/gpt/plan.json)"
-cat "$work/gpt/plan.json"
+  -o "$work/compiled"
+echo "== $work/compiled/model --check (reference: PyTorch)"
+"$work/compiled/model" --check "$work/gpt/test_data_set_0"
+echo "== $work/compiled/model --bench 50"
+"$work/compiled/model" --inputs "$work/gpt/test_data_set_0" --bench 50 | tail -1
+echo "== plan ($work/compiled/plan.json)"
+cat "$work/compiled/plan.json"
