@@ -14,8 +14,6 @@ using namespace mlir;
 namespace pcc::import {
 namespace {
 
-using Results = FailureOr<SmallVector<Value>>;
-
 /// Small expression builder over one node: every step infers its type and
 /// propagates failure, so formulas read like the ONNX definitions.
 class Expr {

@@ -7,14 +7,6 @@ using namespace mlir;
 namespace pcc::import {
 namespace {
 
-using Results = FailureOr<SmallVector<Value>>;
-
-Results one(FailureOr<Value> v) {
-  if (failed(v))
-    return failure();
-  return SmallVector<Value>{*v};
-}
-
 template <typename OpTy>
 Converter unary() {
   return [](NodeContext &c) -> Results {

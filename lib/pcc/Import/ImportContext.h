@@ -132,11 +132,19 @@ NodeContext::build(mlir::ValueRange operands,
   return finish(state, types);
 }
 
-/// Converts one ONNX node; returns its output values, one per ONNX output
-/// (null for outputs the converter does not produce).
-using Converter =
-    std::function<mlir::FailureOr<llvm::SmallVector<mlir::Value>>(
-        NodeContext &)>;
+/// A converter's result: one value per ONNX output (null for outputs the
+/// converter does not produce).
+using Results = mlir::FailureOr<llvm::SmallVector<mlir::Value>>;
+
+/// Results of a single-output converter.
+inline Results one(mlir::FailureOr<mlir::Value> v) {
+  if (mlir::failed(v))
+    return mlir::failure();
+  return llvm::SmallVector<mlir::Value>{*v};
+}
+
+/// Converts one ONNX node.
+using Converter = std::function<Results(NodeContext &)>;
 
 /// The table of supported default-domain ONNX ops.
 const llvm::StringMap<Converter> &converters();

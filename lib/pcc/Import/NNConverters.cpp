@@ -7,14 +7,6 @@ using namespace mlir;
 namespace pcc::import {
 namespace {
 
-using Results = FailureOr<SmallVector<Value>>;
-
-Results one(FailureOr<Value> v) {
-  if (failed(v))
-    return failure();
-  return SmallVector<Value>{*v};
-}
-
 Results convertMatMul(NodeContext &c) {
   if (failed(c.requireInputs(2)))
     return failure();

@@ -14,14 +14,6 @@ using namespace mlir;
 namespace pcc::import {
 namespace {
 
-using Results = FailureOr<SmallVector<Value>>;
-
-Results one(FailureOr<Value> v) {
-  if (failed(v))
-    return failure();
-  return SmallVector<Value>{*v};
-}
-
 Value i64Constant(NodeContext &c, ArrayRef<int64_t> values,
                   ArrayRef<int64_t> shape) {
   auto type = RankedTensorType::get(shape, c.builder.getI64Type());

@@ -229,6 +229,19 @@ SmallVector<int64_t> coordsOf(int64_t k, ArrayRef<int64_t> shape) {
   return c;
 }
 
+/// Element k of the result is source[base + sum_d coord_d(k) * strides[d]]:
+/// transpose (permuted strides) and slice (strides scaled by steps).
+Attribute stridedLiteral(const Literal &source, RankedTensorType type,
+                         int64_t base, ArrayRef<int64_t> strides) {
+  return gatherLiteral(source, type, [&](int64_t k) {
+    auto c = coordsOf(k, type.getShape());
+    int64_t src = base;
+    for (size_t d = 0; d < c.size(); ++d)
+      src += c[d] * strides[d];
+    return src;
+  });
+}
+
 } // namespace
 
 OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
@@ -383,15 +396,11 @@ OpFoldResult TransposeOp::fold(FoldAdaptor adaptor) {
   auto lit = readLiteral(adaptor.getInput());
   if (!lit)
     return {};
-  auto rt = cast<RankedTensorType>(getType());
   auto inStrides = stridesOf(lit->type.getShape());
-  return gatherLiteral(*lit, rt, [&](int64_t k) {
-    auto c = coordsOf(k, rt.getShape());
-    int64_t src = 0;
-    for (size_t d = 0; d < c.size(); ++d)
-      src += c[d] * inStrides[perm[d]];
-    return src;
-  });
+  SmallVector<int64_t> strides;
+  for (int64_t p : perm)
+    strides.push_back(inStrides[p]);
+  return stridedLiteral(*lit, cast<RankedTensorType>(getType()), 0, strides);
 }
 
 OpFoldResult ExpandOp::fold(FoldAdaptor adaptor) {
@@ -451,15 +460,15 @@ OpFoldResult SliceOp::fold(FoldAdaptor adaptor) {
   auto lit = readLiteral(adaptor.getInput());
   if (!lit)
     return {};
-  auto rt = cast<RankedTensorType>(getType());
   auto inStrides = stridesOf(lit->type.getShape());
-  return gatherLiteral(*lit, rt, [&](int64_t k) {
-    auto c = coordsOf(k, rt.getShape());
-    int64_t src = 0;
-    for (size_t d = 0; d < c.size(); ++d)
-      src += (getStarts()[d] + c[d] * getSteps()[d]) * inStrides[d];
-    return src;
-  });
+  int64_t base = 0;
+  SmallVector<int64_t> strides;
+  for (size_t d = 0; d < inStrides.size(); ++d) {
+    base += getStarts()[d] * inStrides[d];
+    strides.push_back(getSteps()[d] * inStrides[d]);
+  }
+  return stridedLiteral(*lit, cast<RankedTensorType>(getType()), base,
+                        strides);
 }
 
 OpFoldResult GatherOp::fold(FoldAdaptor adaptor) {
