@@ -19,6 +19,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
@@ -85,20 +86,32 @@ public:
     });
   }
 
+  /// Keeps the message on one printable line: names from a malformed model
+  /// may hold newlines or arbitrary bytes.
+  static std::string oneLine(StringRef text) {
+    std::string out;
+    for (unsigned char c : text) {
+      if (c == '\n' || c == '\r' || c == '\t')
+        out += ' ';
+      else if (c < 0x20 || c >= 0x7f)
+        out += "\\x" + llvm::utohexstr(c, /*LowerCase=*/true, /*Width=*/2);
+      else
+        out += c;
+    }
+    return out;
+  }
+
   static void print(mlir::Diagnostic &d) {
-    std::string msg = d.str();
-    for (char &c : msg)
-      if (c == '\n')
-        c = ' ';
+    std::string msg = oneLine(d.str());
     mlir::Location loc = d.getLocation();
     if (auto name = dyn_cast<mlir::NameLoc>(loc)) {
-      errs() << "error: " << msg << " at node '" << name.getName().getValue()
-             << "'\n";
+      errs() << "error: " << msg << " at node '"
+             << oneLine(name.getName().getValue()) << "'\n";
       return;
     }
     if (auto file = dyn_cast<mlir::FileLineColLoc>(loc)) {
-      errs() << "error: " << file.getFilename().getValue() << ": " << msg
-             << "\n";
+      errs() << "error: " << oneLine(file.getFilename().getValue()) << ": "
+             << msg << "\n";
       return;
     }
     errs() << "error: " << msg << "\n";

@@ -117,6 +117,15 @@ def main(argv):
         [vi("sel", [None, 3], TensorProto.INT64)], name="unsupported_op"),
         "unsupported onnx op 'nonmaxsuppression'")
 
+    # A node name with a newline and a control byte must still give one
+    # printable error line.
+    write_model("unprintable_name.onnx", model(
+        [helper.make_node("NonMaxSuppression", ["boxes", "scores"], ["sel"],
+                          name="bad\nname\x01")],
+        [vi("boxes", [1, 6, 4]), vi("scores", [1, 1, 6])],
+        [vi("sel", [None, 3], TensorProto.INT64)], name="unprintable_name"),
+        "at node 'bad name\\x01'")
+
     write_model("custom_domain.onnx", model(
         [helper.make_node("MyOp", ["x"], ["y"], name="custom0",
                           domain="com.example")],
