@@ -234,8 +234,12 @@ LogicalResult Emitter::analyze() {
       bytes = product(w.getShape().drop_front(1)) *
               product(y.getShape().drop_front(2)) * 4;
     } else if (auto axes = op->getAttrOfType<DenseI64ArrayAttr>("axes");
-               axes && op->getNumOperands() == 1 && axes.size() > 1) {
-      bytes = 2 * tensorBytes(op->getOperand(0));
+               axes && op->getNumOperands() == 1) {
+      // Only axis sets with gaps reduce in several passes through scratch.
+      ArrayRef<int64_t> a = axes.asArrayRef();
+      for (size_t i = 1; i < a.size(); ++i)
+        if (a[i] != a[i - 1] + 1)
+          bytes = 2 * tensorBytes(op->getOperand(0));
     }
     if (bytes) {
       scratchIndex[op] = buffers.size();

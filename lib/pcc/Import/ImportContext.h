@@ -63,6 +63,11 @@ public:
   /// naming `what` otherwise.
   mlir::FailureOr<llvm::SmallVector<int64_t>>
   constInts(size_t i, llvm::StringRef what) const;
+  /// Axes of ops that moved them from the `axes` attribute to a constant
+  /// input 1 in opset `inputSinceOpset` (Squeeze, Unsqueeze, reductions);
+  /// std::nullopt when absent.
+  mlir::FailureOr<std::optional<llvm::SmallVector<int64_t>>>
+  axesOperand(int inputSinceOpset, llvm::StringRef what) const;
   /// Value of input `i` if it is a constant scalar (or 1-element) tensor.
   mlir::FailureOr<double> constScalar(size_t i, llvm::StringRef what) const;
 

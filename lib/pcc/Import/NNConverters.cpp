@@ -184,17 +184,10 @@ Results convertBatchNorm(NodeContext &c) {
 template <typename OpTy>
 FailureOr<Value> reduceValue(NodeContext &c, Value input, int axesInputSince) {
   int64_t rank = cast<RankedTensorType>(input.getType()).getRank();
-  std::optional<SmallVector<int64_t>> axes;
-  if (c.opset >= axesInputSince) {
-    if (c.input(1)) {
-      auto a = c.constInts(1, "reduction axes");
-      if (failed(a))
-        return failure();
-      axes = *a;
-    }
-  } else {
-    axes = c.intsAttr("axes");
-  }
+  auto axesOr = c.axesOperand(axesInputSince, "reduction axes");
+  if (failed(axesOr))
+    return failure();
+  std::optional<SmallVector<int64_t>> axes = *axesOr;
   SmallVector<int64_t> normalized;
   if (!axes || axes->empty()) {
     if (c.intAttr("noop_with_empty_axes", 0))

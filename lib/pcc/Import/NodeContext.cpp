@@ -58,6 +58,18 @@ FailureOr<SmallVector<int64_t>> NodeContext::constInts(size_t i,
   return out;
 }
 
+FailureOr<std::optional<SmallVector<int64_t>>>
+NodeContext::axesOperand(int inputSinceOpset, StringRef what) const {
+  if (opset < inputSinceOpset)
+    return intsAttr("axes");
+  if (!input(1))
+    return std::optional<SmallVector<int64_t>>();
+  auto axes = constInts(1, what);
+  if (failed(axes))
+    return failure();
+  return std::optional<SmallVector<int64_t>>(*axes);
+}
+
 FailureOr<double> NodeContext::constScalar(size_t i, StringRef what) const {
   ElementsAttr value;
   if (!input(i) || !matchPattern(input(i), m_Constant(&value)) ||

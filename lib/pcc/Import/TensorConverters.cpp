@@ -193,25 +193,11 @@ Results convertFlatten(NodeContext &c) {
   return one(reshapeTo(c, c.input(0), {outer, inner}));
 }
 
-/// Axes from the `axes` attribute (older opsets) or input 1 (opset >= 13).
-FailureOr<std::optional<SmallVector<int64_t>>>
-axesOperand(NodeContext &c, int inputSinceOpset, StringRef what) {
-  if (c.opset >= inputSinceOpset) {
-    if (!c.input(1))
-      return std::optional<SmallVector<int64_t>>();
-    auto axes = c.constInts(1, what);
-    if (failed(axes))
-      return failure();
-    return std::optional<SmallVector<int64_t>>(*axes);
-  }
-  return c.intsAttr("axes");
-}
-
 Results convertSqueeze(NodeContext &c) {
   if (failed(c.requireInputs(1)))
     return failure();
   auto in = c.inputType(0);
-  auto axes = axesOperand(c, 13, "Squeeze axes");
+  auto axes = c.axesOperand(13, "Squeeze axes");
   if (failed(axes))
     return failure();
   SmallVector<bool> drop(in.getRank(), false);
@@ -240,7 +226,7 @@ Results convertUnsqueeze(NodeContext &c) {
   if (failed(c.requireInputs(1)))
     return failure();
   auto in = c.inputType(0);
-  auto axes = axesOperand(c, 13, "Unsqueeze axes");
+  auto axes = c.axesOperand(13, "Unsqueeze axes");
   if (failed(axes))
     return failure();
   if (!*axes)
