@@ -96,7 +96,7 @@ class Block(nn.Module):
 
 
 class GPT(nn.Module):
-    def __init__(self, vocab=128, max_len=32, d_model=64, n_head=4, n_layer=2):
+    def __init__(self, vocab=128, max_len=32, d_model=64, n_head=8, n_layer=2):
         super().__init__()
         self.tok = nn.Embedding(vocab, d_model)
         self.pos = nn.Embedding(max_len, d_model)
@@ -119,7 +119,7 @@ class HandViT(nn.Module):
     torchvision.models.VisionTransformer (conv patchify + class token +
     learned pos-embedding + pre-LN encoder + LN + linear head)."""
 
-    def __init__(self, image_size=32, patch_size=8, num_layers=2, num_heads=4,
+    def __init__(self, image_size=32, patch_size=8, num_layers=2, num_heads=8,
                  hidden_dim=64, mlp_dim=128, num_classes=10):
         super().__init__()
         n = (image_size // patch_size) ** 2
@@ -148,7 +148,7 @@ def make_vit():
     except ImportError:
         return HandViT(), "hand-written (torchvision not installed)"
     return VisionTransformer(image_size=32, patch_size=8, num_layers=2,
-                             num_heads=4, hidden_dim=64, mlp_dim=128,
+                             num_heads=8, hidden_dim=64, mlp_dim=128,
                              num_classes=10), "torchvision"
 
 
@@ -172,21 +172,21 @@ def make_cnn():
 
 
 def make_encoder():
-    return nn.TransformerEncoderLayer(d_model=64, nhead=4, dim_feedforward=128,
+    return nn.TransformerEncoderLayer(d_model=64, nhead=8, dim_feedforward=128,
                                       dropout=0.0, batch_first=True)
 
 
 # name -> (factory, input name, input spec, dynamic_axes, write test data)
 # input spec: ("float", shape) or ("tokens", shape, vocab)
 MODELS = {
-    "mlp": (MLP, "input", ("float", (4, 64)), None, True),
-    "encoder": (make_encoder, "input", ("float", (2, 16, 64)), None, True),
-    "gpt": (GPT, "tokens", ("tokens", (2, 16), 128), None, True),
-    "gpt_dynamic": (GPT, "tokens", ("tokens", (2, 16), 128),
+    "mlp": (MLP, "input", ("float", (8, 64)), None, True),
+    "encoder": (make_encoder, "input", ("float", (8, 16, 64)), None, True),
+    "gpt": (GPT, "tokens", ("tokens", (8, 16), 128), None, True),
+    "gpt_dynamic": (GPT, "tokens", ("tokens", (8, 16), 128),
                     {"tokens": {0: "batch", 1: "seq"},
                      "output": {0: "batch", 1: "seq"}}, False),
-    "vit": (make_vit, "input", ("float", (2, 3, 32, 32)), None, True),
-    "cnn": (make_cnn, "input", ("float", (2, 3, 16, 16)), None, True),
+    "vit": (make_vit, "input", ("float", (8, 3, 32, 32)), None, True),
+    "cnn": (make_cnn, "input", ("float", (8, 3, 16, 16)), None, True),
 }
 
 # torch's TrainingMode.EVAL export runs an "eval peephole" pass that folds

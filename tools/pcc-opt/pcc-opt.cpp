@@ -7,6 +7,7 @@
 
 #include "pcc/Dialect/PCC/IR/PCCDialect.h"
 #include "pcc/Dialect/PCC/Transforms/Passes.h"
+#include "pcc/Partition/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -20,6 +21,7 @@
 int main(int argc, char **argv) {
   mlir::registerTransformsPasses();
   pcc::registerPCCPassesAndPipelines();
+  pcc::registerPartitionPasses();
   mlir::DialectRegistry registry;
   registry.insert<pcc::PCCDialect, mlir::shard::ShardDialect,
                   mlir::func::FuncDialect, mlir::arith::ArithDialect,

@@ -26,4 +26,36 @@ def PCC_ExternalDataAttr : PCC_Attr<"ExternalData", "external"> {
   let assemblyFormat = "`<` $location `,` `offset` `=` $offset `,` `length` `=` $length `>`";
 }
 
+def PCC_ShardingAttr : PCC_Attr<"Sharding", "sharding"> {
+  let summary = "How a tensor is laid out over a device grid";
+  let description = [{
+    One entry per tensor dimension lists the axes of the `shard.grid` named
+    by `grid` that split that dimension, major axis first: the device with
+    in-group index `r` holds block `r` of the dimension. A `/G` suffix says
+    the dimension is made of `G` equal contiguous groups and each group is
+    split separately (the fused Q|K|V columns of an attention projection are
+    3 groups: every device holds its heads of Q, of K and of V). `partial`
+    lists axes over which each device holds a partial sum: the tensor is the
+    sum of the devices' values along those axes (the output of a row-parallel
+    linear layer before its all-reduce).
+
+    The representation covers every strategy pcc plans: data parallelism
+    splits the batch dimension, Megatron 1D tensor parallelism splits weight
+    columns or rows over one axis, 2D/2.5D/3D splits use several axes on
+    several dimensions, sequence parallelism splits the sequence dimension.
+
+    Examples:
+    ```
+    #pcc.sharding<@mesh, [[0], [], []]>              // batch split over axis 0
+    #pcc.sharding<@mesh, [[], [1]/3]>                // fused QKV columns over axis 1
+    #pcc.sharding<@mesh, [[0], [], []], partial = [1]>
+    ```
+  }];
+  let parameters = (ins "::mlir::FlatSymbolRefAttr":$grid,
+                        "::mlir::ArrayAttr":$dims,
+                        ArrayRefParameter<"int64_t">:$partial);
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+}
+
 #endif // PCC_DIALECT_PCC_IR_PCCATTRS_TD

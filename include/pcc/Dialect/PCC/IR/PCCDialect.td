@@ -25,6 +25,10 @@ def PCC_Dialect : Dialect {
   let cppNamespace = "::pcc";
   let hasConstantMaterializer = 1;
   let useDefaultAttributePrinterParser = 1;
+  let extraClassDeclaration = [{
+    /// Defined with the attribute storage classes (PCCAttrs.cpp).
+    void registerAttributes();
+  }];
 }
 
 class PCC_Op<string mnemonic, list<Trait> traits = []>

@@ -401,6 +401,30 @@ def PCC_GatherOp : PCC_Op<"gather", [Pure, InferTypeOpAdaptor]> {
   let hasFolder = 1;
 }
 
+def PCC_ShardGatherOp : PCC_Op<"shard_gather", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Gather from this device's block of a table split along `axis`";
+  let description = [{
+    The per-device form of `pcc.gather` on a table whose `axis` is split over
+    `grid_axes` of `grid` (vocabulary-parallel embedding). The device with
+    in-group index `r` holds entries `[r*n, (r+1)*n)` of the global table,
+    where `n` is the local size of `axis`. Indices in that range gather as
+    `pcc.gather`; the others give zeros, so the result is a partial sum over
+    `grid_axes` whose sum is the global gather. Indices outside the global
+    table are an error at run time, as for `pcc.gather`.
+
+    Example:
+    ```mlir
+    %e = pcc.shard_gather %wte, %ids {axis = 0 : i64, grid = @mesh, grid_axes = array<i64: 1>}
+        : (tensor<64x64xf32>, tensor<2x16xi64>) -> tensor<2x16x64xf32>
+    ```
+  }];
+  let arguments = (ins PCC_Tensor:$input, PCC_IndexTensor:$indices,
+                       PCC_I64Attr:$axis, FlatSymbolRefAttr:$grid,
+                       DenseI64ArrayAttr:$grid_axes);
+  let results = (outs PCC_Tensor:$result);
+  let assemblyFormat = "$input `,` $indices attr-dict `:` functional-type(operands, results)";
+}
+
 def PCC_TriluOp : PCC_Op<"trilu", [Pure, InferTypeOpAdaptor]> {
   let summary = "Keep the upper or lower triangle of the last two axes";
   let description = [{

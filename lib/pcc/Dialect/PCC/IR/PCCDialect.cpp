@@ -13,18 +13,12 @@ using namespace pcc;
 
 #include "pcc/Dialect/PCC/IR/PCCDialect.cpp.inc"
 
-#define GET_ATTRDEF_CLASSES
-#include "pcc/Dialect/PCC/IR/PCCAttrs.cpp.inc"
-
 void PCCDialect::initialize() {
   addOperations<
 #define GET_OP_LIST
 #include "pcc/Dialect/PCC/IR/PCCOps.cpp.inc"
       >();
-  addAttributes<
-#define GET_ATTRDEF_LIST
-#include "pcc/Dialect/PCC/IR/PCCAttrs.cpp.inc"
-      >();
+  registerAttributes();
 }
 
 Operation *PCCDialect::materializeConstant(OpBuilder &builder, Attribute value,

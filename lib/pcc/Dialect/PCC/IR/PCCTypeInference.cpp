@@ -561,17 +561,32 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
               makeTensor(loc, adaptor.getSizes(), x.getElementType()));
 }
 
-LogicalResult GatherOp::inferReturnTypes(MLIRContext *,
-                                         std::optional<Location> loc,
-                                         Adaptor adaptor, Types &types) {
-  auto x = tensorOf(adaptor.getInput()), idx = tensorOf(adaptor.getIndices());
+/// ONNX Gather's result: input[:axis] + indices + input[axis+1:].
+static LogicalResult inferGather(std::optional<Location> loc, Value input,
+                                 Value indices, int64_t axisAttr,
+                                 Types &types) {
+  auto x = tensorOf(input), idx = tensorOf(indices);
   if (x.getRank() == 0)
     return emitOptionalError(loc, "gather input must have rank >= 1");
-  auto axis = normAxis(loc, adaptor.getAxis(), x.getRank());
+  auto axis = normAxis(loc, axisAttr, x.getRank());
   if (failed(axis))
     return failure();
   SmallVector<int64_t> shape(x.getShape().take_front(*axis));
   llvm::append_range(shape, idx.getShape());
   llvm::append_range(shape, x.getShape().drop_front(*axis + 1));
   return push(types, makeTensor(loc, shape, x.getElementType()));
+}
+
+LogicalResult GatherOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor, Types &types) {
+  return inferGather(loc, adaptor.getInput(), adaptor.getIndices(),
+                     adaptor.getAxis(), types);
+}
+
+LogicalResult ShardGatherOp::inferReturnTypes(MLIRContext *,
+                                              std::optional<Location> loc,
+                                              Adaptor adaptor, Types &types) {
+  return inferGather(loc, adaptor.getInput(), adaptor.getIndices(),
+                     adaptor.getAxis(), types);
 }

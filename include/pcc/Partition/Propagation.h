@@ -1,0 +1,27 @@
+//===- Propagation.h - annotate a function with shardings -------*- C++ -*-===//
+
+#ifndef PCC_PARTITION_PROPAGATION_H
+#define PCC_PARTITION_PROPAGATION_H
+
+#include "pcc/Partition/Sharding.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+namespace pcc {
+
+/// Called before each op's sharding rule with its operands' current layouts.
+/// A strategy may change the layout of operands defined by pcc.weight (the
+/// layout is then recorded on the weight).
+using StrategyHook =
+    llvm::function_ref<void(mlir::Operation *, llvm::SmallVectorImpl<TensorSharding> &)>;
+
+/// Annotates every op result in `fn` with the layout its sharding rule
+/// computes, in program order, starting from the argument and weight
+/// annotations. Weights used only with one split layout are annotated with
+/// it; function results get their value's layout without partial sums.
+void propagateShardings(mlir::func::FuncOp fn, const Mesh &mesh,
+                        StrategyHook hook = nullptr);
+
+} // namespace pcc
+
+#endif // PCC_PARTITION_PROPAGATION_H

@@ -1,0 +1,103 @@
+//===- Sharding.h - tensor shardings over a device grid ---------*- C++ -*-===//
+//
+// The C++ form of #pcc.sharding used by propagation and partitioning, and the
+// device grid (`shard.grid`) they refer to. A dimension split over axes
+// (a0, a1) with G groups is viewed as [G, D/G]; the D/G part is cut into
+// size(a0) * size(a1) blocks, device (c0, c1) holding block c0 * size(a1) + c1.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PCC_PARTITION_SHARDING_H
+#define PCC_PARTITION_SHARDING_H
+
+#include "pcc/Dialect/PCC/IR/PCCAttrs.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <string>
+
+namespace pcc {
+
+/// How one tensor dimension is split.
+struct DimSharding {
+  llvm::SmallVector<int64_t, 2> axes;
+  int64_t groups = 1;
+
+  bool isSplit() const { return !axes.empty(); }
+  bool operator==(const DimSharding &o) const {
+    return axes == o.axes && (axes.empty() || groups == o.groups);
+  }
+  bool operator!=(const DimSharding &o) const { return !(*this == o); }
+};
+
+/// How a tensor is laid out: per-dimension splits and partial-sum axes.
+struct TensorSharding {
+  llvm::SmallVector<DimSharding, 4> dims;
+  llvm::SmallVector<int64_t, 2> partial;
+
+  static TensorSharding replicated(int64_t rank) {
+    TensorSharding s;
+    s.dims.resize(rank);
+    return s;
+  }
+  bool isReplicated() const;
+  bool usesAxis(int64_t axis) const;
+  bool operator==(const TensorSharding &o) const {
+    return dims == o.dims && partial == o.partial;
+  }
+  bool operator!=(const TensorSharding &o) const { return !(*this == o); }
+};
+
+/// A logical device grid: `shard.grid @name(shape = ...)` plus axis roles.
+struct Mesh {
+  std::string name = "mesh";
+  llvm::SmallVector<int64_t, 4> shape;
+  llvm::SmallVector<std::string, 4> axisNames;
+
+  int64_t numDevices() const;
+  /// Product of the sizes of `axes`.
+  int64_t size(llvm::ArrayRef<int64_t> axes) const;
+  /// The axis named `role` ("dp", "tp", ...), or -1.
+  int64_t axisNamed(llvm::StringRef role) const;
+};
+
+/// Attribute name of result shardings on ops (an ArrayAttr, one per result)
+/// and of argument/result shardings on functions.
+inline constexpr llvm::StringLiteral kShardingAttr = "pcc.sharding";
+/// Attribute of shard.grid naming each axis's role.
+inline constexpr llvm::StringLiteral kAxisNamesAttr = "pcc.axis_names";
+
+ShardingAttr toAttr(mlir::MLIRContext *ctx, const Mesh &mesh,
+                    const TensorSharding &s);
+TensorSharding fromAttr(ShardingAttr attr);
+
+/// True if `shape` can be laid out as `s` over `mesh`: every split dimension
+/// divides into its groups and each group into its blocks.
+bool divides(llvm::ArrayRef<int64_t> shape, const TensorSharding &s,
+             const Mesh &mesh);
+/// The per-device shape of a tensor of global `shape` laid out as `s`.
+llvm::SmallVector<int64_t> localShape(llvm::ArrayRef<int64_t> shape,
+                                      const TensorSharding &s,
+                                      const Mesh &mesh);
+mlir::RankedTensorType localType(mlir::RankedTensorType global,
+                                 const TensorSharding &s, const Mesh &mesh);
+
+/// Reads the module's grid (the first shard.grid), if any.
+std::optional<Mesh> readMesh(mlir::ModuleOp module);
+/// Creates (or replaces) the module's shard.grid for `mesh`.
+void writeMesh(mlir::ModuleOp module, const Mesh &mesh);
+
+/// The sharding recorded for `v` (a block argument or op result), or
+/// replicated when there is none.
+TensorSharding shardingOf(mlir::Value v);
+/// Records `s` for `v` in the IR.
+void setSharding(mlir::Value v, const Mesh &mesh, const TensorSharding &s);
+
+/// "[[0], [], [1]/3] partial [1]" with axis names, for messages and plans.
+std::string describe(const TensorSharding &s, const Mesh &mesh);
+
+} // namespace pcc
+
+#endif // PCC_PARTITION_SHARDING_H

@@ -1,0 +1,43 @@
+//===- ShardingRules.h - how each op computes on sharded tensors -*- C++ -*-===//
+//
+// For an op and the current layouts of its operands, inferOpSharding decides
+// the layouts the op computes on: what each operand must be resharded to and
+// what each result comes out as. It is the one place that knows op semantics;
+// propagation and partitioning both call it, so they always agree.
+//
+// Most ops are described by factors, as in Shardy and GSPMD: every operand and
+// result dimension is tied to a factor (a loop of the computation) or to none
+// (it must be whole on every device). A factor split on some grid axes splits
+// every dimension tied to it; a split contracting factor (a matmul's K) makes
+// the result a partial sum over those axes. Reshape and transpose map
+// layouts directly.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PCC_PARTITION_SHARDINGRULES_H
+#define PCC_PARTITION_SHARDINGRULES_H
+
+#include "pcc/Partition/Sharding.h"
+
+#include "mlir/IR/Operation.h"
+
+namespace pcc {
+
+struct OpSharding {
+  /// Layout each operand must have when the op runs.
+  llvm::SmallVector<TensorSharding> operands;
+  /// Layout of each result as the op computes it.
+  llvm::SmallVector<TensorSharding> results;
+  /// pcc.gemm with a C operand whose K is split: the per-device product is
+  /// summed over these axes before C is added (so C is added once).
+  llvm::SmallVector<int64_t, 2> reduceBeforeBias;
+};
+
+/// Never fails: an op without a rule computes on whole (replicated) tensors.
+OpSharding inferOpSharding(mlir::Operation *op,
+                           llvm::ArrayRef<TensorSharding> operands,
+                           const Mesh &mesh);
+
+} // namespace pcc
+
+#endif // PCC_PARTITION_SHARDINGRULES_H

@@ -1,0 +1,382 @@
+//===- Partition.cpp - global program to per-device (SPMD) program --------===//
+//
+// Invariants:
+// - Every global value v maps to a local value whose type is v's type cut by
+//   `layout[v]` (Sharding.h); `layout[v]` is v's annotation after v's op.
+// - Each op runs on the layouts inferOpSharding gives for its operands'
+//   annotations; operands are resharded to them right before the op, so a
+//   collective appears exactly where two layouts meet.
+// - Weights are never resharded: each use loads its own shard (the weights
+//   file holds every shard contiguously), so no device reads more than it
+//   uses. Constants are small and start whole on every device.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pcc/Dialect/PCC/IR/PCCOps.h"
+#include "pcc/Partition/Passes.h"
+#include "pcc/Partition/ShardingRules.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Verifier.h"
+#include "llvm/ADT/DenseMap.h"
+
+using namespace mlir;
+
+namespace pcc {
+
+#define GEN_PASS_DEF_PARTITION
+#include "pcc/Partition/Passes.h.inc"
+
+namespace {
+
+RankedTensorType typeOf(Value v) {
+  return cast<RankedTensorType>(v.getType());
+}
+
+SmallVector<int16_t> gridAxes(ArrayRef<int64_t> axes) {
+  return SmallVector<int16_t>(axes.begin(), axes.end());
+}
+
+class Partitioner {
+public:
+  Partitioner(func::FuncOp fn, const Mesh &mesh)
+      : fn(fn), mesh(mesh), b(fn.getContext()) {}
+  LogicalResult run();
+
+private:
+  LogicalResult partitionOp(Operation *op);
+  FailureOr<Value> operandFor(Value global, const TensorSharding &required,
+                              Location loc);
+  Value reshard(Location loc, Value v, TensorSharding from,
+                const TensorSharding &to);
+  Value reshape(Location loc, Value v, ArrayRef<int64_t> shape);
+  /// Splits dim `d` of local `v` into [groups, rest] (dim d+1 is then the
+  /// one to gather or slice); returns v unchanged when groups is 1.
+  Value ungroup(Location loc, Value v, int64_t d, int64_t groups);
+  Value gatherDim(Location loc, Value v, int64_t d, ArrayRef<int64_t> axes,
+                  int64_t groups);
+  Value sliceDim(Location loc, Value v, int64_t d, ArrayRef<int64_t> axes,
+                 int64_t groups);
+  Operation *buildLocal(Operation *op, ValueRange operands,
+                        const OpSharding &s);
+
+  func::FuncOp fn;
+  const Mesh &mesh;
+  OpBuilder b;
+  llvm::DenseMap<Value, Value> local;
+  llvm::DenseMap<Value, TensorSharding> layout;
+  std::map<std::pair<Operation *, std::string>, Value> weightShards;
+};
+
+Value Partitioner::reshape(Location loc, Value v, ArrayRef<int64_t> shape) {
+  if (typeOf(v).getShape() == shape)
+    return v;
+  return ReshapeOp::create(b, loc, typeOf(v).clone(shape), v,
+                           b.getDenseI64ArrayAttr(shape));
+}
+
+Value Partitioner::ungroup(Location loc, Value v, int64_t d, int64_t groups) {
+  if (groups == 1)
+    return v;
+  SmallVector<int64_t> shape(typeOf(v).getShape());
+  shape[d] /= groups;
+  shape.insert(shape.begin() + d, groups);
+  return reshape(loc, v, shape);
+}
+
+Value Partitioner::gatherDim(Location loc, Value v, int64_t d,
+                             ArrayRef<int64_t> axes, int64_t groups) {
+  SmallVector<int64_t> shape(typeOf(v).getShape());
+  Value in = ungroup(loc, v, d, groups);
+  int64_t at = groups == 1 ? d : d + 1;
+  SmallVector<int64_t> gathered(typeOf(in).getShape());
+  gathered[at] *= mesh.size(axes);
+  Value out = shard::AllGatherOp::create(
+      b, loc, typeOf(in).clone(gathered), mesh.name, gridAxes(axes), in,
+      APInt(64, at));
+  shape[d] *= mesh.size(axes);
+  return reshape(loc, out, shape);
+}
+
+Value Partitioner::sliceDim(Location loc, Value v, int64_t d,
+                            ArrayRef<int64_t> axes, int64_t groups) {
+  SmallVector<int64_t> shape(typeOf(v).getShape());
+  Value in = ungroup(loc, v, d, groups);
+  int64_t at = groups == 1 ? d : d + 1;
+  SmallVector<int64_t> sliced(typeOf(in).getShape());
+  sliced[at] /= mesh.size(axes);
+  Value out = shard::AllSliceOp::create(b, loc, typeOf(in).clone(sliced), in,
+                                        mesh.name, gridAxes(axes), at);
+  shape[d] /= mesh.size(axes);
+  return reshape(loc, out, shape);
+}
+
+/// Reshards in three steps: sum partial axes (into a split when the target
+/// splits a whole dimension over exactly those axes: reduce_scatter), undo
+/// the splits the target does not share (all_gather of the trailing axes
+/// that differ), then make the target's new splits (all_slice).
+Value Partitioner::reshard(Location loc, Value v, TensorSharding from,
+                           const TensorSharding &to) {
+  if (from == to)
+    return v;
+  SmallVector<int64_t> sum;
+  for (int64_t a : from.partial)
+    if (!llvm::is_contained(to.partial, a))
+      sum.push_back(a);
+  if (!sum.empty()) {
+    std::optional<int64_t> scatterDim;
+    for (auto [d, f, t] : llvm::enumerate(from.dims, to.dims))
+      if (!f.isSplit() && t.isSplit() && t.axes.size() == sum.size() &&
+          llvm::all_of(t.axes,
+                       [&](int64_t a) { return llvm::is_contained(sum, a); }))
+        scatterDim = d;
+    if (scatterDim) {
+      int64_t d = *scatterDim;
+      const DimSharding &t = to.dims[d];
+      SmallVector<int64_t> shape(typeOf(v).getShape());
+      Value in = ungroup(loc, v, d, t.groups);
+      int64_t at = t.groups == 1 ? d : d + 1;
+      SmallVector<int64_t> scattered(typeOf(in).getShape());
+      scattered[at] /= mesh.size(t.axes);
+      v = shard::ReduceScatterOp::create(
+          b, loc, typeOf(in).clone(scattered), mesh.name, gridAxes(t.axes),
+          in, shard::ReductionKind::Sum, APInt(64, at));
+      shape[d] /= mesh.size(t.axes);
+      v = reshape(loc, v, shape);
+      from.dims[d] = t;
+    } else {
+      v = shard::AllReduceOp::create(b, loc, v.getType(), mesh.name,
+                                     gridAxes(sum), v);
+    }
+    from.partial.assign(to.partial.begin(), to.partial.end());
+  }
+  SmallVector<size_t> keep(from.dims.size(), 0);
+  for (auto [d, f, t] : llvm::enumerate(from.dims, to.dims)) {
+    if (f == t) {
+      keep[d] = f.axes.size();
+      continue;
+    }
+    size_t common = 0;
+    if (f.groups == t.groups)
+      while (common < f.axes.size() && common < t.axes.size() &&
+             f.axes[common] == t.axes[common])
+        ++common;
+    keep[d] = common;
+    if (common < f.axes.size()) {
+      ArrayRef<int64_t> undo = ArrayRef<int64_t>(f.axes).drop_front(common);
+      // Gathering the minor axes of a split keeps the major ones: within
+      // each group the blocks of the remaining axes are contiguous.
+      v = gatherDim(loc, v, d, undo, f.groups);
+    }
+  }
+  for (auto [d, f, t] : llvm::enumerate(from.dims, to.dims)) {
+    if (f == t || keep[d] >= t.axes.size())
+      continue;
+    ArrayRef<int64_t> add = ArrayRef<int64_t>(t.axes).drop_front(keep[d]);
+    v = sliceDim(loc, v, d, add, t.groups);
+  }
+  return v;
+}
+
+FailureOr<Value> Partitioner::operandFor(Value global,
+                                         const TensorSharding &required,
+                                         Location loc) {
+  Operation *def = global.getDefiningOp();
+  if (auto w = dyn_cast_or_null<WeightOp>(def)) {
+    TensorSharding want = required;
+    want.partial.clear();
+    std::string key = describe(want, mesh);
+    auto it = weightShards.find({def, key});
+    if (it != weightShards.end())
+      return it->second;
+    auto type = localType(typeOf(global), want, mesh);
+    auto shardOp = WeightOp::create(b, w.getLoc(), type, w.getNameAttr(),
+                                    /*external=*/nullptr);
+    if (!want.isReplicated())
+      shardOp->setAttr(kShardingAttr,
+                       b.getArrayAttr({toAttr(b.getContext(), mesh, want)}));
+    weightShards[{def, key}] = shardOp.getResult();
+    return reshard(loc, shardOp.getResult(), want, required);
+  }
+  if (auto c = dyn_cast_or_null<ConstantOp>(def)) {
+    auto it = local.find(global);
+    if (it == local.end()) {
+      Operation *copy = b.clone(*def);
+      copy->removeAttr(kShardingAttr);
+      local[global] = copy->getResult(0);
+      layout[global] = TensorSharding::replicated(typeOf(global).getRank());
+    }
+  }
+  auto it = local.find(global);
+  if (it == local.end())
+    return emitError(loc, "internal error: value used before partitioning");
+  return reshard(loc, it->second, layout[global], required);
+}
+
+Operation *Partitioner::buildLocal(Operation *op, ValueRange operands,
+                                   const OpSharding &s) {
+  SmallVector<Type> types;
+  for (auto [r, l] : llvm::zip(op->getResults(), s.results))
+    types.push_back(localType(typeOf(r), l, mesh));
+
+  if (auto g = dyn_cast<GatherOp>(op)) {
+    int64_t rank = typeOf(g.getInput()).getRank();
+    int64_t axis = g.getAxis() < 0 ? g.getAxis() + rank : g.getAxis();
+    const DimSharding &table = s.operands[0].dims[axis];
+    if (table.isSplit())
+      return ShardGatherOp::create(
+          b, op->getLoc(), types[0], operands[0], operands[1], axis,
+          mesh.name, table.axes);
+  }
+
+  OperationState state(op->getLoc(), op->getName());
+  state.addOperands(operands);
+  state.addTypes(types);
+  for (NamedAttribute a : op->getAttrs())
+    if (a.getName() != kShardingAttr)
+      state.addAttribute(a.getName(), a.getValue());
+  auto local = [&](unsigned i) { return cast<RankedTensorType>(types[i]); };
+  if (isa<ReshapeOp, ExpandOp>(op))
+    state.attributes.set("shape",
+                         b.getDenseI64ArrayAttr(local(0).getShape()));
+  if (isa<SliceOp>(op))
+    state.attributes.set("sizes",
+                         b.getDenseI64ArrayAttr(local(0).getShape()));
+  if (auto sp = dyn_cast<SplitOp>(op)) {
+    int64_t rank = local(0).getRank();
+    int64_t axis = sp.getAxis() < 0 ? sp.getAxis() + rank : sp.getAxis();
+    SmallVector<int64_t> sizes;
+    for (unsigned i = 0; i < types.size(); ++i)
+      sizes.push_back(local(i).getDimSize(axis));
+    state.attributes.set("sizes", b.getDenseI64ArrayAttr(sizes));
+  }
+  if (isa<GemmOp>(op) && !s.reduceBeforeBias.empty()) {
+    // C is added after the sum (in partitionOp).
+    state.operands.resize(2);
+  }
+  return b.create(state);
+}
+
+LogicalResult Partitioner::partitionOp(Operation *op) {
+  SmallVector<TensorSharding> in;
+  for (Value v : op->getOperands())
+    in.push_back(shardingOf(v));
+  OpSharding s = inferOpSharding(op, in, mesh);
+  SmallVector<Value> operands;
+  for (auto [v, req] : llvm::zip(op->getOperands(), s.operands)) {
+    auto l = operandFor(v, req, op->getLoc());
+    if (failed(l))
+      return failure();
+    operands.push_back(*l);
+  }
+  Operation *newOp = buildLocal(op, operands, s);
+  if (failed(verify(newOp)))
+    return op->emitError("internal error: the per-device form of this op "
+                         "does not verify");
+  SmallVector<Value> results(newOp->getResults());
+  SmallVector<TensorSharding> resultLayouts = s.results;
+  if (!s.reduceBeforeBias.empty()) {
+    auto g = cast<GemmOp>(op);
+    Location loc = op->getLoc();
+    Value sum = shard::AllReduceOp::create(b, loc, results[0].getType(),
+                                           mesh.name,
+                                           gridAxes(s.reduceBeforeBias),
+                                           results[0]);
+    Value c = operands[2];
+    float beta = g.getBeta().convertToFloat();
+    if (beta != 1.0f) {
+      auto ct = typeOf(c);
+      Value betaV = ConstantOp::create(
+          b, loc, DenseElementsAttr::get(RankedTensorType::get({}, ct.getElementType()),
+                                         b.getFloatAttr(ct.getElementType(), beta)));
+      c = MulOp::create(b, loc, ct, c, betaV);
+    }
+    results[0] = AddOp::create(b, loc, results[0].getType(), sum, c);
+  }
+  for (auto [i, r] : llvm::enumerate(op->getResults())) {
+    TensorSharding want = shardingOf(r);
+    Value l = results[i];
+    if (want != resultLayouts[i] && divides(typeOf(r).getShape(), want, mesh))
+      l = reshard(op->getLoc(), l, resultLayouts[i], want);
+    else
+      want = resultLayouts[i];
+    local[r] = l;
+    layout[r] = want;
+  }
+  return success();
+}
+
+LogicalResult Partitioner::run() {
+  Block &body = fn.getBody().front();
+  for (BlockArgument arg : body.getArguments()) {
+    TensorSharding s = shardingOf(arg);
+    if (!s.partial.empty() || !divides(typeOf(arg).getShape(), s, mesh))
+      return fn.emitError() << "argument " << arg.getArgNumber()
+                            << " has a sharding that does not fit its type";
+    layout[arg] = s;
+    arg.setType(localType(typeOf(arg), s, mesh));
+    local[arg] = arg;
+  }
+  SmallVector<Operation *> old;
+  for (Operation &op : body.without_terminator())
+    old.push_back(&op);
+  for (Operation *op : old) {
+    b.setInsertionPoint(op);
+    if (isa<WeightOp, ConstantOp>(op))
+      continue;
+    if (failed(partitionOp(op)))
+      return failure();
+  }
+  Operation *ret = body.getTerminator();
+  b.setInsertionPoint(ret);
+  SmallVector<Value> results;
+  SmallVector<Type> resultTypes;
+  for (auto [i, v] : llvm::enumerate(ret->getOperands())) {
+    TensorSharding want = TensorSharding::replicated(typeOf(v).getRank());
+    if (auto attr = fn.getResultAttrOfType<ShardingAttr>(i, kShardingAttr))
+      want = fromAttr(attr);
+    want.partial.clear();
+    if (!divides(typeOf(v).getShape(), want, mesh))
+      want = TensorSharding::replicated(typeOf(v).getRank());
+    auto l = operandFor(v, want, ret->getLoc());
+    if (failed(l))
+      return failure();
+    results.push_back(*l);
+    resultTypes.push_back(l->getType());
+    fn.setResultAttr(i, kShardingAttr, toAttr(fn.getContext(), mesh, want));
+  }
+  func::ReturnOp::create(b, ret->getLoc(), results);
+  ret->erase();
+  for (Operation *op : llvm::reverse(old)) {
+    op->dropAllUses();
+    op->erase();
+  }
+  for (BlockArgument arg : body.getArguments())
+    fn.setArgAttr(arg.getArgNumber(), kShardingAttr,
+                  toAttr(fn.getContext(), mesh, layout[arg]));
+  fn.setType(FunctionType::get(fn.getContext(), body.getArgumentTypes(),
+                               resultTypes));
+  return success();
+}
+
+struct PartitionPass : impl::PartitionBase<PartitionPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    std::optional<Mesh> mesh = readMesh(module);
+    if (!mesh) {
+      module.emitError("partitioning needs a shard.grid in the module");
+      return signalPassFailure();
+    }
+    for (auto fn : llvm::make_early_inc_range(module.getOps<func::FuncOp>())) {
+      Partitioner p(fn, *mesh);
+      if (failed(p.run()))
+        return signalPassFailure();
+    }
+    module->setAttr("pcc.partitioned", UnitAttr::get(module.getContext()));
+  }
+};
+
+} // namespace
+} // namespace pcc

@@ -1,0 +1,166 @@
+//===- Strategy.cpp - forced data / Megatron tensor parallel strategies ---===//
+//
+// The strategy only seeds layouts: the batch split of the model inputs (dp)
+// and the split of each linear layer's or embedding's weight (tp). Everything
+// else, including where partial sums are reduced, follows from the op
+// sharding rules during propagation.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pcc/Dialect/PCC/IR/PCCOps.h"
+#include "pcc/Partition/Passes.h"
+#include "pcc/Partition/Propagation.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+
+using namespace mlir;
+
+namespace pcc {
+
+#define GEN_PASS_DEF_APPLYSTRATEGY
+#include "pcc/Partition/Passes.h.inc"
+
+namespace {
+
+ArrayRef<int64_t> shapeOf(Value v) {
+  return cast<RankedTensorType>(v.getType()).getShape();
+}
+
+/// Number of equal pieces the last axis of `v` is later cut into (a fused
+/// Q|K|V projection is split in 3), looking through a bias add; 1 if none.
+int64_t fusedGroups(Value v) {
+  int64_t rank = shapeOf(v).size();
+  for (int hops = 0; hops < 2; ++hops) {
+    for (Operation *user : v.getUsers())
+      if (auto sp = dyn_cast<SplitOp>(user)) {
+        int64_t axis = sp.getAxis() < 0 ? sp.getAxis() + rank : sp.getAxis();
+        if (axis == rank - 1 && llvm::all_equal(sp.getSizes()))
+          return sp.getSizes().size();
+      }
+    if (!v.hasOneUse() || !isa<AddOp>(*v.getUsers().begin()))
+      break;
+    v = v.getUsers().begin()->getResult(0);
+  }
+  return 1;
+}
+
+/// Megatron-LM's layout of one tensor-parallel axis `tp` of size `n`.
+struct MegatronHook {
+  int64_t tp, n;
+
+  void operator()(Operation *op, SmallVectorImpl<TensorSharding> &in) const {
+    if (auto mm = dyn_cast<MatMulOp>(op)) {
+      if (shapeOf(mm.getRhs()).size() == 2)
+        linear(in[0], mm.getRhs(), in[1], /*nDim=*/1, mm.getResult());
+    } else if (auto g = dyn_cast<GemmOp>(op)) {
+      linear(in[0], g.getB(), in[1], g.getTransB() ? 0 : 1, g.getResult());
+    } else if (auto g = dyn_cast<GatherOp>(op)) {
+      // Vocabulary-parallel embedding: each device holds a block of rows.
+      int64_t rank = shapeOf(g.getInput()).size();
+      int64_t axis = g.getAxis() < 0 ? g.getAxis() + rank : g.getAxis();
+      if (axis == 0 && g.getInput().getDefiningOp<WeightOp>() &&
+          in[0].isReplicated() && !in[1].usesAxis(tp) &&
+          shapeOf(g.getInput())[0] % n == 0) {
+        in[0].dims[0].axes = {tp};
+        in[0].dims[0].groups = 1;
+      }
+    }
+  }
+
+  /// A linear layer y = x W: row-parallel when x arrives split on its
+  /// contracted dimension (the rule does that by itself), column-parallel
+  /// when x is whole on the tp axis.
+  void linear(const TensorSharding &x, Value w, TensorSharding &wLayout,
+              int64_t nDim, Value y) const {
+    if (!w.getDefiningOp<WeightOp>() || !wLayout.isReplicated() ||
+        x.usesAxis(tp))
+      return;
+    int64_t cols = shapeOf(w)[nDim];
+    int64_t groups = fusedGroups(y);
+    if (cols % groups || (cols / groups) % n)
+      groups = 1;
+    if ((cols / groups) % n || cols / groups < n)
+      return;
+    wLayout.dims[nDim].axes = {tp};
+    wLayout.dims[nDim].groups = groups;
+  }
+};
+
+struct ApplyStrategyPass : impl::ApplyStrategyBase<ApplyStrategyPass> {
+  using ApplyStrategyBase::ApplyStrategyBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (dp < 1 || tp < 1) {
+      module.emitError() << "parallel degrees must be at least 1 (dp " << dp
+                         << ", tp " << tp << ")";
+      return signalPassFailure();
+    }
+    if (tpMode != "1d") {
+      module.emitError() << "tensor-parallel mode '" << tpMode
+                         << "' cannot run yet (only 1d: Megatron)";
+      return signalPassFailure();
+    }
+    Mesh mesh;
+    if (dp > 1 || tp == 1) {
+      mesh.shape.push_back(dp);
+      mesh.axisNames.push_back("dp");
+    }
+    if (tp > 1) {
+      mesh.shape.push_back(tp);
+      mesh.axisNames.push_back("tp");
+    }
+    writeMesh(module, mesh);
+
+    auto fn = module.lookupSymbol<func::FuncOp>("main");
+    if (!fn) {
+      module.emitError("module has no func.func @main");
+      return signalPassFailure();
+    }
+    if (dp > 1 && failed(splitBatch(fn, mesh)))
+      return signalPassFailure();
+    int64_t tpAxis = mesh.axisNamed("tp");
+    if (tpAxis >= 0)
+      propagateShardings(fn, mesh, MegatronHook{tpAxis, tp});
+    else
+      propagateShardings(fn, mesh);
+  }
+
+  /// Splits every input whose leading dimension is the batch (that of the
+  /// first input with one) over the dp axis.
+  LogicalResult splitBatch(func::FuncOp fn, const Mesh &mesh) {
+    int64_t axis = mesh.axisNamed("dp");
+    std::optional<int64_t> batch;
+    for (BlockArgument arg : fn.getArguments()) {
+      ArrayRef<int64_t> shape = shapeOf(arg);
+      if (shape.empty())
+        continue;
+      if (!batch) {
+        batch = shape[0];
+        if (*batch % dp) {
+          StringRef name = "input";
+          if (auto n = fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                       "pcc.name"))
+            name = n.getValue();
+          return fn.emitError()
+                 << "batch size " << *batch << " of input '" << name
+                 << "' does not divide into " << dp
+                 << " data-parallel groups; use a --dp that divides it";
+        }
+      }
+      if (shape[0] != *batch)
+        continue;
+      TensorSharding s = TensorSharding::replicated(shape.size());
+      s.dims[0].axes = {axis};
+      setSharding(arg, mesh, s);
+    }
+    if (!batch)
+      return fn.emitError("data parallelism needs an input with a batch "
+                          "dimension");
+    return success();
+  }
+};
+
+} // namespace
+} // namespace pcc
