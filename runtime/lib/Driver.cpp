@@ -1,14 +1,23 @@
 //===- Driver.cpp - main() of every compiled model ------------------------===//
 //
-//   model [--inputs DIR] [--outputs DIR] [--check DIR] [--bench N]
-//         [--weights FILE] [--threads N] [--rtol R] [--atol A]
+//   [mpirun -np N] model [--inputs DIR] [--outputs DIR] [--check DIR]
+//         [--bench N] [--weights FILE] [--threads N] [--rtol R] [--atol A]
 //
 // Input and output files follow ONNX's backend-test layout (input_K.pb,
 // output_K.pb). Every failure is one "error:" line on stderr and exit 1.
 //
+// With several devices, every process reads the input files and keeps its
+// block; rank 0 assembles the outputs and does --outputs/--check/--bench
+// reporting. Setup and reporting fail together: each phase ends with an
+// agreement over all ranks, and only the lowest failing rank prints, so a
+// bad argument or file gives one line and no hang. A failure inside a run
+// (a bad token id on one rank) cannot wait for the others, who may be in a
+// collective: that rank prints its error and aborts the job.
+//
 //===----------------------------------------------------------------------===//
 
 #include "pccrt/Kernels.h"
+#include "pccrt/Mesh.h"
 #include "pccrt/Model.h"
 #include "pccrt/TensorFile.h"
 
@@ -36,13 +45,44 @@ struct Options {
   double rtol = 1e-3, atol = 1e-4;
 };
 
-[[noreturn]] void die(const std::string &message) {
-  std::fprintf(stderr, "error: %s\n", message.c_str());
+/// A failure in a phase that all ranks finish together.
+struct Fatal {
+  std::string message;
+};
+
+[[noreturn]] void die(const std::string &message) { throw Fatal{message}; }
+
+/// Ends a phase: if any rank failed, the lowest failing rank prints its
+/// message and every rank exits with status 1.
+void agree(const std::string &error) {
+  int failed = error.empty() ? 0 : 1;
+  if (Mesh::sumOverWorld(failed) == 0)
+    return;
+  int rank = Mesh::worldRank();
+  int first = Mesh::minOverWorld(failed ? rank : 1 << 30);
+  if (rank == first) {
+    std::string prefix = Mesh::worldSize() > 1 && rank != 0
+                             ? "rank " + std::to_string(rank) + ": "
+                             : "";
+    std::fprintf(stderr, "error: %s%s\n", prefix.c_str(), error.c_str());
+  }
+  Mesh::finalizeProcess();
   std::exit(1);
 }
 
+/// Runs `phase` on every rank and agrees on its outcome.
+template <typename F> void together(F phase) {
+  std::string error;
+  try {
+    phase();
+  } catch (const Fatal &f) {
+    error = f.message;
+  }
+  agree(error);
+}
+
 const char *kUsage =
-    "usage: %s [--inputs DIR] [--outputs DIR] [--check DIR] [--bench N]\n"
+    "usage: [mpirun -np N] %s [--inputs DIR] [--outputs DIR] [--check DIR] [--bench N]\n"
     "          [--weights FILE] [--threads N] [--rtol R] [--atol A]\n"
     "  --inputs DIR   read input_K.pb from DIR (default: the --check DIR)\n"
     "  --outputs DIR  write output_K.pb to DIR\n"
@@ -75,7 +115,9 @@ Options parseOptions(int argc, char **argv) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--help" || a == "-h") {
-      std::printf(kUsage, argv[0]);
+      if (Mesh::worldRank() == 0)
+        std::printf(kUsage, argv[0]);
+      Mesh::finalizeProcess();
       std::exit(0);
     }
     std::string value;
@@ -148,7 +190,49 @@ std::vector<int64_t> descShape(const TensorDesc &d) {
   return std::vector<int64_t>(d.shape, d.shape + d.rank);
 }
 
-HostTensor loadInput(const std::string &dir, int k, const TensorDesc &desc) {
+/// This device's block shape of a (possibly split) tensor.
+std::vector<int64_t> localShape(const TensorDesc &d, const Mesh &mesh) {
+  std::vector<int64_t> s = descShape(d);
+  if (d.split)
+    for (int i = 0; i < d.rank; ++i)
+      s[i] /= splitCount(d.split[i], mesh.shape());
+  return s;
+}
+
+/// Rank 0 gets the global tensor from every device's block (a tensor whole
+/// on every device is taken from rank 0).
+HostTensor assemble(const TensorDesc &d, const HostTensor &block) {
+  HostTensor t;
+  t.dtype = d.dtype;
+  t.shape = descShape(d);
+  t.bytes.resize(t.numElements() * dtypeSize(d.dtype));
+  if (!d.split) {
+    std::memcpy(t.bytes.data(), block.bytes.data(), t.bytes.size());
+    return t;
+  }
+  int n = Mesh::worldSize();
+  size_t bytes = block.bytes.size();
+  std::vector<char> all(Mesh::worldRank() == 0 ? bytes * n : 0);
+  Mesh::gatherToRoot(block.bytes.data(), bytes, all.data());
+  if (Mesh::worldRank() != 0)
+    return t;
+  const ModelInfo &model = *pcc_model_info();
+  std::vector<int64_t> coords(model.meshRank);
+  for (int r = 0; r < n; ++r) {
+    int64_t rest = r;
+    for (int a = model.meshRank - 1; a >= 0; --a) {
+      coords[a] = rest % model.meshShape[a];
+      rest /= model.meshShape[a];
+    }
+    copyBlock(/*toLocal=*/false, t.bytes.data(), all.data() + r * bytes,
+              d.rank, d.shape, d.split, model.meshShape, coords.data(),
+              dtypeSize(d.dtype));
+  }
+  return t;
+}
+
+HostTensor loadInput(const std::string &dir, int k, const TensorDesc &desc,
+                     const Mesh &mesh) {
   std::string path = dir + "/input_" + std::to_string(k) + ".pb";
   HostTensor t;
   Status s = readTensorFile(path, t);
@@ -162,7 +246,16 @@ HostTensor loadInput(const std::string &dir, int k, const TensorDesc &desc) {
     die("input " + std::to_string(k) + " ('" + desc.name + "') in '" + path +
         "' has shape " + shapeString(t.shape) + ", the model expects " +
         shapeString(descShape(desc)));
-  return t;
+  if (!desc.split)
+    return t;
+  HostTensor block;
+  block.dtype = t.dtype;
+  block.shape = localShape(desc, mesh);
+  block.bytes.resize(block.numElements() * dtypeSize(t.dtype));
+  copyBlock(/*toLocal=*/true, t.bytes.data(), block.bytes.data(), desc.rank,
+            desc.shape, desc.split, mesh.shape(), mesh.coords(),
+            dtypeSize(t.dtype));
+  return block;
 }
 
 double elementAsDouble(const HostTensor &t, int64_t i) {
@@ -227,22 +320,44 @@ bool checkOutput(int k, const TensorDesc &desc, const HostTensor &got,
 
 int main(int argc, char **argv) {
   const ModelInfo &model = *pcc_model_info();
-  Options o = parseOptions(argc, argv);
-  setBlasThreads(o.threads);
-  if (o.weights.empty())
-    o.weights = exeDir(argv[0]) + "/weights.bin";
-  const char *weights = mapWeights(o.weights, model.weightsBytes);
+  Mesh::initProcess(&argc, &argv);
+  int64_t devices = 1;
+  for (int a = 0; a < model.meshRank; ++a)
+    devices *= model.meshShape[a];
+  bool root = Mesh::worldRank() == 0;
 
+  Options o;
+  Mesh mesh;
+  const char *weights = nullptr;
   std::vector<HostTensor> inputs;
-  std::vector<const void *> inPtrs;
-  for (int k = 0; k < model.numInputs; ++k)
-    inputs.push_back(loadInput(o.inputs, k, model.inputs[k]));
-  {
-    std::string extra = o.inputs + "/input_" + std::to_string(model.numInputs) + ".pb";
+  together([&] {
+    if (Mesh::worldSize() != devices) {
+      std::string mesh;
+      for (int a = 0; a < model.meshRank; ++a)
+        mesh += (a ? "x" : "") + std::to_string(model.meshShape[a]);
+      die("this model was compiled for " + std::to_string(devices) +
+          " devices (mesh " + mesh + "); run it with mpirun -np " +
+          std::to_string(devices) + ", not " +
+          std::to_string(Mesh::worldSize()) + " process" +
+          (Mesh::worldSize() == 1 ? "" : "es"));
+    }
+    o = parseOptions(argc, argv);
+  });
+  mesh.create(model);
+  together([&] {
+    setBlasThreads(o.threads);
+    if (o.weights.empty())
+      o.weights = exeDir(argv[0]) + "/weights.bin";
+    weights = mapWeights(o.weights, model.weightsBytes);
+    for (int k = 0; k < model.numInputs; ++k)
+      inputs.push_back(loadInput(o.inputs, k, model.inputs[k], mesh));
+    std::string extra =
+        o.inputs + "/input_" + std::to_string(model.numInputs) + ".pb";
     if (access(extra.c_str(), F_OK) == 0)
       die("'" + o.inputs + "' holds more inputs than the model's " +
           std::to_string(model.numInputs));
-  }
+  });
+  std::vector<const void *> inPtrs;
   for (auto &t : inputs)
     inPtrs.push_back(t.bytes.data());
 
@@ -251,48 +366,71 @@ int main(int argc, char **argv) {
   for (int k = 0; k < model.numOutputs; ++k) {
     const TensorDesc &d = model.outputs[k];
     outputs[k].dtype = d.dtype;
-    outputs[k].shape = descShape(d);
+    outputs[k].shape = localShape(d, mesh);
     outputs[k].bytes.resize(outputs[k].numElements() * dtypeSize(d.dtype));
     outPtrs.push_back(outputs[k].bytes.data());
   }
 
   size_t arenaBytes = (model.arenaBytes + 63) / 64 * 64;
   char *arena = static_cast<char *>(std::aligned_alloc(64, arenaBytes ? arenaBytes : 64));
-  if (!arena)
-    die("cannot allocate " + std::to_string(arenaBytes) + " bytes of scratch");
+  together([&] {
+    if (!arena)
+      die("cannot allocate " + std::to_string(arenaBytes) + " bytes of scratch");
+  });
 
   auto runOnce = [&] {
-    model.run(inPtrs.data(), outPtrs.data(), arena, weights);
+    model.run(inPtrs.data(), outPtrs.data(), arena, weights, mesh);
     std::string err = takeKernelError();
-    if (!err.empty())
-      die(err);
+    if (err.empty())
+      return;
+    if (Mesh::worldSize() == 1) {
+      std::fprintf(stderr, "error: %s\n", err.c_str());
+      std::exit(1);
+    }
+    // The other ranks may wait in a collective this rank skipped.
+    std::fprintf(stderr, "error: rank %d: %s\n", Mesh::worldRank(),
+                 err.c_str());
+    std::fflush(stderr);
+    Mesh::abortWorld(1);
   };
   runOnce();
 
-  if (!o.outputs.empty())
-    for (int k = 0; k < model.numOutputs; ++k) {
-      Status s = writeTensorFile(o.outputs + "/output_" + std::to_string(k) + ".pb",
-                                 model.outputs[k].name, outputs[k]);
-      if (!s.isOk())
-        die(s.message());
-    }
+  std::vector<HostTensor> global;
+  for (int k = 0; k < model.numOutputs; ++k)
+    global.push_back(assemble(model.outputs[k], outputs[k]));
 
   int status = 0;
-  if (!o.check.empty()) {
-    bool all = true;
-    for (int k = 0; k < model.numOutputs; ++k)
-      all &= checkOutput(k, model.outputs[k], outputs[k], o.check, o);
-    std::printf("check: %s\n", all ? "PASS" : "FAIL");
-    status = all ? 0 : 1;
-  }
+  together([&] {
+    if (!root)
+      return;
+    if (!o.outputs.empty())
+      for (int k = 0; k < model.numOutputs; ++k) {
+        Status s = writeTensorFile(
+            o.outputs + "/output_" + std::to_string(k) + ".pb",
+            model.outputs[k].name, global[k]);
+        if (!s.isOk())
+          die(s.message());
+      }
+    if (!o.check.empty()) {
+      bool all = true;
+      for (int k = 0; k < model.numOutputs; ++k)
+        all &= checkOutput(k, model.outputs[k], global[k], o.check, o);
+      std::printf("check: %s\n", all ? "PASS" : "FAIL");
+      status = all ? 0 : 1;
+    }
+  });
+  std::fflush(stdout);
+  status = Mesh::sumOverWorld(status) ? 1 : 0;
 
   if (o.bench > 0) {
     for (int i = 0; i < std::min(o.bench, 3); ++i)
       runOnce();
     std::vector<double> ms;
     for (int i = 0; i < o.bench; ++i) {
+      Mesh::sumOverWorld(0); // start together
       auto t0 = std::chrono::steady_clock::now();
       runOnce();
+      Mesh::sumOverWorld(0); // the step ends when the slowest rank is done
       auto t1 = std::chrono::steady_clock::now();
       ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
     }
@@ -305,9 +443,12 @@ int main(int argc, char **argv) {
     for (double v : ms)
       mean += v;
     mean /= ms.size();
-    std::printf("{\"iterations\": %d, \"median_ms\": %.4f, \"mean_ms\": %.4f}\n",
-                o.bench, median, mean);
+    if (root)
+      std::printf("{\"iterations\": %d, \"median_ms\": %.4f, \"mean_ms\": "
+                  "%.4f, \"devices\": %lld}\n",
+                  o.bench, median, mean, static_cast<long long>(devices));
   }
   std::free(arena);
+  Mesh::finalizeProcess();
   return status;
 }

@@ -1,7 +1,8 @@
 //===- pcc.cpp - the pcc compiler driver ----------------------------------===//
 //
-//   pcc MODEL.onnx [--devices N] [-o DIR] [--input-shape NAME=AxB]...
-//   pcc MODEL.onnx --emit=mlir [-o FILE]
+//   pcc MODEL.onnx [--devices N] [--dp N] [--tp N --tp-mode 1d] [-o DIR]
+//       [--input-shape NAME=AxB]...
+//   pcc MODEL.onnx --emit=mlir|mlir-spmd [-o FILE]
 //
 // Errors go to stderr as exactly one line starting "error:", and the exit
 // status is 1; nothing is written to stdout or to an output file unless the
@@ -13,6 +14,7 @@
 #include "pcc/Dialect/PCC/IR/PCCDialect.h"
 #include "pcc/Dialect/PCC/Transforms/Passes.h"
 #include "pcc/Import/ONNXImporter.h"
+#include "pcc/Partition/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -35,12 +37,15 @@ cl::OptionCategory pccCategory("pcc options");
 cl::opt<std::string> inputFile(cl::Positional, cl::desc("<model.onnx>"),
                                cl::Required, cl::cat(pccCategory));
 
-enum class Emit { None, Mlir, MlirImport };
+enum class Emit { None, Mlir, MlirImport, MlirSpmd };
 cl::opt<Emit> emit(
     "emit", cl::desc("Print an intermediate form instead of compiling"),
     cl::values(clEnumValN(Emit::Mlir, "mlir",
-                          "the imported module after cleanup (folding, "
-                          "GELU/LayerNorm raising, CSE)"),
+                          "the module after cleanup (folding, GELU/LayerNorm "
+                          "raising, CSE), with shardings when devices > 1"),
+               clEnumValN(Emit::MlirSpmd, "mlir-spmd",
+                          "the per-device program: local shapes and "
+                          "collectives"),
                clEnumValN(Emit::MlirImport, "mlir-import",
                           "the module exactly as imported")),
     cl::init(Emit::None), cl::cat(pccCategory));
@@ -61,6 +66,16 @@ cl::opt<std::string> outputPath(
 cl::opt<int> devices("devices", cl::desc("Number of devices (ranks) to "
                                          "compile for"),
                      cl::init(1), cl::cat(pccCategory));
+
+cl::opt<int> dpDegree("dp", cl::desc("Data-parallel degree (split the batch)"),
+                      cl::init(0), cl::cat(pccCategory));
+cl::opt<int> tpDegree("tp", cl::desc("Tensor-parallel degree"), cl::init(0),
+                      cl::cat(pccCategory));
+cl::opt<std::string> tpMode(
+    "tp-mode",
+    cl::desc("Tensor-parallel scheme: 1d (Megatron); 2d, 2.5d and 3d are "
+             "planned by `pcc plan` but cannot run yet"),
+    cl::init("1d"), cl::cat(pccCategory));
 
 cl::opt<std::string> cxxFlags(
     "cxx-flags",
@@ -123,6 +138,25 @@ private:
   mlir::DiagnosticEngine::HandlerID id;
 };
 
+/// The default plan until the planner lands: as much data parallelism as
+/// the batch (the first input's leading dimension) allows, the rest tensor
+/// parallel.
+int defaultDataParallel(mlir::ModuleOp module, int devices) {
+  auto fn = module.lookupSymbol<mlir::func::FuncOp>("main");
+  int64_t batch = 0;
+  if (fn)
+    for (mlir::Type t : fn.getArgumentTypes())
+      if (auto rt = dyn_cast<mlir::RankedTensorType>(t); rt && rt.getRank()) {
+        batch = rt.getDimSize(0);
+        break;
+      }
+  int best = 1;
+  for (int d = 1; d <= devices; ++d)
+    if (devices % d == 0 && batch % d == 0)
+      best = d;
+  return best;
+}
+
 int fail(const Twine &message) {
   errs() << "error: " << message << "\n";
   return 1;
@@ -149,10 +183,23 @@ int main(int argc, char **argv) {
   }
   if (devices < 1)
     return fail("--devices must be at least 1, got " + Twine(devices));
-  if (emit == Emit::None && devices > 1)
-    return fail("--devices " + Twine(devices) +
-                " needs the SPMD partitioner, which this build does not have "
-                "yet; compile with --devices 1");
+  if (dpDegree < 0 || tpDegree < 0 || (dpDegree.getNumOccurrences() && dpDegree < 1) ||
+      (tpDegree.getNumOccurrences() && tpDegree < 1))
+    return fail("--dp and --tp must be at least 1");
+  if (tpMode != "1d" && tpMode != "2d" && tpMode != "2.5d" && tpMode != "3d")
+    return fail("--tp-mode must be 1d, 2d, 2.5d or 3d, got '" + tpMode + "'");
+  if (tpMode != "1d")
+    return fail("--tp-mode " + tpMode +
+                " cannot be compiled yet (only 1d, Megatron)");
+  bool forced = dpDegree.getNumOccurrences() || tpDegree.getNumOccurrences();
+  if (forced) {
+    int dp = std::max(1, dpDegree.getValue()), tp = std::max(1, tpDegree.getValue());
+    if (devices.getNumOccurrences() && dp * tp != devices)
+      return fail("--dp " + Twine(dp) + " x --tp " + Twine(tp) + " is " +
+                  Twine(dp * tp) + " devices, but --devices is " +
+                  Twine(devices));
+    devices = dp * tp;
+  }
 
   mlir::MLIRContext context;
   context.disableMultithreading();
@@ -172,11 +219,33 @@ int main(int argc, char **argv) {
       return diagnostics.printed ? 1 : fail("cleanup pipeline failed");
   }
 
+  // Devices > 1: shard by the forced strategy (or the default rule), then
+  // partition into the per-device program.
+  int dp = 1, tp = 1;
+  if (devices > 1 && emit != Emit::MlirImport) {
+    if (forced) {
+      dp = std::max(1, dpDegree.getValue());
+      tp = std::max(1, tpDegree.getValue());
+    } else {
+      dp = defaultDataParallel(*module, devices);
+      tp = devices / dp;
+    }
+    mlir::PassManager pm(&context);
+    pm.addPass(pcc::createApplyStrategy(
+        pcc::ApplyStrategyOptions{dp, tp, tpMode.getValue()}));
+    if (emit != Emit::Mlir)
+      pm.addPass(pcc::createPartition());
+    if (mlir::failed(pm.run(*module)))
+      return diagnostics.printed ? 1 : fail("partitioning failed");
+  }
+
   if (emit == Emit::None) {
     pcc::CompileOptions copts;
     copts.outputDir = outputPath.empty() ? std::string("out") : outputPath.getValue();
     copts.modelPath = inputFile;
     copts.devices = devices;
+    copts.dp = dp;
+    copts.tp = tp;
     copts.cxxFlags = cxxFlags;
     pcc::CompileReport report;
     if (mlir::failed(pcc::compileToExecutable(*module, copts, report)))

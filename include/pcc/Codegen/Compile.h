@@ -15,6 +15,8 @@ struct CompileOptions {
   /// The ONNX model the module was imported from (weights are read there).
   std::string modelPath;
   int devices = 1;
+  /// The strategy the module was partitioned with (plan.json).
+  int dp = 1, tp = 1;
   /// Extra flags for the C++ compiler (e.g. -march=native).
   std::string cxxFlags;
 };

@@ -19,11 +19,19 @@
 namespace pcc {
 
 /// One entry of the weights file: a named ONNX weight or an IR constant.
+/// A weight split over the mesh is stored as all of its blocks, each
+/// `bytes` long, `stride` apart, in the order pccrt::blockIndex numbers them.
 struct WeightsEntry {
   std::string weightName;
   mlir::ElementsAttr constant;
   int64_t offset = 0;
   int64_t bytes = 0;
+  /// Set for split weights: the global shape, and per dim its block count
+  /// and group count.
+  std::vector<int64_t> globalShape, blocks, groups;
+  int64_t elementBytes = 0;
+  int64_t numBlocks = 1;
+  int64_t stride = 0;
 };
 
 struct EmittedModel {
@@ -36,6 +44,9 @@ struct EmittedModel {
   int fusedLoops = 0;
   int fusedOps = 0;
   int kernelCalls = 0;
+  /// Collectives in one run, and the bytes each device sends into them.
+  int allReduces = 0, allGathers = 0, reduceScatters = 0, allSlices = 0;
+  int64_t collectiveBytes = 0;
 };
 
 /// Emits C++ for `module`; reports unsupported ops or types as errors at the

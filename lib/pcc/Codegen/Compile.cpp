@@ -11,6 +11,7 @@
 #include "pcc/Codegen/CppEmitter.h"
 #include "pcc/Config.h"
 #include "pcc/Import/WeightReader.h"
+#include "pccrt/ShardLayout.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/StringExtras.h"
@@ -61,6 +62,28 @@ std::string constantBytes(ElementsAttr value) {
   return std::string(raw.data(), raw.size());
 }
 
+/// Every block of a split weight, in pccrt::blockIndex order, each padded
+/// to `stride` bytes.
+std::string splitBlocks(const WeightsEntry &e, std::string &global) {
+  int rank = e.globalShape.size();
+  std::vector<pccrt::DimSplit> splits(rank);
+  for (int d = 0; d < rank; ++d)
+    splits[d] = {e.blocks[d] > 1 ? 1 : 0, {d, 0, 0, 0}, e.groups[d]};
+  std::string out(e.stride * (e.numBlocks - 1) + e.bytes, '\0');
+  std::vector<int64_t> coords(rank);
+  for (int64_t b = 0; b < e.numBlocks; ++b) {
+    int64_t rest = b;
+    for (int d = rank - 1; d >= 0; --d) {
+      coords[d] = rest % e.blocks[d];
+      rest /= e.blocks[d];
+    }
+    pccrt::copyBlock(/*toLocal=*/true, global.data(), out.data() + b * e.stride,
+                     rank, e.globalShape.data(), splits.data(),
+                     e.blocks.data(), coords.data(), e.elementBytes);
+  }
+  return out;
+}
+
 LogicalResult writeWeights(Location loc, StringRef path,
                            const EmittedModel &model, StringRef modelPath) {
   std::error_code ec;
@@ -82,12 +105,15 @@ LogicalResult writeWeights(Location loc, StringRef path,
     } else {
       bytes = constantBytes(e.constant);
     }
-    if (static_cast<int64_t>(bytes.size()) != e.bytes)
+    int64_t expected = e.bytes * e.numBlocks;
+    if (static_cast<int64_t>(bytes.size()) != expected)
       return emitError(loc) << "weight '" << e.weightName << "' has "
-                            << bytes.size() << " bytes, expected " << e.bytes;
+                            << bytes.size() << " bytes, expected " << expected;
+    if (e.numBlocks > 1)
+      bytes = splitBlocks(e, bytes);
     os.write_zeros(e.offset - at);
     os << bytes;
-    at = e.offset + e.bytes;
+    at = e.offset + bytes.size();
   }
   os.write_zeros(model.weightsBytes - at);
   return success();
@@ -99,8 +125,13 @@ std::string planJson(const CompileOptions &options, const EmittedModel &m) {
   os << "{\n  \"schema\": \"pcc-plan/1\",\n  \"model\": \""
      << llvm::sys::path::filename(options.modelPath) << "\",\n"
      << "  \"devices\": " << options.devices << ",\n"
-     << "  \"mesh\": {\"dp\": 1, \"pp\": 1, \"tp\": 1, \"tp_mode\": \"none\", "
-        "\"sp\": 1},\n"
+     << "  \"mesh\": {\"dp\": " << options.dp << ", \"pp\": 1, \"tp\": "
+     << options.tp << ", \"tp_mode\": \"" << (options.tp > 1 ? "1d" : "none")
+     << "\", \"sp\": 1},\n"
+     << "  \"collectives\": {\"all_reduce\": " << m.allReduces
+     << ", \"all_gather\": " << m.allGathers << ", \"reduce_scatter\": "
+     << m.reduceScatters << ", \"all_slice\": " << m.allSlices
+     << ", \"bytes_per_device\": " << m.collectiveBytes << "},\n"
      << "  \"memory\": {\"weights_bytes\": " << m.weightsBytes
      << ", \"arena_bytes\": " << m.arenaBytes
      << ", \"arena_bytes_without_reuse\": " << m.unsharedBytes << "},\n"
@@ -181,8 +212,10 @@ LogicalResult compileToExecutable(ModuleOp module,
   if (rc != 0) {
     std::string first = "see the compiler output";
     if (auto buf = llvm::MemoryBuffer::getFile(log)) {
+      // The first real diagnostic: the linker's summary line comes last.
       for (StringRef line : llvm::split((*buf)->getBuffer(), '\n'))
-        if (line.contains("error")) {
+        if ((line.contains("error") || line.contains("undefined reference")) &&
+            !line.contains("collect2")) {
           first = line.trim().str();
           break;
         }

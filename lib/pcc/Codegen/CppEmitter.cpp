@@ -18,8 +18,10 @@
 
 #include "pcc/Codegen/MemoryPlan.h"
 #include "pcc/Dialect/PCC/IR/PCCOps.h"
+#include "pcc/Partition/Sharding.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -117,7 +119,7 @@ bool isElementwise(Operation *op) {
 
 class Emitter {
 public:
-  explicit Emitter(func::FuncOp fn) : fn(fn), os(body) {}
+  Emitter(func::FuncOp fn, Mesh mesh) : fn(fn), mesh(std::move(mesh)), os(body) {}
   FailureOr<EmittedModel> run();
 
 private:
@@ -131,12 +133,18 @@ private:
   std::string elemType(Value v) {
     return cppType(typeOf(v).getElementType());
   }
-  int64_t weightOffset(Operation *op);
+  std::string weightPointer(Operation *op);
+  /// Index of the communication group over `axes` (registered on first use).
+  int groupOf(ArrayRef<int64_t> axes);
+  /// C++ initializer of a DimSplit array for `s`.
+  std::string splitArray(const TensorSharding &s);
   void emitStridedCopy(Operation *op, Value in, int64_t base,
                        ArrayRef<int64_t> strides);
   LogicalResult declareValues();
 
   func::FuncOp fn;
+  Mesh mesh;
+  std::vector<SmallVector<int64_t>> groups;
   std::string body;
   llvm::raw_string_ostream os;
   EmittedModel result;
@@ -154,23 +162,73 @@ private:
   int64_t nextTemp = 0;
 };
 
-int64_t Emitter::weightOffset(Operation *op) {
-  WeightsEntry entry;
+std::string Emitter::splitArray(const TensorSharding &s) {
+  std::string out = "{";
+  for (const DimSharding &d : s.dims) {
+    out += "{" + std::to_string(d.axes.size()) + ", {";
+    for (size_t i = 0; i < 4; ++i)
+      out += (i ? ", " : "") + std::to_string(i < d.axes.size() ? d.axes[i] : 0);
+    out += "}, " + std::to_string(d.isSplit() ? d.groups : 1) + "}, ";
+  }
+  return out + "}";
+}
+
+int Emitter::groupOf(ArrayRef<int64_t> axes) {
+  for (auto [i, g] : llvm::enumerate(groups))
+    if (ArrayRef<int64_t>(g) == axes)
+      return i;
+  groups.emplace_back(axes.begin(), axes.end());
+  return groups.size() - 1;
+}
+
+std::string Emitter::weightPointer(Operation *op) {
   Value v = op->getResult(0);
+  TensorSharding split = shardingOf(v);
+  std::string key;
+  WeightsEntry entry;
   entry.bytes = tensorBytes(v);
+  entry.stride = entry.bytes;
   if (auto w = dyn_cast<WeightOp>(op)) {
-    auto it = weightByName.find(w.getName());
-    if (it != weightByName.end())
-      return result.weights[it->second].offset;
+    key = w.getName().str() + " " + describe(split, mesh);
     entry.weightName = w.getName().str();
-    weightByName[w.getName()] = result.weights.size();
   } else {
     entry.constant = cast<ConstantOp>(op).getValue();
   }
-  entry.offset = result.weightsBytes;
-  result.weightsBytes += (entry.bytes + 63) / 64 * 64;
-  result.weights.push_back(entry);
-  return entry.offset;
+  if (!split.isReplicated()) {
+    auto t = typeOf(v);
+    entry.elementBytes = elementBytes(t.getElementType());
+    for (auto [size, d] : llvm::zip(t.getShape(), split.dims)) {
+      int64_t n = d.isSplit() ? mesh.size(d.axes) : 1;
+      entry.globalShape.push_back(size * n);
+      entry.blocks.push_back(n);
+      entry.groups.push_back(d.isSplit() ? d.groups : 1);
+      entry.numBlocks *= n;
+    }
+    entry.stride = (entry.bytes + 63) / 64 * 64;
+  }
+  int64_t index;
+  auto it = key.empty() ? weightByName.end() : weightByName.find(key);
+  if (it != weightByName.end()) {
+    index = it->second;
+  } else {
+    entry.offset = result.weightsBytes;
+    result.weightsBytes +=
+        (entry.stride * (entry.numBlocks - 1) + entry.bytes + 63) / 64 * 64;
+    index = result.weights.size();
+    if (!key.empty())
+      weightByName[key] = index;
+    result.weights.push_back(entry);
+  }
+  const WeightsEntry &e = result.weights[index];
+  std::string at = std::to_string(e.offset);
+  if (e.numBlocks > 1) {
+    std::string id = std::to_string(nextTemp++);
+    os << "  static const DimSplit split" << id << "[] = " << splitArray(split)
+       << ";\n";
+    at += " + " + std::to_string(e.stride) + " * blockIndex(mesh, " +
+          std::to_string(split.dims.size()) + ", split" + id + ")";
+  }
+  return at;
 }
 
 LogicalResult Emitter::analyze() {
@@ -680,6 +738,66 @@ LogicalResult Emitter::emitKernel(Operation *op) {
        << product(s.drop_front(a + 1)) << "))\n    return;\n";
     return success();
   }
+  if (auto g = dyn_cast<ShardGatherOp>(op)) {
+    ArrayRef<int64_t> s = typeOf(g.getInput()).getShape();
+    int64_t a = g.getAxis();
+    int group = groupOf(g.getGridAxes());
+    os << "  if (!shardGather(" << elementBytes(typeOf(g.getInput()).getElementType())
+       << ", reinterpret_cast<const char *>(" << ptr(g.getInput()) << "), "
+       << ptr(g.getIndices()) << ", reinterpret_cast<char *>(" << out() << "), "
+       << product(s.take_front(a)) << ", " << s[a] << ", "
+       << typeOf(g.getIndices()).getNumElements() << ", "
+       << product(s.drop_front(a + 1)) << ", mesh.groupIndex(" << group
+       << ") * " << s[a] << ", mesh.groupSize(" << group << ") * " << s[a]
+       << "))\n    return;\n";
+    return success();
+  }
+  if (isa<shard::AllReduceOp, shard::AllGatherOp, shard::ReduceScatterOp,
+          shard::AllSliceOp>(op)) {
+    Value in = op->getOperand(0);
+    auto axesAttr = op->getAttrOfType<DenseI16ArrayAttr>("grid_axes");
+    SmallVector<int64_t> axes(axesAttr.asArrayRef().begin(),
+                              axesAttr.asArrayRef().end());
+    std::string g = std::to_string(groupOf(axes));
+    std::string dtype =
+        "static_cast<DType>(" +
+        std::to_string(onnxCode(typeOf(in).getElementType())) + ")";
+    int64_t elem = elementBytes(typeOf(in).getElementType());
+    auto split = [&](Value v, StringRef axisName) {
+      ArrayRef<int64_t> s = typeOf(v).getShape();
+      int64_t a = op->getAttrOfType<IntegerAttr>(axisName).getInt();
+      return std::make_pair(product(s.take_front(a)), product(s.drop_front(a)));
+    };
+    int64_t bytes = tensorBytes(in);
+    if (!isa<shard::AllSliceOp>(op))
+      result.collectiveBytes += bytes;
+    if (auto r = dyn_cast<shard::AllReduceOp>(op)) {
+      ++result.allReduces;
+      if (r.getReduction() != shard::ReductionKind::Sum)
+        return op->emitError("code generation supports sum all-reduces only");
+      os << "  allReduceSum(mesh, " << g << ", " << dtype << ", " << ptr(in)
+         << ", " << out() << ", " << typeOf(in).getNumElements() << ");\n";
+    } else if (isa<shard::AllGatherOp>(op)) {
+      ++result.allGathers;
+      auto [outer, block] = split(in, "gather_axis");
+      os << "  allGather(mesh, " << g << ", " << ptr(in) << ", " << out()
+         << ", " << outer << ", " << block * elem << ");\n";
+    } else if (auto rs = dyn_cast<shard::ReduceScatterOp>(op)) {
+      ++result.reduceScatters;
+      if (rs.getReduction() != shard::ReductionKind::Sum)
+        return op->emitError("code generation supports sum reduce-scatters only");
+      auto [outer, block] = split(op->getResult(0), "scatter_axis");
+      os << "  reduceScatterSum(mesh, " << g << ", " << dtype << ", "
+         << ptr(in) << ", " << out() << ", " << outer << ", " << block
+         << ");\n";
+    } else {
+      ++result.allSlices;
+      auto [outer, block] = split(op->getResult(0), "slice_axis");
+      os << "  allSlice(mesh, " << g << ", " << ptr(in) << ", " << out()
+         << ", " << outer << ", " << block * elem << ");\n";
+    }
+    return success();
+  }
   if (auto t = dyn_cast<TransposeOp>(op)) {
     auto inStrides = stridesOf(typeOf(t.getInput()).getShape());
     SmallVector<int64_t> strides;
@@ -784,8 +902,9 @@ LogicalResult Emitter::declareValues() {
     if (isa<WeightOp, ConstantOp>(op)) {
       Value r = op->getResult(0);
       std::string name = fresh();
+      std::string at = weightPointer(op);
       os << "  const " << elemType(r) << " *" << name << " = reinterpret_cast<const "
-         << elemType(r) << " *>(weights + " << weightOffset(op) << ");\n";
+         << elemType(r) << " *>(weights + " << at << ");\n";
       names[r] = name;
       continue;
     }
@@ -835,21 +954,36 @@ FailureOr<EmittedModel> Emitter::run() {
                                             ->getAttrOfType<StringAttr>("pcc.source")
                                             .getValue()
       << ". Do not edit.\n"
-      << "#include \"pccrt/Kernels.h\"\n#include \"pccrt/Model.h\"\n\n"
+      << "#include \"pccrt/Kernels.h\"\n#include \"pccrt/Mesh.h\"\n"
+      << "#include \"pccrt/Model.h\"\n\n"
       << "#include <algorithm>\n#include <cmath>\n#include <cstring>\n"
       << "#include <limits>\n\nusing namespace pccrt;\n\nnamespace {\n\n";
   auto describe = [&](StringRef prefix, ArrayRef<Type> types,
-                      function_ref<StringRef(unsigned)> nameOf) {
-    for (auto [i, t] : llvm::enumerate(types))
+                      function_ref<StringRef(unsigned)> nameOf,
+                      function_ref<TensorSharding(unsigned)> layoutOf) {
+    for (auto [i, t] : llvm::enumerate(types)) {
+      auto rt = cast<RankedTensorType>(t);
+      TensorSharding layout = layoutOf(i);
       out << "const int64_t " << prefix << "Shape" << i << "[] = {"
-          << joinInts(cast<RankedTensorType>(t).getShape())
-          << (cast<RankedTensorType>(t).getRank() ? "" : "0") << "};\n";
+          << joinInts(SmallVector<int64_t>(
+                 llvm::map_range(llvm::enumerate(rt.getShape()), [&](auto e) {
+                   const DimSharding &d = layout.dims[e.index()];
+                   return e.value() * (d.isSplit() ? mesh.size(d.axes) : 1);
+                 })))
+          << (rt.getRank() ? "" : "0") << "};\n";
+      if (!layout.isReplicated())
+        out << "const DimSplit " << prefix << "Split" << i << "[] = "
+            << splitArray(layout) << ";\n";
+    }
     out << "const TensorDesc " << prefix << "Descs[] = {\n";
     for (auto [i, t] : llvm::enumerate(types)) {
       auto rt = cast<RankedTensorType>(t);
       out << "  {\"" << nameOf(i) << "\", static_cast<DType>("
           << onnxCode(rt.getElementType()) << "), " << rt.getRank() << ", "
-          << prefix << "Shape" << i << "},\n";
+          << prefix << "Shape" << i << ", "
+          << (layoutOf(i).isReplicated() ? std::string("nullptr")
+                                         : (prefix + "Split" + Twine(i)).str())
+          << "},\n";
     }
     out << "};\n\n";
   };
@@ -864,17 +998,43 @@ FailureOr<EmittedModel> Emitter::run() {
       return n.getValue();
     return "output";
   };
-  describe("input", fnType.getInputs(), argName);
-  describe("output", fnType.getResults(), resName);
-  out << "void run(const void *const *inputs, void *const *outputs, char *arena,\n"
-      << "         const char *weights) {\n"
+  auto layoutOf = [&](DictionaryAttr attrs, Type t) {
+    if (attrs)
+      if (auto s = attrs.getAs<ShardingAttr>(kShardingAttr))
+        return fromAttr(s);
+    return TensorSharding::replicated(cast<RankedTensorType>(t).getRank());
+  };
+  describe("input", fnType.getInputs(), argName, [&](unsigned i) {
+    return layoutOf(fn.getArgAttrDict(i), fnType.getInput(i));
+  });
+  describe("output", fnType.getResults(), resName, [&](unsigned i) {
+    return layoutOf(fn.getResultAttrDict(i), fnType.getResult(i));
+  });
+  out << "const int64_t meshShape[] = {" << joinInts(mesh.shape) << "};\n"
+      << "const char *const meshAxes[] = {";
+  for (const std::string &n : mesh.axisNames)
+    out << "\"" << n << "\", ";
+  out << "};\n";
+  if (!groups.empty()) {
+    out << "const GroupDesc groups[] = {\n";
+    for (const auto &g : groups) {
+      SmallVector<int64_t> axes(g);
+      axes.resize(4, 0);
+      out << "  {" << g.size() << ", {" << joinInts(axes) << "}},\n";
+    }
+    out << "};\n";
+  }
+  out << "\nvoid run(const void *const *inputs, void *const *outputs, char *arena,\n"
+      << "         const char *weights, Mesh &mesh) {\n"
       << body << "}\n\n} // namespace\n\n"
       << "extern \"C\" const ModelInfo *pcc_model_info() {\n"
       << "  static const ModelInfo info = {\"main\", " << fnType.getNumInputs()
       << ", " << (fnType.getNumInputs() ? "inputDescs" : "nullptr") << ", "
       << fnType.getNumResults() << ", "
       << (fnType.getNumResults() ? "outputDescs" : "nullptr") << ", "
-      << result.arenaBytes << "u, " << result.weightsBytes << "u, run};\n"
+      << result.arenaBytes << "u, " << result.weightsBytes << "u, "
+      << mesh.shape.size() << ", meshShape, meshAxes, " << groups.size()
+      << ", " << (groups.empty() ? "nullptr" : "groups") << ", run};\n"
       << "  return &info;\n}\n";
   result.source = std::move(src);
   return std::move(result);
@@ -886,7 +1046,14 @@ FailureOr<EmittedModel> emitCpp(ModuleOp module) {
   auto fn = module.lookupSymbol<func::FuncOp>("main");
   if (!fn)
     return module.emitError("module has no func.func @main");
-  Emitter emitter(fn);
+  Mesh mesh;
+  if (std::optional<Mesh> m = readMesh(module))
+    mesh = *m;
+  else
+    mesh.shape = {1}, mesh.axisNames = {"dp"};
+  if (mesh.shape.size() > 4 || mesh.numDevices() > (1 << 20))
+    return module.emitError("code generation supports meshes of up to 4 axes");
+  Emitter emitter(fn, mesh);
   return emitter.run();
 }
 

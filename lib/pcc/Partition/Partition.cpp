@@ -315,10 +315,12 @@ LogicalResult Partitioner::run() {
     if (!s.partial.empty() || !divides(typeOf(arg).getShape(), s, mesh))
       return fn.emitError() << "argument " << arg.getArgNumber()
                             << " has a sharding that does not fit its type";
+    // The global argument stays until the end: sharding rules read global
+    // shapes from the ops they partition.
     layout[arg] = s;
-    arg.setType(localType(typeOf(arg), s, mesh));
-    local[arg] = arg;
+    local[arg] = body.addArgument(localType(typeOf(arg), s, mesh), arg.getLoc());
   }
+  unsigned numArgs = fn.getNumArguments();
   SmallVector<Operation *> old;
   for (Operation &op : body.without_terminator())
     old.push_back(&op);
@@ -353,9 +355,11 @@ LogicalResult Partitioner::run() {
     op->dropAllUses();
     op->erase();
   }
-  for (BlockArgument arg : body.getArguments())
-    fn.setArgAttr(arg.getArgNumber(), kShardingAttr,
-                  toAttr(fn.getContext(), mesh, layout[arg]));
+  for (unsigned i = 0; i < numArgs; ++i)
+    fn.setArgAttr(i, kShardingAttr,
+                  toAttr(fn.getContext(), mesh,
+                         layout[body.getArgument(i)]));
+  body.eraseArguments(0, numArgs);
   fn.setType(FunctionType::get(fn.getContext(), body.getArgumentTypes(),
                                resultTypes));
   return success();

@@ -271,6 +271,37 @@ bool gather(size_t elem, const char *in, const Index *idx, char *out,
   return true;
 }
 
+/// gather on this device's block [offset, offset + axisDim) of a table
+/// whose axis has globalDim entries in all: indices in the block gather,
+/// others give zeros, so summing over the devices yields the global gather.
+/// Indices outside the global table are an error, as for gather.
+template <typename Index>
+bool shardGather(size_t elem, const char *in, const Index *idx, char *out,
+                 int64_t outer, int64_t axisDim, int64_t numIdx,
+                 int64_t inner, int64_t offset, int64_t globalDim) {
+  size_t row = inner * elem;
+  for (int64_t j = 0; j < numIdx; ++j) {
+    int64_t k = static_cast<int64_t>(idx[j]);
+    if (k < -globalDim || k >= globalDim) {
+      kernelError("gather index " + std::to_string(idx[j]) +
+                  " out of range for an axis of size " +
+                  std::to_string(globalDim));
+      return false;
+    }
+  }
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t j = 0; j < numIdx; ++j) {
+      int64_t k = static_cast<int64_t>(idx[j]);
+      k = (k < 0 ? k + globalDim : k) - offset;
+      char *dst = out + (o * numIdx + j) * row;
+      if (k >= 0 && k < axisDim)
+        std::memcpy(dst, in + (o * axisDim + k) * row, row);
+      else
+        std::memset(dst, 0, row);
+    }
+  return true;
+}
+
 /// General strided copy over the output index space `shape`:
 /// out[c] = in[base + sum(c_d * inStride_d)] (strides in elements, may be
 /// negative). Serves slice (strides scaled by steps) and transpose (permuted

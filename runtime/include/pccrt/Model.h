@@ -10,6 +10,8 @@
 #ifndef PCCRT_MODEL_H
 #define PCCRT_MODEL_H
 
+#include "pccrt/ShardLayout.h"
+
 #include <cstddef>
 #include <cstdint>
 
@@ -42,8 +44,20 @@ struct TensorDesc {
   const char *name;
   DType dtype;
   int rank;
+  /// The global shape (what the .pb files hold).
   const int64_t *shape;
+  /// One entry per dim: how the tensor is split over the mesh; null when
+  /// every device has the whole tensor.
+  const DimSplit *split;
 };
+
+/// Mesh axes a collective runs over, major first.
+struct GroupDesc {
+  int32_t numAxes;
+  int32_t axes[4];
+};
+
+class Mesh;
 
 /// Everything the runtime needs to know about a compiled model.
 struct ModelInfo {
@@ -56,10 +70,18 @@ struct ModelInfo {
   size_t arenaBytes;
   /// Bytes the weights file must hold.
   size_t weightsBytes;
-  /// Runs the model. `inputs[i]` and `outputs[i]` point to dense row-major
-  /// buffers of the described shapes; `arena` is 64-byte aligned.
+  /// The device mesh: one process per device.
+  int meshRank;
+  const int64_t *meshShape;
+  const char *const *meshAxisNames;
+  /// Communication groups, indexed by the collectives' `g` argument.
+  int numGroups;
+  const GroupDesc *groups;
+  /// Runs the model on this device. `inputs[i]` and `outputs[i]` point to
+  /// dense row-major buffers of this device's blocks; `arena` is 64-byte
+  /// aligned.
   void (*run)(const void *const *inputs, void *const *outputs, char *arena,
-              const char *weights);
+              const char *weights, Mesh &mesh);
 };
 
 } // namespace pccrt

@@ -1,0 +1,102 @@
+//===- ShardLayout.h - where a device's block lies in a tensor ---*- C++ -*-===//
+//
+// Header-only so that the compiler (which writes each weight shard) and the
+// runtime (which splits inputs and assembles outputs) share one definition.
+// A dimension of global size D split over mesh axes (a0, a1, ...) in G groups
+// is viewed as [G, D/G]; each group is cut into n = size(a0) * size(a1) * ...
+// blocks, and the device whose in-group index over (a0, a1, ...) is r (a0
+// major) holds block r of every group.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PCCRT_SHARDLAYOUT_H
+#define PCCRT_SHARDLAYOUT_H
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+namespace pccrt {
+
+/// How one dimension is split; numAxes == 0 means whole on every device.
+struct DimSplit {
+  int32_t numAxes;
+  int32_t axes[4];
+  int64_t groups;
+};
+
+/// In-group index of the device at `coords` over `split`'s axes.
+inline int64_t splitIndex(const DimSplit &split, const int64_t *meshShape,
+                          const int64_t *coords) {
+  int64_t r = 0;
+  for (int i = 0; i < split.numAxes; ++i)
+    r = r * meshShape[split.axes[i]] + coords[split.axes[i]];
+  return r;
+}
+
+inline int64_t splitCount(const DimSplit &split, const int64_t *meshShape) {
+  int64_t n = 1;
+  for (int i = 0; i < split.numAxes; ++i)
+    n *= meshShape[split.axes[i]];
+  return n;
+}
+
+/// Copies the block of the device at `coords` between a global row-major
+/// tensor and a dense local buffer: global -> local if `toLocal`, else local
+/// -> global. `splits` may be null (the block is the whole tensor).
+inline void copyBlock(bool toLocal, char *global, char *local, int rank,
+                      const int64_t *shape, const DimSplit *splits,
+                      const int64_t *meshShape, const int64_t *coords,
+                      size_t elem) {
+  std::vector<int64_t> localShape(rank), piece(rank), groupSize(rank),
+      first(rank), globalStride(rank);
+  int64_t total = 1;
+  for (int d = rank - 1; d >= 0; --d) {
+    globalStride[d] = total;
+    total *= shape[d];
+    int64_t n = splits ? splitCount(splits[d], meshShape) : 1;
+    int64_t g = splits && splits[d].numAxes ? splits[d].groups : 1;
+    localShape[d] = shape[d] / n;
+    groupSize[d] = shape[d] / g;
+    piece[d] = groupSize[d] / n;
+    first[d] = splits ? splitIndex(splits[d], meshShape, coords) * piece[d] : 0;
+  }
+  if (rank == 0) {
+    toLocal ? std::memcpy(local, global, elem) : std::memcpy(global, local, elem);
+    return;
+  }
+  int64_t localCount = 1;
+  for (int d = 0; d < rank; ++d)
+    localCount *= localShape[d];
+  if (localCount == 0)
+    return;
+  // Walk local indices; the last dim is copied in contiguous pieces.
+  std::vector<int64_t> idx(rank, 0);
+  int last = rank - 1;
+  size_t run = piece[last] * elem;
+  char *out = local;
+  while (true) {
+    int64_t base = 0;
+    for (int d = 0; d < last; ++d) {
+      int64_t l = idx[d];
+      int64_t gIdx = (l / piece[d]) * groupSize[d] + first[d] + l % piece[d];
+      base += gIdx * globalStride[d];
+    }
+    for (int64_t l = 0; l < localShape[last]; l += piece[last]) {
+      int64_t gIdx = (l / piece[last]) * groupSize[last] + first[last];
+      char *g = global + (base + gIdx) * elem;
+      toLocal ? std::memcpy(out, g, run) : std::memcpy(g, out, run);
+      out += run;
+    }
+    int d = last - 1;
+    while (d >= 0 && ++idx[d] == localShape[d])
+      idx[d--] = 0;
+    if (d < 0)
+      break;
+  }
+}
+
+} // namespace pccrt
+
+#endif // PCCRT_SHARDLAYOUT_H
