@@ -18,4 +18,10 @@ llvm_config.with_environment("PATH", config.pcc_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.add_tool_substitutions(["pcc", "pcc-opt"], [config.pcc_tools_dir])
 config.substitutions.append(("%python", config.python_onnx))
+# mpirun for e2e tests: as root here, more ranks than cores, and no help
+# banners (the model's own error lines are what tests check).
+mpirun = ["mpirun", "--oversubscribe", "-q"]
+if hasattr(os, "geteuid") and os.geteuid() == 0:
+    mpirun.insert(1, "--allow-run-as-root")
+config.substitutions.append(("%mpirun", " ".join(mpirun)))
 config.substitutions.append(("%pcc_src", config.pcc_src_root))

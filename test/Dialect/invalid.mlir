@@ -118,3 +118,17 @@ func.func @reduce_axes(%x: tensor<4x4xf32>) {
   %0 = "pcc.reduce_sum"(%x) <{axes = array<i64: 1, 0>}> : (tensor<4x4xf32>) -> tensor<1x1xf32>
   return
 }
+
+// -----
+
+// expected-error @+1 {{grid axis 0 is used twice}}
+func.func @sharding_axis_twice(%x: tensor<4x4xf32> {pcc.sharding = #pcc.sharding<@mesh, [[0], [0]]>}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{group count must be positive, got 0}}
+func.func @sharding_zero_groups(%x: tensor<4x4xf32> {pcc.sharding = #pcc.sharding<@mesh, [[0]/0, []]>}) {
+  return
+}

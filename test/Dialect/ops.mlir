@@ -93,3 +93,14 @@ func.func @movement(%x: tensor<2x16x64xf32>, %ids: tensor<2x16xi64>, %e: tensor<
   %7 = pcc.trilu %5 {upper = false, k = 1 : i64} : tensor<2x16x64xf32>
   return
 }
+
+shard.grid @mesh(shape = 2x4)
+// CHECK-LABEL: func.func @sharding_attr
+// CHECK-SAME: pcc.sharding = #pcc.sharding<@mesh, {{\[\[}}0], []]>
+// CHECK: pcc.weight "w" {pcc.sharding = [#pcc.sharding<@mesh, {{\[\[}}], [1]/3]>]}
+// CHECK: pcc.sharding = [#pcc.sharding<@mesh, {{\[\[}}0], []], partial = [1]>]
+func.func @sharding_attr(%x: tensor<4x16xf32> {pcc.sharding = #pcc.sharding<@mesh, [[0], []]>}) -> tensor<4x48xf32> {
+  %w = pcc.weight "w" {pcc.sharding = [#pcc.sharding<@mesh, [[], [1]/3]>]} : tensor<16x48xf32>
+  %y = pcc.matmul %x, %w {pcc.sharding = [#pcc.sharding<@mesh, [[0], []], partial = [1]>]} : (tensor<4x16xf32>, tensor<16x48xf32>) -> tensor<4x48xf32>
+  return %y : tensor<4x48xf32>
+}

@@ -241,9 +241,17 @@ Operation *Partitioner::buildLocal(Operation *op, ValueRange operands,
   if (isa<ReshapeOp, ExpandOp>(op))
     state.attributes.set("shape",
                          b.getDenseI64ArrayAttr(local(0).getShape()));
-  if (isa<SliceOp>(op))
+  if (auto sl = dyn_cast<SliceOp>(op)) {
     state.attributes.set("sizes",
                          b.getDenseI64ArrayAttr(local(0).getShape()));
+    // A split dim sliced by whole groups starts at the same group locally.
+    SmallVector<int64_t> starts(sl.getStarts());
+    ArrayRef<int64_t> shape = typeOf(sl.getInput()).getShape();
+    for (auto [d, ds] : llvm::enumerate(s.operands[0].dims))
+      if (ds.isSplit() && sl.getSizes()[d] != shape[d])
+        starts[d] /= mesh.size(ds.axes);
+    state.attributes.set("starts", b.getDenseI64ArrayAttr(starts));
+  }
   if (auto sp = dyn_cast<SplitOp>(op)) {
     int64_t rank = local(0).getRank();
     int64_t axis = sp.getAxis() < 0 ? sp.getAxis() + rank : sp.getAxis();
@@ -310,7 +318,8 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
 
 LogicalResult Partitioner::run() {
   Block &body = fn.getBody().front();
-  for (BlockArgument arg : body.getArguments()) {
+  SmallVector<BlockArgument> globalArgs(body.getArguments());
+  for (BlockArgument arg : globalArgs) {
     TensorSharding s = shardingOf(arg);
     if (!s.partial.empty() || !divides(typeOf(arg).getShape(), s, mesh))
       return fn.emitError() << "argument " << arg.getArgNumber()

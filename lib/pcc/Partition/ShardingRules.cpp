@@ -413,6 +413,32 @@ OpSharding transposeSharding(TransposeOp op, const TensorSharding &in) {
   return out;
 }
 
+/// Whole dims keep their layout; a sliced dim keeps its split when the slice
+/// takes whole groups of it (one of the Q, K, V parts of a fused projection:
+/// each device takes its block of that part).
+OpSharding sliceSharding(SliceOp op, const TensorSharding &in) {
+  ArrayRef<int64_t> shape = shapeOf(op.getInput());
+  OpSharding out;
+  TensorSharding req = in, res = in;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    int64_t start = op.getStarts()[d], size = op.getSizes()[d];
+    if (start == 0 && size == shape[d] && op.getSteps()[d] == 1)
+      continue;
+    const DimSharding &ds = in.dims[d];
+    int64_t group = shape[d] / ds.groups;
+    if (ds.isSplit() && op.getSteps()[d] == 1 && start % group == 0 &&
+        size % group == 0) {
+      res.dims[d].groups = size / group;
+      continue;
+    }
+    req.dims[d] = DimSharding();
+    res.dims[d] = DimSharding();
+  }
+  out.operands.push_back(req);
+  out.results.push_back(res);
+  return out;
+}
+
 OpSharding replicatedSharding(Operation *op) {
   OpSharding out;
   for (Value v : op->getOperands())
@@ -508,12 +534,7 @@ OpSharding inferOpSharding(Operation *op, ArrayRef<TensorSharding> in,
   } else if (auto g = dyn_cast<GatherOp>(op)) {
     rule = gatherRule(op, g.getAxis());
   } else if (auto sl = dyn_cast<SliceOp>(op)) {
-    ArrayRef<int64_t> s = shapeOf(sl.getInput());
-    rule = sameShapeRule(op, [&](int64_t d) {
-      return sl.getStarts()[d] != 0 || sl.getSizes()[d] != s[d] ||
-             sl.getSteps()[d] != 1;
-    });
-    rule->linear = Linearity::Unary;
+    return sliceSharding(sl, operands[0]);
   } else if (auto c = dyn_cast<ConcatOp>(op)) {
     int64_t rank = shapeOf(c.getResult()).size();
     int64_t axis = c.getAxis() < 0 ? c.getAxis() + rank : c.getAxis();

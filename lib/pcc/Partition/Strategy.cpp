@@ -28,16 +28,34 @@ ArrayRef<int64_t> shapeOf(Value v) {
 }
 
 /// Number of equal pieces the last axis of `v` is later cut into (a fused
-/// Q|K|V projection is split in 3), looking through a bias add; 1 if none.
+/// Q|K|V projection is split in 3, by a split or by slices), looking through
+/// a bias add; 1 if none.
 int64_t fusedGroups(Value v) {
   int64_t rank = shapeOf(v).size();
+  int64_t cols = shapeOf(v).back();
   for (int hops = 0; hops < 2; ++hops) {
-    for (Operation *user : v.getUsers())
+    int64_t sliceSize = 0;
+    bool slices = !v.use_empty();
+    for (Operation *user : v.getUsers()) {
       if (auto sp = dyn_cast<SplitOp>(user)) {
         int64_t axis = sp.getAxis() < 0 ? sp.getAxis() + rank : sp.getAxis();
         if (axis == rank - 1 && llvm::all_equal(sp.getSizes()))
           return sp.getSizes().size();
       }
+      // Slices of one size, each taking one aligned piece of the last axis.
+      auto sl = dyn_cast<SliceOp>(user);
+      if (!sl) {
+        slices = false;
+        continue;
+      }
+      int64_t start = sl.getStarts().back(), size = sl.getSizes().back();
+      if (sl.getSteps().back() != 1 || (sliceSize && size != sliceSize) ||
+          cols % size || start % size)
+        slices = false;
+      sliceSize = size;
+    }
+    if (slices && sliceSize && sliceSize < cols)
+      return cols / sliceSize;
     if (!v.hasOneUse() || !isa<AddOp>(*v.getUsers().begin()))
       break;
     v = v.getUsers().begin()->getResult(0);
@@ -92,6 +110,7 @@ struct ApplyStrategyPass : impl::ApplyStrategyBase<ApplyStrategyPass> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    int64_t dp = this->dp, tp = this->tp;
     if (dp < 1 || tp < 1) {
       module.emitError() << "parallel degrees must be at least 1 (dp " << dp
                          << ", tp " << tp << ")";
@@ -118,7 +137,7 @@ struct ApplyStrategyPass : impl::ApplyStrategyBase<ApplyStrategyPass> {
       module.emitError("module has no func.func @main");
       return signalPassFailure();
     }
-    if (dp > 1 && failed(splitBatch(fn, mesh)))
+    if (dp > 1 && failed(splitBatch(fn, mesh, dp)))
       return signalPassFailure();
     int64_t tpAxis = mesh.axisNamed("tp");
     if (tpAxis >= 0)
@@ -129,7 +148,7 @@ struct ApplyStrategyPass : impl::ApplyStrategyBase<ApplyStrategyPass> {
 
   /// Splits every input whose leading dimension is the batch (that of the
   /// first input with one) over the dp axis.
-  LogicalResult splitBatch(func::FuncOp fn, const Mesh &mesh) {
+  LogicalResult splitBatch(func::FuncOp fn, const Mesh &mesh, int64_t dp) {
     int64_t axis = mesh.axisNamed("dp");
     std::optional<int64_t> batch;
     for (BlockArgument arg : fn.getArguments()) {
