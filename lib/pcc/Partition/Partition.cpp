@@ -68,6 +68,7 @@ private:
   llvm::DenseMap<Value, Value> local;
   llvm::DenseMap<Value, TensorSharding> layout;
   std::map<std::pair<Operation *, std::string>, Value> weightShards;
+  std::map<std::pair<void *, std::string>, Value> resharded;
 };
 
 Value Partitioner::reshape(Location loc, Value v, ArrayRef<int64_t> shape) {
@@ -212,7 +213,17 @@ FailureOr<Value> Partitioner::operandFor(Value global,
   auto it = local.find(global);
   if (it == local.end())
     return emitError(loc, "internal error: value used before partitioning");
-  return reshard(loc, it->second, layout[global], required);
+  if (layout[global] == required)
+    return it->second;
+  // One reshard per value and layout, however many users need it.
+  std::pair<void *, std::string> key = {global.getAsOpaquePointer(),
+                                       describe(required, mesh)};
+  auto done = resharded.find(key);
+  if (done != resharded.end())
+    return done->second;
+  Value v = reshard(loc, it->second, layout[global], required);
+  resharded[key] = v;
+  return v;
 }
 
 Operation *Partitioner::buildLocal(Operation *op, ValueRange operands,
