@@ -52,9 +52,12 @@ private:
   Value reshard(Location loc, Value v, TensorSharding from,
                 const TensorSharding &to);
   Value reshape(Location loc, Value v, ArrayRef<int64_t> shape);
-  /// Splits dim `d` of local `v` into [groups, rest] (dim d+1 is then the
-  /// one to gather or slice); returns v unchanged when groups is 1.
-  Value ungroup(Location loc, Value v, int64_t d, int64_t groups);
+  /// Runs `collective` on dim `d` of local `v` viewed as [groups, rest]
+  /// (on the rest, at the index it is given), where it scales the dim by
+  /// mul / div.
+  Value alongDim(Location loc, Value v, int64_t d, int64_t groups,
+                 int64_t mul, int64_t div,
+                 function_ref<Value(Value, RankedTensorType, int64_t)> collective);
   Value gatherDim(Location loc, Value v, int64_t d, ArrayRef<int64_t> axes,
                   int64_t groups);
   Value sliceDim(Location loc, Value v, int64_t d, ArrayRef<int64_t> axes,
@@ -78,40 +81,44 @@ Value Partitioner::reshape(Location loc, Value v, ArrayRef<int64_t> shape) {
                            b.getDenseI64ArrayAttr(shape));
 }
 
-Value Partitioner::ungroup(Location loc, Value v, int64_t d, int64_t groups) {
-  if (groups == 1)
-    return v;
+Value Partitioner::alongDim(
+    Location loc, Value v, int64_t d, int64_t groups, int64_t mul,
+    int64_t div,
+    function_ref<Value(Value, RankedTensorType, int64_t)> collective) {
   SmallVector<int64_t> shape(typeOf(v).getShape());
-  shape[d] /= groups;
-  shape.insert(shape.begin() + d, groups);
-  return reshape(loc, v, shape);
+  // View dim d as [groups, rest] so the collective acts on each group.
+  SmallVector<int64_t> grouped(shape);
+  int64_t at = d;
+  if (groups != 1) {
+    grouped[d] /= groups;
+    grouped.insert(grouped.begin() + d, groups);
+    at = d + 1;
+  }
+  Value in = reshape(loc, v, grouped);
+  grouped[at] = grouped[at] * mul / div;
+  Value out = collective(in, typeOf(in).clone(grouped), at);
+  shape[d] = shape[d] * mul / div;
+  return reshape(loc, out, shape);
 }
 
 Value Partitioner::gatherDim(Location loc, Value v, int64_t d,
                              ArrayRef<int64_t> axes, int64_t groups) {
-  SmallVector<int64_t> shape(typeOf(v).getShape());
-  Value in = ungroup(loc, v, d, groups);
-  int64_t at = groups == 1 ? d : d + 1;
-  SmallVector<int64_t> gathered(typeOf(in).getShape());
-  gathered[at] *= mesh.size(axes);
-  Value out = shard::AllGatherOp::create(
-      b, loc, typeOf(in).clone(gathered), mesh.name, gridAxes(axes), in,
-      APInt(64, at));
-  shape[d] *= mesh.size(axes);
-  return reshape(loc, out, shape);
+  return alongDim(loc, v, d, groups, mesh.size(axes), 1,
+                  [&](Value in, RankedTensorType type, int64_t at) -> Value {
+                    return shard::AllGatherOp::create(
+                        b, loc, type, mesh.name, gridAxes(axes), in,
+                        APInt(64, at));
+                  });
 }
 
 Value Partitioner::sliceDim(Location loc, Value v, int64_t d,
                             ArrayRef<int64_t> axes, int64_t groups) {
-  SmallVector<int64_t> shape(typeOf(v).getShape());
-  Value in = ungroup(loc, v, d, groups);
-  int64_t at = groups == 1 ? d : d + 1;
-  SmallVector<int64_t> sliced(typeOf(in).getShape());
-  sliced[at] /= mesh.size(axes);
-  Value out = shard::AllSliceOp::create(b, loc, typeOf(in).clone(sliced), in,
-                                        mesh.name, gridAxes(axes), at);
-  shape[d] /= mesh.size(axes);
-  return reshape(loc, out, shape);
+  return alongDim(loc, v, d, groups, 1, mesh.size(axes),
+                  [&](Value in, RankedTensorType type, int64_t at) -> Value {
+                    return shard::AllSliceOp::create(b, loc, type, in,
+                                                     mesh.name,
+                                                     gridAxes(axes), at);
+                  });
 }
 
 /// Reshards in three steps: sum partial axes (into a split when the target
@@ -136,16 +143,12 @@ Value Partitioner::reshard(Location loc, Value v, TensorSharding from,
     if (scatterDim) {
       int64_t d = *scatterDim;
       const DimSharding &t = to.dims[d];
-      SmallVector<int64_t> shape(typeOf(v).getShape());
-      Value in = ungroup(loc, v, d, t.groups);
-      int64_t at = t.groups == 1 ? d : d + 1;
-      SmallVector<int64_t> scattered(typeOf(in).getShape());
-      scattered[at] /= mesh.size(t.axes);
-      v = shard::ReduceScatterOp::create(
-          b, loc, typeOf(in).clone(scattered), mesh.name, gridAxes(t.axes),
-          in, shard::ReductionKind::Sum, APInt(64, at));
-      shape[d] /= mesh.size(t.axes);
-      v = reshape(loc, v, shape);
+      v = alongDim(loc, v, d, t.groups, 1, mesh.size(t.axes),
+                   [&](Value in, RankedTensorType type, int64_t at) -> Value {
+                     return shard::ReduceScatterOp::create(
+                         b, loc, type, mesh.name, gridAxes(t.axes), in,
+                         shard::ReductionKind::Sum, APInt(64, at));
+                   });
       from.dims[d] = t;
     } else {
       v = shard::AllReduceOp::create(b, loc, v.getType(), mesh.name,
