@@ -10,6 +10,8 @@ bash scripts/build.sh
 work=${WORK_DIR:-out/demo}
 mkdir -p "$work"
 mpirun=(mpirun --oversubscribe -q)
+# Containers often forbid OpenMPI's cross-process memory copies.
+export OMPI_MCA_btl_vader_single_copy_mechanism=${OMPI_MCA_btl_vader_single_copy_mechanism:-none}
 [ "$(id -u)" = 0 ] && mpirun+=(--allow-run-as-root)
 /usr/bin/python3 test/models/export_models.py "$work" --only gpt gpt_dynamic
 echo "== pcc $work/gpt_dynamic/model.onnx --input-shape batch=8,seq=16 --dp 2 --tp 4 -o $work/compiled"

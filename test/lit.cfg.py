@@ -24,4 +24,7 @@ mpirun = ["mpirun", "--oversubscribe", "-q"]
 if hasattr(os, "geteuid") and os.geteuid() == 0:
     mpirun.insert(1, "--allow-run-as-root")
 config.substitutions.append(("%mpirun", " ".join(mpirun)))
+# Containers often forbid the cross-process memory copies OpenMPI's shared
+# memory transport tries first; plain copies work everywhere.
+config.environment["OMPI_MCA_btl_vader_single_copy_mechanism"] = "none"
 config.substitutions.append(("%pcc_src", config.pcc_src_root))
