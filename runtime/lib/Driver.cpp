@@ -201,7 +201,8 @@ std::vector<int64_t> localShape(const TensorDesc &d, const Mesh &mesh) {
 
 /// Rank 0 gets the global tensor from every device's block (a tensor whole
 /// on every device is taken from rank 0).
-HostTensor assemble(const TensorDesc &d, const HostTensor &block) {
+HostTensor assemble(const ModelInfo &model, const TensorDesc &d,
+                    const HostTensor &block) {
   HostTensor t;
   t.dtype = d.dtype;
   t.shape = descShape(d);
@@ -216,14 +217,9 @@ HostTensor assemble(const TensorDesc &d, const HostTensor &block) {
   Mesh::gatherToRoot(block.bytes.data(), bytes, all.data());
   if (Mesh::worldRank() != 0)
     return t;
-  const ModelInfo &model = *pcc_model_info();
   std::vector<int64_t> coords(model.meshRank);
   for (int r = 0; r < n; ++r) {
-    int64_t rest = r;
-    for (int a = model.meshRank - 1; a >= 0; --a) {
-      coords[a] = rest % model.meshShape[a];
-      rest /= model.meshShape[a];
-    }
+    meshCoords(r, model.meshRank, model.meshShape, coords.data());
     copyBlock(/*toLocal=*/false, t.bytes.data(), all.data() + r * bytes,
               d.rank, d.shape, d.split, model.meshShape, coords.data(),
               dtypeSize(d.dtype));
@@ -397,7 +393,7 @@ int main(int argc, char **argv) {
 
   std::vector<HostTensor> global;
   for (int k = 0; k < model.numOutputs; ++k)
-    global.push_back(assemble(model.outputs[k], outputs[k]));
+    global.push_back(assemble(model, model.outputs[k], outputs[k]));
 
   int status = 0;
   together([&] {

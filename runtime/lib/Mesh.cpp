@@ -93,21 +93,16 @@ int Mesh::worldSize() {
   return n;
 }
 
-int Mesh::sumOverWorld(int flag) {
-  if (!mpiActive)
-    return flag;
-  int sum = 0;
-  MPI_Allreduce(&flag, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-  return sum;
-}
-
-int Mesh::minOverWorld(int v) {
+static int reduceOverWorld(int v, MPI_Op op) {
   if (!mpiActive)
     return v;
-  int min = 0;
-  MPI_Allreduce(&v, &min, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-  return min;
+  int out = 0;
+  MPI_Allreduce(&v, &out, 1, MPI_INT, op, MPI_COMM_WORLD);
+  return out;
 }
+
+int Mesh::sumOverWorld(int v) { return reduceOverWorld(v, MPI_SUM); }
+int Mesh::minOverWorld(int v) { return reduceOverWorld(v, MPI_MIN); }
 
 void Mesh::gatherToRoot(const void *local, size_t bytes, void *all) {
   if (!mpiActive) {
@@ -144,11 +139,7 @@ void Mesh::create(const ModelInfo &model) {
   rank_ = worldRank();
   shape_.assign(model.meshShape, model.meshShape + model.meshRank);
   coords_.assign(model.meshRank, 0);
-  int64_t rest = rank_;
-  for (int a = model.meshRank - 1; a >= 0; --a) {
-    coords_[a] = rest % shape_[a];
-    rest /= shape_[a];
-  }
+  meshCoords(rank_, model.meshRank, model.meshShape, coords_.data());
   groups_.assign(model.groups, model.groups + model.numGroups);
   for (const GroupDesc &g : groups_) {
     int64_t index = 0, size = 1;

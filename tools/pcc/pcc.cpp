@@ -68,8 +68,8 @@ cl::opt<int> devices("devices", cl::desc("Number of devices (ranks) to "
                      cl::init(1), cl::cat(pccCategory));
 
 cl::opt<int> dpDegree("dp", cl::desc("Data-parallel degree (split the batch)"),
-                      cl::init(0), cl::cat(pccCategory));
-cl::opt<int> tpDegree("tp", cl::desc("Tensor-parallel degree"), cl::init(0),
+                      cl::init(1), cl::cat(pccCategory));
+cl::opt<int> tpDegree("tp", cl::desc("Tensor-parallel degree"), cl::init(1),
                       cl::cat(pccCategory));
 cl::opt<std::string> tpMode(
     "tp-mode",
@@ -183,17 +183,16 @@ int main(int argc, char **argv) {
   }
   if (devices < 1)
     return fail("--devices must be at least 1, got " + Twine(devices));
-  if (dpDegree < 0 || tpDegree < 0 || (dpDegree.getNumOccurrences() && dpDegree < 1) ||
-      (tpDegree.getNumOccurrences() && tpDegree < 1))
+  bool forced = dpDegree.getNumOccurrences() || tpDegree.getNumOccurrences();
+  if (dpDegree < 1 || tpDegree < 1)
     return fail("--dp and --tp must be at least 1");
   if (tpMode != "1d" && tpMode != "2d" && tpMode != "2.5d" && tpMode != "3d")
     return fail("--tp-mode must be 1d, 2d, 2.5d or 3d, got '" + tpMode + "'");
   if (tpMode != "1d")
     return fail("--tp-mode " + tpMode +
                 " cannot be compiled yet (only 1d, Megatron)");
-  bool forced = dpDegree.getNumOccurrences() || tpDegree.getNumOccurrences();
+  int dp = dpDegree, tp = tpDegree;
   if (forced) {
-    int dp = std::max(1, dpDegree.getValue()), tp = std::max(1, tpDegree.getValue());
     if (devices.getNumOccurrences() && dp * tp != devices)
       return fail("--dp " + Twine(dp) + " x --tp " + Twine(tp) + " is " +
                   Twine(dp * tp) + " devices, but --devices is " +
@@ -221,12 +220,8 @@ int main(int argc, char **argv) {
 
   // Devices > 1: shard by the forced strategy (or the default rule), then
   // partition into the per-device program.
-  int dp = 1, tp = 1;
   if (devices > 1 && emit != Emit::MlirImport) {
-    if (forced) {
-      dp = std::max(1, dpDegree.getValue());
-      tp = std::max(1, tpDegree.getValue());
-    } else {
+    if (!forced) {
       dp = defaultDataParallel(*module, devices);
       tp = devices / dp;
     }

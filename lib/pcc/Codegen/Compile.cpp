@@ -72,11 +72,7 @@ std::string splitBlocks(const WeightsEntry &e, std::string &global) {
   std::string out(e.stride * (e.numBlocks - 1) + e.bytes, '\0');
   std::vector<int64_t> coords(rank);
   for (int64_t b = 0; b < e.numBlocks; ++b) {
-    int64_t rest = b;
-    for (int d = rank - 1; d >= 0; --d) {
-      coords[d] = rest % e.blocks[d];
-      rest /= e.blocks[d];
-    }
+    pccrt::meshCoords(b, rank, e.blocks.data(), coords.data());
     pccrt::copyBlock(/*toLocal=*/true, global.data(), out.data() + b * e.stride,
                      rank, e.globalShape.data(), splits.data(),
                      e.blocks.data(), coords.data(), e.elementBytes);

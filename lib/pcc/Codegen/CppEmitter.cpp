@@ -727,29 +727,24 @@ LogicalResult Emitter::emitKernel(Operation *op) {
        << ", " << s[a] << ", " << product(s.drop_front(a + 1)) << ");\n";
     return success();
   }
-  if (auto g = dyn_cast<GatherOp>(op)) {
-    ArrayRef<int64_t> s = typeOf(g.getInput()).getShape();
-    int64_t a = g.getAxis() < 0 ? g.getAxis() + s.size() : g.getAxis();
-    os << "  if (!gather(" << elementBytes(typeOf(g.getInput()).getElementType())
-       << ", reinterpret_cast<const char *>(" << ptr(g.getInput()) << "), "
-       << ptr(g.getIndices()) << ", reinterpret_cast<char *>(" << out() << "), "
+  if (isa<GatherOp, ShardGatherOp>(op)) {
+    Value table = op->getOperand(0), indices = op->getOperand(1);
+    ArrayRef<int64_t> s = typeOf(table).getShape();
+    int64_t a = op->getAttrOfType<IntegerAttr>("axis").getInt();
+    a = a < 0 ? a + s.size() : a;
+    os << "  if (!gather(" << elementBytes(typeOf(table).getElementType())
+       << ", reinterpret_cast<const char *>(" << ptr(table) << "), "
+       << ptr(indices) << ", reinterpret_cast<char *>(" << out() << "), "
        << product(s.take_front(a)) << ", " << s[a] << ", "
-       << typeOf(g.getIndices()).getNumElements() << ", "
-       << product(s.drop_front(a + 1)) << "))\n    return;\n";
-    return success();
-  }
-  if (auto g = dyn_cast<ShardGatherOp>(op)) {
-    ArrayRef<int64_t> s = typeOf(g.getInput()).getShape();
-    int64_t a = g.getAxis();
-    int group = groupOf(g.getGridAxes());
-    os << "  if (!shardGather(" << elementBytes(typeOf(g.getInput()).getElementType())
-       << ", reinterpret_cast<const char *>(" << ptr(g.getInput()) << "), "
-       << ptr(g.getIndices()) << ", reinterpret_cast<char *>(" << out() << "), "
-       << product(s.take_front(a)) << ", " << s[a] << ", "
-       << typeOf(g.getIndices()).getNumElements() << ", "
-       << product(s.drop_front(a + 1)) << ", mesh.groupIndex(" << group
-       << ") * " << s[a] << ", mesh.groupSize(" << group << ") * " << s[a]
-       << "))\n    return;\n";
+       << typeOf(indices).getNumElements() << ", "
+       << product(s.drop_front(a + 1));
+    // This device's block of a table split along the axis.
+    if (auto sg = dyn_cast<ShardGatherOp>(op)) {
+      int group = groupOf(sg.getGridAxes());
+      os << ", mesh.groupIndex(" << group << ") * " << s[a]
+         << ", mesh.groupSize(" << group << ") * " << s[a];
+    }
+    os << "))\n    return;\n";
     return success();
   }
   if (isa<shard::AllReduceOp, shard::AllGatherOp, shard::ReduceScatterOp,

@@ -205,16 +205,16 @@ FactorRule elementwiseRule(Operation *op) {
 /// Result dim `d` keeps input dim `d` except for `whole` dims.
 FactorRule sameShapeRule(Operation *op, llvm::function_ref<bool(int64_t)> whole) {
   FactorRule r(op);
-  for (size_t d = 0; d < r.results[0].size(); ++d)
-    if (!whole(d)) {
-      DimRef ref{r.add(), 1};
-      r.results[0][d] = ref;
-      for (auto &operand : r.operands)
-        if (d < operand.size() &&
-            shapeOf(op->getOperand(&operand - r.operands.data()))[d] ==
-                shapeOf(op->getResult(0))[d])
-          operand[d] = ref;
-    }
+  ArrayRef<int64_t> out = shapeOf(op->getResult(0));
+  for (size_t d = 0; d < out.size(); ++d) {
+    if (whole(d))
+      continue;
+    DimRef ref{r.add(), 1};
+    r.results[0][d] = ref;
+    for (auto [i, v] : llvm::enumerate(op->getOperands()))
+      if (d < shapeOf(v).size() && shapeOf(v)[d] == out[d])
+        r.operands[i][d] = ref;
+  }
   return r;
 }
 

@@ -243,42 +243,18 @@ void argReduce(bool isMax, const T *x, int64_t *y, int64_t outer, int64_t n,
 // Data movement, by element size
 //===----------------------------------------------------------------------===//
 
-/// out[o, j, i] = in[o, idx[j], i] with negative indices wrapped. Returns
-/// false (and records an error) on an index out of range.
+/// out[o, j, i] = in[o, idx[j] - offset, i] with negative indices wrapped by
+/// globalDim. The table holds entries [offset, offset + axisDim) of an axis
+/// of globalDim entries (all of it unless it is one device's block of a
+/// vocabulary-parallel embedding); indices outside the block give zeros, so
+/// summing over the devices yields the whole gather. Returns false (and
+/// records an error) on an index outside the global axis.
 template <typename Index>
 bool gather(size_t elem, const char *in, const Index *idx, char *out,
-            int64_t outer, int64_t axisDim, int64_t numIdx, int64_t inner) {
-  size_t row = inner * elem;
-  for (int64_t j = 0; j < numIdx; ++j) {
-    int64_t k = static_cast<int64_t>(idx[j]);
-    if (k < 0)
-      k += axisDim;
-    if (k < 0 || k >= axisDim) {
-      kernelError("gather index " + std::to_string(idx[j]) +
-                  " out of range for an axis of size " +
-                  std::to_string(axisDim));
-      return false;
-    }
-  }
-  for (int64_t o = 0; o < outer; ++o)
-    for (int64_t j = 0; j < numIdx; ++j) {
-      int64_t k = static_cast<int64_t>(idx[j]);
-      if (k < 0)
-        k += axisDim;
-      std::memcpy(out + (o * numIdx + j) * row, in + (o * axisDim + k) * row,
-                  row);
-    }
-  return true;
-}
-
-/// gather on this device's block [offset, offset + axisDim) of a table
-/// whose axis has globalDim entries in all: indices in the block gather,
-/// others give zeros, so summing over the devices yields the global gather.
-/// Indices outside the global table are an error, as for gather.
-template <typename Index>
-bool shardGather(size_t elem, const char *in, const Index *idx, char *out,
-                 int64_t outer, int64_t axisDim, int64_t numIdx,
-                 int64_t inner, int64_t offset, int64_t globalDim) {
+            int64_t outer, int64_t axisDim, int64_t numIdx, int64_t inner,
+            int64_t offset = 0, int64_t globalDim = -1) {
+  if (globalDim < 0)
+    globalDim = axisDim;
   size_t row = inner * elem;
   for (int64_t j = 0; j < numIdx; ++j) {
     int64_t k = static_cast<int64_t>(idx[j]);

@@ -26,6 +26,16 @@ struct DimSplit {
   int64_t groups;
 };
 
+/// Row-major coordinates of `index` in a grid of `rank` dims: a device's
+/// place in the mesh, or a block's place among a tensor's blocks.
+inline void meshCoords(int64_t index, int rank, const int64_t *shape,
+                       int64_t *coords) {
+  for (int a = rank - 1; a >= 0; --a) {
+    coords[a] = index % shape[a];
+    index /= shape[a];
+  }
+}
+
 /// In-group index of the device at `coords` over `split`'s axes.
 inline int64_t splitIndex(const DimSplit &split, const int64_t *meshShape,
                           const int64_t *coords) {
