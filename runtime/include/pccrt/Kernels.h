@@ -285,10 +285,12 @@ bool gather(size_t elem, const char *in, const Index *idx, char *out,
 void stridedCopy(size_t elem, const char *in, char *out, int rank,
                  const int64_t *shape, int64_t base, const int64_t *inStride);
 
-/// Concatenation along one axis: parts are (outer, sizes[p], inner).
-inline void concat(size_t elem, int numParts, const char *const *parts,
-                   const int64_t *sizes, char *out, int64_t outer,
-                   int64_t inner) {
+/// Copies between a whole tensor (outer, sum(sizes), inner) and its parts
+/// (outer, sizes[p], inner) along one axis: into the whole if `join`
+/// (concat), out of it otherwise (split).
+inline void copyParts(bool join, size_t elem, char *whole, int numParts,
+                      char *const *parts, const int64_t *sizes,
+                      int64_t outer, int64_t inner) {
   int64_t total = 0;
   for (int p = 0; p < numParts; ++p)
     total += sizes[p];
@@ -296,28 +298,25 @@ inline void concat(size_t elem, int numParts, const char *const *parts,
     int64_t at = 0;
     for (int p = 0; p < numParts; ++p) {
       size_t bytes = sizes[p] * inner * elem;
-      std::memcpy(out + (o * total + at) * inner * elem,
-                  parts[p] + o * bytes, bytes);
+      char *w = whole + (o * total + at) * inner * elem;
+      char *part = parts[p] + o * bytes;
+      join ? std::memcpy(w, part, bytes) : std::memcpy(part, w, bytes);
       at += sizes[p];
     }
   }
 }
 
-/// Inverse of concat.
+inline void concat(size_t elem, int numParts, const char *const *parts,
+                   const int64_t *sizes, char *out, int64_t outer,
+                   int64_t inner) {
+  copyParts(true, elem, out, numParts, const_cast<char *const *>(parts), sizes,
+            outer, inner);
+}
+
 inline void split(size_t elem, const char *in, int numParts, char *const *parts,
                   const int64_t *sizes, int64_t outer, int64_t inner) {
-  int64_t total = 0;
-  for (int p = 0; p < numParts; ++p)
-    total += sizes[p];
-  for (int64_t o = 0; o < outer; ++o) {
-    int64_t at = 0;
-    for (int p = 0; p < numParts; ++p) {
-      size_t bytes = sizes[p] * inner * elem;
-      std::memcpy(parts[p] + o * bytes, in + (o * total + at) * inner * elem,
-                  bytes);
-      at += sizes[p];
-    }
-  }
+  copyParts(false, elem, const_cast<char *>(in), numParts, parts, sizes, outer,
+            inner);
 }
 
 template <typename T>
