@@ -1,8 +1,12 @@
 //===- pcc.cpp - the pcc compiler driver ----------------------------------===//
 //
 //   pcc MODEL.onnx [--devices N] [--dp N] [--tp N --tp-mode 1d] [-o DIR]
-//       [--input-shape NAME=AxB]...
+//       [--cluster C] [--input-shape NAME=AxB]...
 //   pcc MODEL.onnx --emit=mlir|mlir-spmd [-o FILE]
+//   pcc plan MODEL.onnx --devices N [--cluster C] [--train]
+//       [--format text|json|dot] [--compare] [--explain]
+//       [--dp --tp --tp-mode 1d|2d|2.5d|3d --pp --sp --microbatches]
+//   pcc calibrate [-o FILE] [--ranks N]
 //
 // Errors go to stderr as exactly one line starting "error:", and the exit
 // status is 1; nothing is written to stdout or to an output file unless the
@@ -15,6 +19,8 @@
 #include "pcc/Dialect/PCC/Transforms/Passes.h"
 #include "pcc/Import/ONNXImporter.h"
 #include "pcc/Partition/Passes.h"
+#include "pcc/Plan/Calibrate.h"
+#include "pcc/Plan/PlanReport.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -23,6 +29,9 @@
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -34,8 +43,20 @@ namespace {
 
 cl::OptionCategory pccCategory("pcc options");
 
+cl::SubCommand planCmd("plan",
+                       "Choose how to spread a model over devices and show "
+                       "why, what it costs, and what else was considered");
+cl::SubCommand calibrateCmd(
+    "calibrate", "Measure this machine (BLAS, memory, MPI) and write the "
+                 "'host' cluster spec");
+
+/// Options of compiling and of `pcc plan`.
+#define COMPILE_AND_PLAN                                                       \
+  cl::sub(cl::SubCommand::getTopLevel()), cl::sub(planCmd), cl::cat(pccCategory)
+#define PLAN_ONLY cl::sub(planCmd), cl::cat(pccCategory)
+
 cl::opt<std::string> inputFile(cl::Positional, cl::desc("<model.onnx>"),
-                               cl::Required, cl::cat(pccCategory));
+                               cl::Required, COMPILE_AND_PLAN);
 
 enum class Emit { None, Mlir, MlirImport, MlirSpmd };
 cl::opt<Emit> emit(
@@ -55,27 +76,66 @@ cl::list<std::string> inputShapes(
     cl::desc("Bind a symbolic input shape: NAME=AxB (a graph input's whole "
              "shape) or DIM=N (an ONNX dim_param); repeatable, or "
              "comma-separated"),
-    cl::value_desc("NAME=AxB"), cl::CommaSeparated, cl::cat(pccCategory));
+    cl::value_desc("NAME=AxB"), cl::CommaSeparated, COMPILE_AND_PLAN);
 
 cl::opt<std::string> outputPath(
     "o",
-    cl::desc("Output directory when compiling (default: out), or output "
-             "file for --emit (default: stdout)"),
-    cl::value_desc("path"), cl::cat(pccCategory));
+    cl::desc("Output directory when compiling (default: out), output file "
+             "for --emit (default: stdout), or the spec `pcc calibrate` "
+             "writes (default: the host spec path)"),
+    cl::value_desc("path"), cl::sub(cl::SubCommand::getTopLevel()),
+    cl::sub(calibrateCmd), cl::cat(pccCategory));
 
-cl::opt<int> devices("devices", cl::desc("Number of devices (ranks) to "
-                                         "compile for"),
-                     cl::init(1), cl::cat(pccCategory));
+cl::opt<int> devices("devices", cl::desc("Number of devices (ranks)"),
+                     cl::init(1), COMPILE_AND_PLAN);
 
 cl::opt<int> dpDegree("dp", cl::desc("Data-parallel degree (split the batch)"),
-                      cl::init(1), cl::cat(pccCategory));
-cl::opt<int> tpDegree("tp", cl::desc("Tensor-parallel degree"), cl::init(1),
-                      cl::cat(pccCategory));
+                      cl::init(0), COMPILE_AND_PLAN);
+cl::opt<int> tpDegree("tp", cl::desc("Tensor-parallel degree (devices in a "
+                                     "tensor group)"),
+                      cl::init(0), COMPILE_AND_PLAN);
 cl::opt<std::string> tpMode(
     "tp-mode",
-    cl::desc("Tensor-parallel scheme: 1d (Megatron); 2d, 2.5d and 3d are "
-             "planned by `pcc plan` but cannot run yet"),
-    cl::init("1d"), cl::cat(pccCategory));
+    cl::desc("Tensor-parallel scheme: 1d (Megatron), 2d (SUMMA, q x q), "
+             "2.5d (Tesseract, q x q x d), 3d (q x q x q); only 1d compiles"),
+    cl::init(""), COMPILE_AND_PLAN);
+cl::opt<int> ppDegree("pp", cl::desc("Pipeline stages (plan only)"),
+                      cl::init(0), COMPILE_AND_PLAN);
+cl::opt<int> spDegree("sp", cl::desc("Sequence-parallel degree (plan only)"),
+                      cl::init(0), COMPILE_AND_PLAN);
+cl::opt<int> microbatches("microbatches",
+                          cl::desc("Microbatches per step (plan only)"),
+                          cl::init(0), PLAN_ONLY);
+cl::opt<std::string> clusterName(
+    "cluster",
+    cl::desc("Cluster spec: dgx-a100, dgx-h100, h200, host (from `pcc "
+             "calibrate`) or a JSON file; default host when calibrated, "
+             "else dgx-a100"),
+    cl::init(""), COMPILE_AND_PLAN);
+cl::opt<bool> train("train",
+                    cl::desc("Plan a training step: forward, backward and "
+                             "Adam update"),
+                    PLAN_ONLY);
+cl::opt<std::string> recompute(
+    "recompute", cl::desc("Activation recompute when training: auto "
+                          "(searched), none or full"),
+    cl::init("auto"), PLAN_ONLY);
+enum class Format { Text, Json, Dot };
+cl::opt<Format> outputFormat(
+    "format", cl::desc("Plan output format"),
+    cl::values(clEnumValN(Format::Text, "text", "readable summary"),
+               clEnumValN(Format::Json, "json",
+                          "schema pcc-plan-report/1 (docs/planner.md)"),
+               clEnumValN(Format::Dot, "dot", "graphviz partitioned graph")),
+    cl::init(Format::Text), PLAN_ONLY);
+cl::opt<bool> compare("compare", cl::desc("Rank the alternatives considered"),
+                      PLAN_ONLY);
+cl::opt<bool> explainPlan("explain", cl::desc("Say why the winner won"),
+                          PLAN_ONLY);
+cl::opt<int> calibrateRanks("ranks",
+                            cl::desc("MPI ranks to measure collectives with"),
+                            cl::init(2), cl::sub(calibrateCmd),
+                            cl::cat(pccCategory));
 
 cl::opt<std::string> cxxFlags(
     "cxx-flags",
@@ -138,28 +198,101 @@ private:
   mlir::DiagnosticEngine::HandlerID id;
 };
 
-/// The default plan until the planner lands: as much data parallelism as
-/// the batch (the first input's leading dimension) allows, the rest tensor
-/// parallel.
-int defaultDataParallel(mlir::ModuleOp module, int devices) {
-  auto fn = module.lookupSymbol<mlir::func::FuncOp>("main");
-  int64_t batch = 0;
-  if (fn)
-    for (mlir::Type t : fn.getArgumentTypes())
-      if (auto rt = dyn_cast<mlir::RankedTensorType>(t); rt && rt.getRank()) {
-        batch = rt.getDimSize(0);
-        break;
-      }
-  int best = 1;
-  for (int d = 1; d <= devices; ++d)
-    if (devices % d == 0 && batch % d == 0)
-      best = d;
-  return best;
-}
-
 int fail(const Twine &message) {
   errs() << "error: " << message << "\n";
   return 1;
+}
+
+/// The cluster to plan for: --cluster, else the calibrated host, else the
+/// dgx-a100 preset.
+Expected<pcc::ClusterSpec> chosenCluster() {
+  if (!clusterName.empty())
+    return pcc::loadCluster(clusterName);
+  if (sys::fs::exists(pcc::hostClusterPath()))
+    return pcc::loadCluster("host");
+  return pcc::loadCluster("dgx-a100");
+}
+
+/// Degrees and mode from the flags (0 = not forced).
+Expected<pcc::PlanOptions> planOptions() {
+  auto err = [](const Twine &m) {
+    return createStringError(inconvertibleErrorCode(), m);
+  };
+  pcc::PlanOptions o;
+  auto given = [](const cl::opt<int> &o) { return o.getNumOccurrences() > 0; };
+  for (const cl::opt<int> *f : {&dpDegree, &tpDegree, &ppDegree, &spDegree,
+                                &microbatches})
+    if (given(*f) && *f < 1)
+      return err("--" + f->ArgStr + " must be at least 1, got " +
+                 Twine(int(*f)));
+  if (devices < 1)
+    return err("--devices must be at least 1, got " + Twine(int(devices)));
+  o.dp = dpDegree;
+  o.tp = tpDegree;
+  o.pp = ppDegree;
+  o.sp = spDegree;
+  o.microbatches = microbatches;
+  if (!tpMode.empty()) {
+    o.tpMode = pcc::parseTensorMode(tpMode);
+    if (!o.tpMode)
+      return err("--tp-mode must be 1d, 2d, 2.5d or 3d, got '" + tpMode + "'");
+  }
+  o.devices = devices;
+  // Forced degrees without --devices: the devices they need (unset ones
+  // count as 1).
+  if (!devices.getNumOccurrences() && (o.dp || o.tp || o.pp || o.sp))
+    o.devices = std::max<int64_t>(1, o.dp) * std::max<int64_t>(1, o.tp) *
+                std::max<int64_t>(1, o.pp) * std::max<int64_t>(1, o.sp);
+  int64_t forcedProduct = 1;
+  bool allForced = o.dp && o.tp && o.pp && o.sp;
+  for (int64_t d : {o.dp, o.tp, o.pp, o.sp})
+    forcedProduct *= std::max<int64_t>(1, d);
+  if (o.devices % forcedProduct ||
+      (allForced && forcedProduct != o.devices))
+    return err(formatv("forced degrees (dp {0}, tp {1}, pp {2}, sp {3}) do "
+                       "not multiply to --devices {4}",
+                       std::max<int64_t>(1, o.dp), std::max<int64_t>(1, o.tp),
+                       std::max<int64_t>(1, o.pp), std::max<int64_t>(1, o.sp),
+                       o.devices));
+  o.train = train;
+  if (recompute == "none")
+    o.recompute = false;
+  else if (recompute == "full")
+    o.recompute = true;
+  else if (recompute != "auto")
+    return err("--recompute must be auto, none or full, got '" + recompute +
+               "'");
+  if (o.recompute && !o.train)
+    return err("--recompute needs --train");
+  return o;
+}
+
+int runCalibrate() {
+  pcc::CalibrateOptions o;
+  o.ranks = calibrateRanks;
+  if (o.ranks < 2)
+    return fail("--ranks must be at least 2, got " + Twine(int(calibrateRanks)));
+  SmallString<256> probe(sys::path::parent_path(
+      sys::fs::getMainExecutable(nullptr, (void *)&fail)));
+  sys::path::append(probe, "pcc-mpi-probe");
+  o.probe = std::string(probe);
+  auto spec = pcc::calibrateHost(o, errs());
+  if (!spec)
+    return fail(toString(spec.takeError()));
+  std::string path =
+      outputPath.empty() ? pcc::hostClusterPath() : outputPath.getValue();
+  if (auto ec = sys::fs::create_directories(sys::path::parent_path(path)))
+    if (!sys::path::parent_path(path).empty())
+      return fail("cannot create the directory of '" + path +
+                  "': " + ec.message());
+  std::string err;
+  auto out = mlir::openOutputFile(path, &err);
+  if (!out)
+    return fail(err);
+  out->os() << pcc::clusterToJSON(*spec);
+  out->keep();
+  outs() << "pcc: wrote " << path << "\n";
+  return 0;
 }
 
 } // namespace
@@ -170,10 +303,16 @@ int main(int argc, char **argv) {
   cl::ParseCommandLineOptions(
       argc, argv,
       "pcc: auto-parallelizing compiler for ONNX models\n\n"
+      "  pcc MODEL.onnx --devices 8        compile for 8 ranks (out/model)\n"
+      "  pcc plan MODEL.onnx --devices 8 --cluster dgx-a100 --train --explain\n"
+      "                                    show the plan and why\n"
+      "  pcc calibrate                     measure this machine ('host')\n"
       "  pcc MODEL.onnx --emit=mlir        print the imported pcc-dialect "
-      "module\n"
-      "  pcc MODEL.onnx --emit=mlir --input-shape tokens=2x32\n"
-      "                                    bind symbolic input dims first\n");
+      "module\n");
+
+  if (calibrateCmd)
+    return runCalibrate();
+  bool planning = bool(planCmd);
 
   pcc::ImportOptions options;
   for (const std::string &spec : inputShapes) {
@@ -181,24 +320,30 @@ int main(int argc, char **argv) {
     if (!err.empty())
       return fail(err);
   }
-  if (devices < 1)
-    return fail("--devices must be at least 1, got " + Twine(devices));
-  bool forced = dpDegree.getNumOccurrences() || tpDegree.getNumOccurrences();
-  if (dpDegree < 1 || tpDegree < 1)
-    return fail("--dp and --tp must be at least 1");
-  if (tpMode != "1d" && tpMode != "2d" && tpMode != "2.5d" && tpMode != "3d")
-    return fail("--tp-mode must be 1d, 2d, 2.5d or 3d, got '" + tpMode + "'");
-  if (tpMode != "1d")
-    return fail("--tp-mode " + tpMode +
-                " cannot be compiled yet (only 1d, Megatron)");
-  int dp = dpDegree, tp = tpDegree;
-  if (forced) {
-    if (devices.getNumOccurrences() && dp * tp != devices)
-      return fail("--dp " + Twine(dp) + " x --tp " + Twine(tp) + " is " +
-                  Twine(dp * tp) + " devices, but --devices is " +
-                  Twine(devices));
-    devices = dp * tp;
+  auto planOpts = planOptions();
+  if (!planOpts)
+    return fail(toString(planOpts.takeError()));
+  bool forced = planOpts->dp || planOpts->tp;
+  if (!planning) {
+    if (planOpts->pp > 1 || planOpts->sp > 1)
+      return fail("--pp and --sp are planned by `pcc plan` but cannot be "
+                  "compiled yet (only --dp and --tp with --tp-mode 1d)");
+    if (planOpts->tpMode && *planOpts->tpMode != pcc::TensorMode::OneD)
+      return fail("--tp-mode " + tpMode +
+                  " is planned by `pcc plan` but cannot be compiled yet (only "
+                  "1d, Megatron)");
+    if (forced && devices.getNumOccurrences() &&
+        std::max<int64_t>(1, planOpts->dp) * std::max<int64_t>(1, planOpts->tp) !=
+            devices)
+      return fail("--dp " + Twine(std::max<int64_t>(1, planOpts->dp)) +
+                  " x --tp " + Twine(std::max<int64_t>(1, planOpts->tp)) +
+                  " is " +
+                  Twine(std::max<int64_t>(1, planOpts->dp) *
+                        std::max<int64_t>(1, planOpts->tp)) +
+                  " devices, but --devices is " + Twine(int(devices)));
+    planOpts->runnableOnly = true;
   }
+  int ndev = planOpts->devices;
 
   mlir::MLIRContext context;
   context.disableMultithreading();
@@ -211,23 +356,67 @@ int main(int argc, char **argv) {
       return fail("import of '" + inputFile + "' failed");
     return 1;
   }
-  if (emit != Emit::MlirImport) {
+  if (emit != Emit::MlirImport || planning) {
     mlir::PassManager pm(&context);
     pcc::buildImportCleanupPipeline(pm);
     if (mlir::failed(pm.run(*module)))
       return diagnostics.printed ? 1 : fail("cleanup pipeline failed");
   }
+  auto mainFn = module->lookupSymbol<mlir::func::FuncOp>("main");
+  if (!mainFn)
+    return fail("the model has no main function");
 
-  // Devices > 1: shard by the forced strategy (or the default rule), then
-  // partition into the per-device program.
-  if (devices > 1 && emit != Emit::MlirImport) {
-    if (!forced) {
-      dp = defaultDataParallel(*module, devices);
-      tp = devices / dp;
-    }
+  if (planning) {
+    auto cluster = chosenCluster();
+    if (!cluster)
+      return fail(toString(cluster.takeError()));
+    pcc::PlanGraph graph = pcc::buildPlanGraph(mainFn);
+    auto plan = pcc::makePlan(graph, *cluster, *planOpts);
+    if (!plan)
+      return fail(toString(plan.takeError()));
+    pcc::ReportOptions report;
+    report.modelPath = inputFile;
+    report.compare = compare;
+    report.explain = explainPlan;
+    if (outputFormat == Format::Json)
+      pcc::printPlanJSON(outs(), graph, *cluster, *planOpts, *plan, report);
+    else if (outputFormat == Format::Dot)
+      pcc::printPlanDot(outs(), graph, *plan);
+    else
+      pcc::printPlanText(outs(), graph, *cluster, *planOpts, *plan, report);
+    return 0;
+  }
+
+  // Devices > 1: the forced strategy, or the planner's best plan among
+  // those the code generator runs; then partition into the per-device
+  // program.
+  int dp = std::max<int64_t>(1, planOpts->dp);
+  int tp = std::max<int64_t>(1, planOpts->tp);
+  std::string planNote;
+  if (forced) {
+    if (!planOpts->dp)
+      dp = ndev / tp;
+    if (!planOpts->tp)
+      tp = ndev / dp;
+    ndev = dp * tp;
+  } else if (ndev > 1 && emit != Emit::MlirImport) {
+    auto cluster = chosenCluster();
+    if (!cluster)
+      return fail(toString(cluster.takeError()));
+    pcc::PlanGraph graph = pcc::buildPlanGraph(mainFn);
+    auto plan = pcc::makePlan(graph, *cluster, *planOpts);
+    if (!plan)
+      return fail(toString(plan.takeError()));
+    dp = plan->best.dp;
+    tp = plan->best.tp;
+    planNote = formatv("plan dp {0} x tp {1} on cluster {2}, predicted {3:F3} "
+                       "ms per batch; ",
+                       dp, tp, cluster->name, plan->best.stepTime * 1e3);
+  }
+  if (ndev > 1 && emit != Emit::MlirImport) {
     mlir::PassManager pm(&context);
     pm.addPass(pcc::createApplyStrategy(
-        pcc::ApplyStrategyOptions{dp, tp, tpMode.getValue()}));
+        pcc::ApplyStrategyOptions{dp, tp, std::string("1d")}));
     if (emit != Emit::Mlir)
       pm.addPass(pcc::createPartition());
     if (mlir::failed(pm.run(*module)))
@@ -238,7 +427,7 @@ int main(int argc, char **argv) {
     pcc::CompileOptions copts;
     copts.outputDir = outputPath.empty() ? std::string("out") : outputPath.getValue();
     copts.modelPath = inputFile;
-    copts.devices = devices;
+    copts.devices = ndev;
     copts.dp = dp;
     copts.tp = tp;
     copts.cxxFlags = cxxFlags;
@@ -246,7 +435,7 @@ int main(int argc, char **argv) {
     if (mlir::failed(pcc::compileToExecutable(*module, copts, report)))
       return diagnostics.printed ? 1 : fail("compilation failed");
     if (!quiet)
-      outs() << "pcc: wrote " << copts.outputDir << "/model ("
+      outs() << "pcc: wrote " << copts.outputDir << "/model (" << planNote
              << report.kernelCalls << " kernel calls, " << report.fusedLoops
              << " fused loops over " << report.fusedOps << " ops; scratch "
              << report.arenaBytes << " bytes (" << report.unsharedBytes

@@ -1,0 +1,29 @@
+//===- Calibrate.h - measure this machine as a cluster spec -----*- C++ -*-===//
+
+#ifndef PCC_PLAN_CALIBRATE_H
+#define PCC_PLAN_CALIBRATE_H
+
+#include "pcc/Plan/Cluster.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+namespace pcc {
+
+struct CalibrateOptions {
+  /// MPI ranks for the collective measurement.
+  int ranks = 2;
+  /// The pcc-mpi-probe executable (next to pcc by default).
+  std::string probe;
+};
+
+/// The `host` spec: one node whose devices are the cores, each running one
+/// rank with one BLAS thread (how `mpirun -np N model --threads 1` runs):
+/// single-thread SGEMM rate, single-thread copy bandwidth, and MPI
+/// all-reduce latency and bandwidth between local ranks. Progress goes to
+/// `log`.
+llvm::Expected<ClusterSpec> calibrateHost(const CalibrateOptions &options,
+                                          llvm::raw_ostream &log);
+
+} // namespace pcc
+
+#endif // PCC_PLAN_CALIBRATE_H

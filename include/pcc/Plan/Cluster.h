@@ -1,0 +1,68 @@
+//===- Cluster.h - what the devices and links of a cluster can do -*- C++ -*-===//
+//
+// A cluster spec is the planner's only view of hardware: per-device peak
+// FLOP/s by dtype, memory and its bandwidth, and the two link levels (inside a
+// node, between nodes) as bandwidth per device and latency. Specs are JSON
+// (docs/planner.md has the schema); dgx-a100, dgx-h100 and h200 are built in,
+// `host` is written by `pcc calibrate`.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PCC_PLAN_CLUSTER_H
+#define PCC_PLAN_CLUSTER_H
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <map>
+#include <string>
+
+namespace pcc {
+
+struct LinkSpec {
+  /// Bytes per second each device can send (one direction).
+  double bandwidth = 0;
+  /// Seconds per message hop.
+  double latency = 0;
+};
+
+struct ClusterSpec {
+  std::string name;
+  std::string deviceName;
+  int64_t nodes = 1;
+  int64_t devicesPerNode = 1;
+  /// Dense peak FLOP/s per device by dtype ("fp32", "tf32", "bf16", "fp16").
+  std::map<std::string, double> peakFlops;
+  /// Device memory in bytes and its bandwidth in bytes per second.
+  double memoryBytes = 0;
+  double memoryBandwidth = 0;
+  LinkSpec intraNode, interNode;
+  /// Fractions of peak that large kernels and collectives reach (cuBLAS on
+  /// big GEMMs, streaming kernels, nccl-tests bus bandwidth).
+  double gemmEfficiency = 0.8;
+  double memoryEfficiency = 0.8;
+  double networkEfficiency = 0.8;
+  /// Fixed cost of launching one kernel, in seconds.
+  double kernelOverhead = 0;
+
+  int64_t totalDevices() const { return nodes * devicesPerNode; }
+  /// Peak for `dtype`, falling back to fp32 when the device lists none.
+  double peak(llvm::StringRef dtype) const;
+};
+
+/// Names of the built-in presets.
+llvm::ArrayRef<llvm::StringRef> clusterPresetNames();
+
+/// Where `pcc calibrate` writes the `host` spec and `--cluster host` reads
+/// it: $PCC_HOST_CLUSTER, else $HOME/.config/pcc/host.json.
+std::string hostClusterPath();
+
+/// A preset by name, `host`, or a JSON file path.
+llvm::Expected<ClusterSpec> loadCluster(llvm::StringRef nameOrPath);
+llvm::Expected<ClusterSpec> parseCluster(llvm::StringRef json,
+                                         llvm::StringRef origin);
+std::string clusterToJSON(const ClusterSpec &spec);
+
+} // namespace pcc
+
+#endif // PCC_PLAN_CLUSTER_H

@@ -1,0 +1,83 @@
+//===- PlanGraph.h - the model as the planner sees it -----------*- C++ -*-===//
+//
+// The planner works on the imported function's compute ops in program order
+// (weights and constants are not nodes; they are what nodes read). Models
+// built from a repeated block (transformer layers) are recognised: nodes
+// [begin, begin + period * count) are `count` copies of one block, each
+// reading the previous copy's outputs where the first reads the prefix. The
+// search then decides one block and replicates the decision, which is what
+// lets GPT-3-sized graphs plan in seconds.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PCC_PLAN_PLANGRAPH_H
+#define PCC_PLAN_PLANGRAPH_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <string>
+#include <vector>
+
+namespace pcc {
+
+struct PlanNode {
+  mlir::Operation *op = nullptr;
+  /// The ONNX node name (from the op's NameLoc), or the op name.
+  std::string name;
+  /// For each operand: index of the producing node, or -1 when it is a
+  /// function argument, weight or constant.
+  llvm::SmallVector<int, 4> producers;
+  /// Forward FLOPs and bytes moved, on global shapes.
+  double flops = 0, bytes = 0;
+  /// Elements of the weights this node reads first (a weight shared by
+  /// several nodes counts once).
+  double params = 0;
+  /// A contraction with a weight (linear layer) or between two activations
+  /// (attention scores and context).
+  bool linear = false, activationMatmul = false;
+};
+
+/// Nodes [begin, begin + period * count) are `count` copies of one block.
+struct RepeatedBlock {
+  int begin = 0, period = 0, count = 0;
+  bool present() const { return count >= 2; }
+  int end() const { return begin + period * count; }
+};
+
+struct PlanGraph {
+  mlir::func::FuncOp fn;
+  std::vector<PlanNode> nodes;
+  RepeatedBlock block;
+  /// Element type of the model's float tensors ("fp32", "bf16", "fp16")
+  /// and its size in bytes.
+  std::string dtype = "fp32";
+  int64_t elementBytes = 4;
+  double totalFlops = 0, totalParams = 0;
+  /// Leading dimension of the first input (what data parallelism splits).
+  int64_t batch = 1;
+  /// Second dimension of the first input when it has rank >= 2 (tokens of
+  /// a sequence model; what sequence parallelism splits).
+  int64_t sequence = 1;
+
+  /// The block copy and offset of node `i`, mapped to the first copy; nodes
+  /// outside the block map to themselves.
+  int representative(int i) const;
+};
+
+PlanGraph buildPlanGraph(mlir::func::FuncOp fn);
+
+/// Forward FLOPs and bytes of `op` when its operands and results have the
+/// given shapes (global or per device). Everything but weights is scaled by
+/// `activationScale`, the fraction of the batch the shapes stand for.
+struct OpWork {
+  double flops = 0, bytes = 0;
+};
+OpWork opWork(mlir::Operation *op,
+              llvm::ArrayRef<llvm::SmallVector<int64_t>> operandShapes,
+              llvm::ArrayRef<llvm::SmallVector<int64_t>> resultShapes,
+              double activationScale = 1);
+
+} // namespace pcc
+
+#endif // PCC_PLAN_PLANGRAPH_H

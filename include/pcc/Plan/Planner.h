@@ -1,0 +1,87 @@
+//===- Planner.h - choose how to spread a model over devices ----*- C++ -*-===//
+//
+// The search: every factorisation of the devices into data x pipeline x
+// tensor x sequence groups, the tensor group 1D (t), 2D (q x q), 2.5D
+// (q x q x d) or 3D (q x q x q); every microbatch size; with and without
+// activation recompute when training. Per candidate, per-op layouts on a 1D
+// tensor axis come from the exact search (ShardingSearch.h); 2D/2.5D/3D
+// linear layers follow Colossal-AI's algorithms (SUMMA, Tesseract, 3D
+// matmul) and are costed in closed form. Pipeline stages are contiguous runs
+// of nodes (whole copies of a repeated block) balanced by time; the schedule
+// is 1F1B. A candidate is feasible when its memory per device fits.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PCC_PLAN_PLANNER_H
+#define PCC_PLAN_PLANNER_H
+
+#include "pcc/Plan/Cluster.h"
+#include "pcc/Plan/PlanGraph.h"
+#include "pcc/Plan/ShardingSearch.h"
+
+#include <memory>
+#include <optional>
+
+namespace pcc {
+
+enum class TensorMode { OneD, TwoD, TwoPointFiveD, ThreeD };
+llvm::StringRef tensorModeName(TensorMode mode);
+std::optional<TensorMode> parseTensorMode(llvm::StringRef name);
+
+struct PlanOptions {
+  int64_t devices = 1;
+  bool train = false;
+  /// Activation recompute when training: unset = searched.
+  std::optional<bool> recompute;
+  /// Forced degrees (0 = searched) and tensor mode.
+  int64_t dp = 0, pp = 0, tp = 0, sp = 0, microbatches = 0;
+  std::optional<TensorMode> tpMode;
+  /// Only plans the code generator can run (dp x 1D tp).
+  bool runnableOnly = false;
+};
+
+struct PlanCandidate {
+  int64_t dp = 1, pp = 1, tp = 1, sp = 1, microbatches = 1;
+  TensorMode mode = TensorMode::OneD;
+  /// 2D/2.5D/3D grid: q x q (x depth).
+  int64_t q = 1, depth = 1;
+  bool recompute = false;
+  /// Predicted seconds per step (one batch; forward + backward + optimizer
+  /// when training) and its parts.
+  double stepTime = 0, compute = 0, comm = 0, bubble = 0, dataParallel = 0,
+         optimizer = 0;
+  /// Bytes per device (the fullest pipeline stage).
+  double memory = 0, weightMemory = 0, stateMemory = 0, activationMemory = 0;
+  /// FLOPs each device executes per step (recompute included) and the rate.
+  double flopsPerDevice = 0, tflopsPerDevice = 0;
+  bool fits = true, runnable = false;
+  /// First node of each pipeline stage.
+  std::vector<int> stageBegin;
+  /// 1D: the per-op layouts (shared between candidates with equal inputs).
+  std::shared_ptr<const SearchResult> layout;
+
+  std::string label() const;
+};
+
+struct Plan {
+  PlanCandidate best;
+  /// Feasible candidates, fastest first (the best included), then the
+  /// fastest that did not fit.
+  std::vector<PlanCandidate> considered;
+  int64_t evaluated = 0, ilpSolves = 0, infeasible = 0;
+  double seconds = 0;
+};
+
+llvm::Expected<Plan> makePlan(const PlanGraph &graph,
+                              const ClusterSpec &cluster,
+                              const PlanOptions &options);
+
+/// Mesh rank layout: ranks are row-major over (pp, dp, sp, tensor axes), the
+/// tensor axes fastest. True if a group of `size` ranks `stride` apart spans
+/// more than one node.
+bool groupCrossesNodes(int64_t stride, int64_t size,
+                       const ClusterSpec &cluster);
+
+} // namespace pcc
+
+#endif // PCC_PLAN_PLANNER_H

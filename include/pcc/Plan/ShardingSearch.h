@@ -1,0 +1,80 @@
+//===- ShardingSearch.h - per-op layouts on one tensor axis -----*- C++ -*-===//
+//
+// Chooses, for every compute node, how it runs on a 1D tensor-parallel axis
+// of t devices: replicated, or with one of the layouts its sharding rule
+// allows (a linear layer column- or row-parallel, an elementwise op split on
+// any dimension, ...). Each choice has a compute time on the per-device
+// shapes; each producer/consumer pair has the time of the collectives that
+// turn one layout into the other (exactly those pcc-partition inserts). The
+// choice minimising the total is an integer linear program (Alpa's
+// intra-operator pass), solved exactly with COIN-OR CBC. For a model built
+// from a repeated block only the prefix, one copy and the suffix are
+// variables; the copy is costed `count` times and the edge from one copy to
+// the next `count - 1` times, so every copy runs the same layouts.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PCC_PLAN_SHARDINGSEARCH_H
+#define PCC_PLAN_SHARDINGSEARCH_H
+
+#include "pcc/Partition/ShardingRules.h"
+#include "pcc/Plan/CostModel.h"
+#include "pcc/Plan/PlanGraph.h"
+
+#include <vector>
+
+namespace pcc {
+
+struct PlannedCollective {
+  CollectiveKind kind;
+  /// Consumer node (or producer, for an in-op or output reduction) and the
+  /// bytes of the whole tensor, per microbatch.
+  int node = -1;
+  double bytes = 0, seconds = 0;
+};
+
+struct NodeChoice {
+  OpSharding sharding;
+  /// Per microbatch, forward: time on the device, time of the collectives
+  /// feeding it (and inside it), local weight and result bytes.
+  double compute = 0, comm = 0, weightBytes = 0, resultBytes = 0;
+  llvm::SmallVector<PlannedCollective, 2> collectives;
+};
+
+struct SearchInput {
+  /// Tensor-parallel degree and whether its group crosses nodes.
+  int64_t degree = 1;
+  bool crossNode = false;
+  /// Fraction of the global batch and sequence one device computes per
+  /// microbatch (1 / (dp * microbatches * sp)).
+  double scale = 1;
+  /// Objective weights: 1 and 1 for inference; for training the forward,
+  /// two backward passes (and a recomputed forward) of compute, and the
+  /// forward and backward collectives (and recomputed ones).
+  double computeWeight = 1, commWeight = 1;
+  /// Budget for weight bytes x `weightFactor` per device (0: no limit).
+  double weightBudget = 0, weightFactor = 1;
+};
+
+struct SearchResult {
+  /// Per node (every copy of the block gets its copy-0 choice).
+  std::vector<NodeChoice> nodes;
+  int variables = 0, constraints = 0;
+  bool optimal = false, feasible = true;
+  double seconds = 0;
+};
+
+SearchResult searchTensorParallel(const PlanGraph &graph,
+                                  const CostModel &cost,
+                                  const SearchInput &input);
+
+/// Time and collectives of turning layout `from` into `to` for a tensor of
+/// `bytes` (whole) on a one-axis mesh of `degree` devices.
+double reshardTime(const TensorSharding &from, const TensorSharding &to,
+                   double bytes, int64_t degree, bool crossNode,
+                   const CostModel &cost,
+                   llvm::SmallVectorImpl<PlannedCollective> *out = nullptr);
+
+} // namespace pcc
+
+#endif // PCC_PLAN_SHARDINGSEARCH_H

@@ -1,0 +1,67 @@
+//===- CostModel.cpp - roofline kernels, alpha-beta collectives -----------===//
+
+#include "pcc/Plan/CostModel.h"
+
+#include <algorithm>
+
+namespace pcc {
+
+llvm::StringRef collectiveName(CollectiveKind kind) {
+  switch (kind) {
+  case CollectiveKind::AllReduce:
+    return "all_reduce";
+  case CollectiveKind::AllGather:
+    return "all_gather";
+  case CollectiveKind::ReduceScatter:
+    return "reduce_scatter";
+  case CollectiveKind::AllToAll:
+    return "all_to_all";
+  case CollectiveKind::Broadcast:
+    return "broadcast";
+  case CollectiveKind::SendRecv:
+    return "send_recv";
+  }
+  return "?";
+}
+
+CostModel::CostModel(const ClusterSpec &cluster, std::string dtype,
+                     int64_t devices)
+    : spec(cluster), dtypeName(std::move(dtype)) {
+  flopRate = spec.peak(dtypeName) * spec.gemmEfficiency;
+  byteRate = spec.memoryBandwidth * spec.memoryEfficiency;
+  // A calibrated host is one node whose "devices" are cores: ranks beyond
+  // the cores share them.
+  if (spec.nodes == 1 && devices > spec.devicesPerNode) {
+    double share = double(spec.devicesPerNode) / double(devices);
+    flopRate *= share;
+    byteRate *= share;
+  }
+}
+
+double CostModel::kernelTime(double flops, double bytes) const {
+  return std::max(flops / flopRate, bytes / byteRate) + spec.kernelOverhead;
+}
+
+double CostModel::collectiveTime(CollectiveKind kind, double bytes, int64_t n,
+                                 bool crossNode) const {
+  if (n <= 1 || bytes <= 0)
+    return 0;
+  const LinkSpec &link = crossNode ? spec.interNode : spec.intraNode;
+  double bw = link.bandwidth * spec.networkEfficiency;
+  double ring = double(n - 1) / double(n);
+  switch (kind) {
+  case CollectiveKind::AllReduce:
+    return 2 * (n - 1) * link.latency + 2 * ring * bytes / bw;
+  case CollectiveKind::AllGather:
+  case CollectiveKind::ReduceScatter:
+  case CollectiveKind::AllToAll:
+    return (n - 1) * link.latency + ring * bytes / bw;
+  case CollectiveKind::Broadcast:
+    return (n - 1) * link.latency + bytes / bw;
+  case CollectiveKind::SendRecv:
+    return link.latency + bytes / bw;
+  }
+  return 0;
+}
+
+} // namespace pcc

@@ -1,0 +1,217 @@
+//===- PlanGraph.cpp - compute nodes, work per op, repeated blocks --------===//
+
+#include "pcc/Plan/PlanGraph.h"
+
+#include "pcc/Dialect/PCC/IR/PCCOps.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/Hashing.h"
+
+using namespace mlir;
+
+namespace pcc {
+
+namespace {
+
+double product(ArrayRef<int64_t> shape) {
+  double n = 1;
+  for (int64_t d : shape)
+    n *= double(d);
+  return n;
+}
+
+int64_t bytesOf(Type element) {
+  if (auto f = dyn_cast<FloatType>(element))
+    return f.getWidth() / 8;
+  if (element.isIntOrIndex())
+    return std::max<int64_t>(1, element.getIntOrFloatBitWidth() / 8);
+  return 4;
+}
+
+Type elementOf(Value v) {
+  return cast<ShapedType>(v.getType()).getElementType();
+}
+
+/// Arithmetic per output element of ops that are not contractions:
+/// transcendental activations and normalisations cost a few operations.
+double flopsPerElement(Operation *op) {
+  if (isa<SoftmaxOp, LogSoftmaxOp>(op))
+    return 5;
+  if (isa<LayerNormOp>(op))
+    return 8;
+  if (isa<GeluOp, ErfOp, ExpOp, LogOp, TanhOp, SigmoidOp, PowOp, SqrtOp>(op))
+    return 8;
+  return 1;
+}
+
+std::string nodeName(Operation *op) {
+  Location loc = op->getLoc();
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    if (!fused.getLocations().empty())
+      loc = fused.getLocations().front();
+  if (auto name = dyn_cast<NameLoc>(loc))
+    return name.getName().str();
+  return op->getName().getStringRef().str();
+}
+
+/// Finds the longest run of back-to-back copies of one block of node
+/// signatures (ties: the shortest block), checks that copies are wired
+/// alike, and returns it; `count` stays 0 when there is none.
+RepeatedBlock findRepeatedBlock(const PlanGraph &g) {
+  int n = g.nodes.size();
+  std::vector<llvm::hash_code> sig(n);
+  for (int i = 0; i < n; ++i) {
+    Operation *op = g.nodes[i].op;
+    llvm::hash_code h = llvm::hash_combine(
+        op->getName().getAsOpaquePointer(),
+        op->getAttrDictionary().getAsOpaquePointer());
+    for (Type t : op->getOperandTypes())
+      h = llvm::hash_combine(h, t.getAsOpaquePointer());
+    for (Type t : op->getResultTypes())
+      h = llvm::hash_combine(h, t.getAsOpaquePointer());
+    sig[i] = h;
+  }
+  RepeatedBlock best;
+  for (int p = 1; p <= n / 2; ++p) {
+    int run = 0;
+    for (int i = 0; i + p < n; ++i) {
+      run = sig[i] == sig[i + p] ? run + 1 : 0;
+      // sig[start, i + p] is p-periodic.
+      int start = i - run + 1, count = (run + p) / p;
+      if (run >= p && count * p > best.count * best.period)
+        best = {start, p, count};
+    }
+  }
+  if (!best.present())
+    return {};
+
+  // Copy j of node k reads what copy 0 reads, shifted by j blocks (its own
+  // block or the previous one), or the very same producer (a mask shared by
+  // all layers); nodes after the block read only the last copy or earlier
+  // nodes outside it.
+  for (int j = 1; j < best.count; ++j)
+    for (int k = 0; k < best.period; ++k) {
+      const PlanNode &first = g.nodes[best.begin + k];
+      const PlanNode &copy = g.nodes[best.begin + j * best.period + k];
+      for (auto [p0, p] : llvm::zip(first.producers, copy.producers)) {
+        bool shifted = p0 >= 0 && p == p0 + j * best.period &&
+                       p0 >= best.begin - best.period;
+        if (!(p == p0 || shifted))
+          return {};
+        if (p == p0 && p0 >= best.begin)
+          return {};
+      }
+    }
+  int lastBegin = best.end() - best.period;
+  for (int i = best.end(); i < n; ++i)
+    for (int p : g.nodes[i].producers)
+      if (p >= best.begin && p < lastBegin)
+        return {};
+  return best;
+}
+
+} // namespace
+
+int PlanGraph::representative(int i) const {
+  if (!block.present() || i < block.begin || i >= block.end())
+    return i;
+  return block.begin + (i - block.begin) % block.period;
+}
+
+OpWork opWork(Operation *op, ArrayRef<SmallVector<int64_t>> operandShapes,
+              ArrayRef<SmallVector<int64_t>> resultShapes,
+              double activationScale) {
+  OpWork w;
+  if (isa<ReshapeOp>(op))
+    return w; // a view: no data moves
+  for (auto [v, shape] : llvm::zip(op->getOperands(), operandShapes)) {
+    double bytes = product(shape) * bytesOf(elementOf(v));
+    w.bytes += v.getDefiningOp<WeightOp>() ? bytes : bytes * activationScale;
+  }
+  for (auto [v, shape] : llvm::zip(op->getResults(), resultShapes))
+    w.bytes += product(shape) * bytesOf(elementOf(v)) * activationScale;
+  double out = resultShapes.empty() ? 0 : product(resultShapes.front());
+  if (isa<MatMulOp>(op)) {
+    ArrayRef<int64_t> lhs = operandShapes[0];
+    double k = lhs.empty() ? 1 : double(lhs.back());
+    w.flops = 2 * out * k;
+  } else if (auto g = dyn_cast<GemmOp>(op)) {
+    ArrayRef<int64_t> a = operandShapes[0];
+    double k = double(g.getTransA() ? a[0] : a[1]);
+    w.flops = 2 * out * k + out;
+  } else if (isa<ConvOp>(op)) {
+    ArrayRef<int64_t> weight = operandShapes[1];
+    w.flops = 2 * out * product(weight.drop_front());
+  } else if (isa<TransposeOp, ExpandOp, ConcatOp, SplitOp, SliceOp, GatherOp,
+                 ShardGatherOp, CastOp>(op)) {
+    w.flops = 0;
+  } else {
+    w.flops = out * flopsPerElement(op);
+  }
+  w.flops *= activationScale;
+  return w;
+}
+
+PlanGraph buildPlanGraph(func::FuncOp fn) {
+  PlanGraph g;
+  g.fn = fn;
+  llvm::DenseMap<Operation *, int> index;
+  llvm::DenseMap<Operation *, bool> weightSeen;
+  bool dtypeSet = false;
+  for (Operation &op : fn.getBody().front().without_terminator()) {
+    if (isa<WeightOp, ConstantOp>(op))
+      continue;
+    PlanNode node;
+    node.op = &op;
+    node.name = nodeName(&op);
+    SmallVector<SmallVector<int64_t>> in, out;
+    bool weightOperand = false, activationOperands = true;
+    for (Value v : op.getOperands()) {
+      auto type = cast<RankedTensorType>(v.getType());
+      in.emplace_back(type.getShape());
+      Operation *def = v.getDefiningOp();
+      auto it = def ? index.find(def) : index.end();
+      node.producers.push_back(it == index.end() ? -1 : it->second);
+      if (def && isa<WeightOp>(def)) {
+        weightOperand = true;
+        activationOperands = false;
+        if (!weightSeen[def]) {
+          weightSeen[def] = true;
+          node.params += double(type.getNumElements());
+        }
+      } else if (def && isa<ConstantOp>(def)) {
+        activationOperands = false;
+      }
+    }
+    for (Type t : op.getResultTypes())
+      out.emplace_back(cast<RankedTensorType>(t).getShape());
+    OpWork w = opWork(&op, in, out);
+    node.flops = w.flops;
+    node.bytes = w.bytes;
+    bool contraction = isa<MatMulOp, GemmOp, ConvOp>(op);
+    node.linear = contraction && weightOperand;
+    node.activationMatmul = contraction && activationOperands;
+    if (contraction && !dtypeSet) {
+      Type e = cast<ShapedType>(op.getResult(0).getType()).getElementType();
+      g.elementBytes = bytesOf(e);
+      g.dtype = e.isBF16() ? "bf16" : e.isF16() ? "fp16" : "fp32";
+      dtypeSet = true;
+    }
+    g.totalFlops += node.flops;
+    g.totalParams += node.params;
+    index[&op] = g.nodes.size();
+    g.nodes.push_back(std::move(node));
+  }
+  if (fn.getNumArguments()) {
+    auto first = cast<RankedTensorType>(fn.getArgumentTypes().front());
+    if (first.getRank() >= 1)
+      g.batch = first.getDimSize(0);
+    if (first.getRank() >= 2)
+      g.sequence = first.getDimSize(1);
+  }
+  g.block = findRepeatedBlock(g);
+  return g;
+}
+
+} // namespace pcc

@@ -1,0 +1,431 @@
+//===- PlanReport.cpp - plans as text, JSON and dot -----------------------===//
+
+#include "pcc/Plan/PlanReport.h"
+
+#include "pcc/Dialect/PCC/IR/PCCOps.h"
+
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+
+#include <map>
+
+using namespace llvm;
+
+namespace pcc {
+
+namespace {
+
+constexpr double kGiB = 1073741824.0;
+
+std::string seconds(double s) {
+  if (s >= 1)
+    return formatv("{0:F3} s", s);
+  if (s >= 1e-3)
+    return formatv("{0:F3} ms", s * 1e3);
+  return formatv("{0:F1} us", s * 1e6);
+}
+
+std::string bytes(double b) {
+  if (b >= kGiB)
+    return formatv("{0:F2} GiB", b / kGiB);
+  if (b >= 1048576)
+    return formatv("{0:F2} MiB", b / 1048576);
+  if (b >= 1024)
+    return formatv("{0:F1} KiB", b / 1024);
+  return formatv("{0:F0} B", b);
+}
+
+std::string count(double v) {
+  if (v >= 1e12)
+    return formatv("{0:F2} T", v / 1e12);
+  if (v >= 1e9)
+    return formatv("{0:F2} G", v / 1e9);
+  if (v >= 1e6)
+    return formatv("{0:F2} M", v / 1e6);
+  if (v >= 1e3)
+    return formatv("{0:F1} K", v / 1e3);
+  return formatv("{0:F0} ", v);
+}
+
+Mesh tpMesh(const PlanCandidate &c) {
+  Mesh m;
+  m.shape = {c.tp};
+  m.axisNames = {"tp"};
+  return m;
+}
+
+/// Nodes shown one by one: all but the second and later block copies.
+bool shown(const PlanGraph &g, int i) { return g.representative(i) == i; }
+
+std::string layoutOf(const PlanGraph &g, const PlanCandidate &c, int i) {
+  if (c.tp == 1)
+    return "replicated";
+  if (c.mode != TensorMode::OneD)
+    return formatv("activations over the {0} grid", tensorModeName(c.mode));
+  const OpSharding &s = c.layout->nodes[i].sharding;
+  Mesh mesh = tpMesh(c);
+  std::string out;
+  for (auto [k, t] : llvm::enumerate(s.operands)) {
+    if (k)
+      out += ", ";
+    out += describe(t, mesh);
+  }
+  out += " -> ";
+  for (auto [k, t] : llvm::enumerate(s.results)) {
+    if (k)
+      out += ", ";
+    out += describe(t, mesh);
+  }
+  return out;
+}
+
+struct CollectiveSummary {
+  std::string kind, axis, example;
+  double bytes = 0, seconds = 0;
+  int64_t count = 0;
+};
+
+/// Every collective one step runs, grouped by kind, axis and size.
+std::vector<CollectiveSummary> collectives(const PlanGraph &g,
+                                           const PlanOptions &o,
+                                           const PlanCandidate &c) {
+  std::map<std::tuple<std::string, std::string, double>, CollectiveSummary> m;
+  double passes = o.train ? (c.recompute ? 3 : 2) : 1;
+  auto add = [&](StringRef kind, StringRef axis, double b, double t,
+                 int64_t times, StringRef example) {
+    CollectiveSummary &s = m[{kind.str(), axis.str(), b}];
+    if (s.count == 0) {
+      s.kind = kind.str();
+      s.axis = axis.str();
+      s.bytes = b;
+      s.example = example.str();
+    }
+    s.count += times;
+    s.seconds += t * times;
+  };
+  int64_t perStep = c.microbatches * int64_t(passes);
+  for (auto [i, nc] : llvm::enumerate(c.layout->nodes))
+    for (const PlannedCollective &pc : nc.collectives)
+      add(collectiveName(pc.kind), "tp", pc.bytes, pc.seconds, perStep,
+          g.nodes[i].name);
+  if (c.pp > 1)
+    add("send_recv", "pp", 0, 0, c.microbatches * (o.train ? 2 : 1) * (c.pp - 1),
+        "stage boundary");
+  if (c.dataParallel > 0)
+    add("all_reduce", c.sp > 1 ? "dp x sp" : "dp", c.weightMemory,
+        c.dataParallel, 1, "gradients");
+  std::vector<CollectiveSummary> out;
+  for (auto &[k, s] : m)
+    out.push_back(s);
+  llvm::stable_sort(out, [](const auto &a, const auto &b) {
+    return a.seconds > b.seconds;
+  });
+  return out;
+}
+
+std::string family(const PlanCandidate &c) {
+  std::string f;
+  if (c.dp > 1)
+    f += "data";
+  if (c.pp > 1)
+    f += f.empty() ? "pipeline" : " + pipeline";
+  if (c.tp > 1)
+    f += (f.empty() ? "" : " + ") + ("tensor " + tensorModeName(c.mode)).str();
+  if (c.sp > 1)
+    f += f.empty() ? "sequence" : " + sequence";
+  return f.empty() ? "single device" : f;
+}
+
+/// Why the best plan beats the best of every other family of plans.
+void explain(raw_ostream &os, const PlanOptions &o, const Plan &plan) {
+  const PlanCandidate &b = plan.best;
+  os << "why this plan:\n";
+  os << formatv("  {0} is the fastest of {1} candidates that fit ({2} "
+                "evaluated, {3} rejected for memory).\n",
+                b.label(), plan.considered.size() - (plan.considered.back().fits ? 0 : 1),
+                plan.evaluated, plan.infeasible);
+  double parts = b.compute + b.comm + b.bubble + b.dataParallel + b.optimizer;
+  if (parts > 0)
+    os << formatv("  its step is {0:P0} compute, {1:P0} tensor/sequence/"
+                  "pipeline communication, {2:P0} bubble, {3:P0} gradient "
+                  "all-reduce, {4:P0} optimizer.\n",
+                  b.compute / parts, b.comm / parts, b.bubble / parts,
+                  b.dataParallel / parts, b.optimizer / parts);
+  std::map<std::string, const PlanCandidate *> bestOf;
+  for (const PlanCandidate &c : plan.considered)
+    if (c.fits && !bestOf.count(family(c)))
+      bestOf[family(c)] = &c;
+  for (auto &[fam, c] : bestOf) {
+    if (fam == family(b))
+      continue;
+    std::string reason;
+    auto diff = [&](double mine, double theirs, StringRef what) {
+      if (theirs - mine > 0.05 * b.stepTime)
+        reason += formatv("{0}{1} +{2}", reason.empty() ? "" : ", ", what,
+                          seconds(theirs - mine));
+    };
+    diff(b.compute, c->compute, "compute");
+    diff(b.comm, c->comm, "communication");
+    diff(b.bubble, c->bubble, "bubble");
+    diff(b.dataParallel, c->dataParallel, "gradient all-reduce");
+    diff(b.optimizer, c->optimizer, "optimizer");
+    if (reason.empty())
+      reason = "within noise of the winner";
+    os << formatv("  best {0} plan, {1}: {2} ({3:F2}x the step time; {4})\n",
+                  fam, c->label(), seconds(c->stepTime),
+                  c->stepTime / b.stepTime, reason);
+  }
+  if (!plan.considered.back().fits) {
+    const PlanCandidate &r = plan.considered.back();
+    os << formatv("  fastest plan that does not fit: {0}, {1}, needs {2} per "
+                  "device\n",
+                  r.label(), seconds(r.stepTime), bytes(r.memory));
+  }
+  if (!o.train && b.pp == 1 && b.dp > 1)
+    os << "  inference with data parallelism needs no collectives: each "
+          "device runs its share of the batch.\n";
+}
+
+} // namespace
+
+void printPlanText(raw_ostream &os, const PlanGraph &g,
+                   const ClusterSpec &cluster, const PlanOptions &o,
+                   const Plan &plan, const ReportOptions &r) {
+  const PlanCandidate &b = plan.best;
+  os << formatv("pcc plan: {0} on {1} x {2} (cluster {3}), {4}, {5}\n",
+                r.modelPath, o.devices,
+                cluster.deviceName.empty() ? std::string("device")
+                                           : cluster.deviceName,
+                cluster.name, o.train ? "training (Adam)" : "inference",
+                g.dtype);
+  os << formatv("model: {0}parameters, {1}FLOP per forward pass, batch {2}, "
+                "{3} ops",
+                count(g.totalParams), count(g.totalFlops), g.batch,
+                g.nodes.size());
+  if (g.block.present())
+    os << formatv(" ({0} copies of a {1}-op block from op {2})",
+                  g.block.count, g.block.period, g.block.begin);
+  os << "\n\n";
+  os << formatv("plan: {0}\n", b.label());
+  os << formatv("mesh: dp={0} pp={1} tp={2} ({3}", b.dp, b.pp, b.tp,
+                tensorModeName(b.mode));
+  if (b.mode != TensorMode::OneD && b.tp > 1)
+    os << formatv(", q={0}, depth={1}", b.q, b.depth);
+  os << formatv(") sp={0}; microbatches {1} of {2}; recompute {3}; "
+                "compiles and runs here: {4}\n",
+                b.sp, b.microbatches, g.batch / (b.dp * b.microbatches),
+                b.recompute ? "full" : "none", b.runnable ? "yes" : "no");
+  os << formatv("predicted step: {0} = compute {1} + communication {2} + "
+                "bubble {3}",
+                seconds(b.stepTime), seconds(b.compute), seconds(b.comm),
+                seconds(b.bubble));
+  if (o.train)
+    os << formatv(" + gradient all-reduce {0} + optimizer {1}",
+                  seconds(b.dataParallel), seconds(b.optimizer));
+  os << "\n";
+  os << formatv("throughput: {0:F2} TFLOP/s per device ({1:P1} of {2} "
+                "peak)\n",
+                b.tflopsPerDevice,
+                b.tflopsPerDevice * 1e12 / cluster.peak(g.dtype), g.dtype);
+  os << formatv("memory per device: {0} = weights {1} + optimizer state "
+                "{2} + activations {3} (of {4})\n",
+                bytes(b.memory), bytes(b.weightMemory), bytes(b.stateMemory),
+                bytes(b.activationMemory), bytes(cluster.memoryBytes));
+  if (b.pp > 1) {
+    os << "stages:";
+    for (size_t s = 0; s < b.stageBegin.size(); ++s) {
+      int end = s + 1 < b.stageBegin.size() ? b.stageBegin[s + 1]
+                                            : int(g.nodes.size());
+      os << formatv(" [{0}..{1})", b.stageBegin[s], end);
+      if (s == 7 && b.stageBegin.size() > 9) {
+        os << formatv(" ... ({0} stages)", b.stageBegin.size());
+        break;
+      }
+    }
+    os << "\n";
+  }
+
+  os << "\ncollectives per step:\n";
+  for (const CollectiveSummary &s : collectives(g, o, b))
+    os << formatv("  {0,-14} {1,-8} {2,12} x {3,-6} {4,12}  e.g. {5}\n",
+                  s.kind, s.axis, bytes(s.bytes), s.count, seconds(s.seconds),
+                  s.example);
+
+  if (b.tp > 1) {
+    os << "\nlayouts on the tensor axis";
+    if (g.block.present())
+      os << formatv(" (block ops shown once, all {0} copies alike)",
+                    g.block.count);
+    os << ":\n";
+    int shownCount = 0;
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+      if (!shown(g, i))
+        continue;
+      if (++shownCount > 200) {
+        os << "  ...\n";
+        break;
+      }
+      const NodeChoice &nc = b.layout->nodes[i];
+      os << formatv("  {0,-40} {1,-14} {2}", g.nodes[i].name,
+                    g.nodes[i].op->getName().stripDialect(), layoutOf(g, b, i));
+      for (const PlannedCollective &pc : nc.collectives)
+        os << formatv("  [{0} {1}]", collectiveName(pc.kind), bytes(pc.bytes));
+      os << "\n";
+    }
+  }
+
+  if (r.compare) {
+    os << "\nalternatives (fastest first):\n";
+    os << formatv("  {0,-4} {1,-44} {2,12} {3,12} {4,12} {5,12} {6,11} {7,8}\n",
+                  "#", "plan", "step", "compute", "comm", "bubble", "memory",
+                  "TFLOP/s");
+    int shownAlt = 0;
+    for (const PlanCandidate &c : plan.considered) {
+      if (shownAlt++ >= r.alternatives && c.fits)
+        continue;
+      os << formatv("  {0,-4} {1,-44} {2,12} {3,12} {4,12} {5,12} {6,11} "
+                    "{7,8:F2}{8}\n",
+                    c.fits ? std::to_string(shownAlt) : std::string("-"),
+                    c.label(), seconds(c.stepTime), seconds(c.compute),
+                    seconds(c.comm), seconds(c.bubble), bytes(c.memory),
+                    c.tflopsPerDevice, c.fits ? "" : "  (does not fit)");
+    }
+  }
+  if (r.explain) {
+    os << "\n";
+    explain(os, o, plan);
+  }
+  os << formatv("\nsearch: {0} candidates, {1} exact layout searches, {2:F3} "
+                "s\n",
+                plan.evaluated, plan.ilpSolves, plan.seconds);
+}
+
+static json::Object candidateJSON(const PlanGraph &g, const PlanCandidate &c) {
+  return json::Object{
+      {"label", c.label()},
+      {"mesh", json::Object{{"dp", c.dp},
+                            {"pp", c.pp},
+                            {"tp", c.tp},
+                            {"tp_mode", tensorModeName(c.mode)},
+                            {"q", c.q},
+                            {"depth", c.depth},
+                            {"sp", c.sp}}},
+      {"microbatches", c.microbatches},
+      {"microbatch_size", g.batch / (c.dp * c.microbatches)},
+      {"recompute", c.recompute},
+      {"runnable", c.runnable},
+      {"fits", c.fits},
+      {"predicted",
+       json::Object{{"step_time_s", c.stepTime},
+                    {"compute_s", c.compute},
+                    {"communication_s", c.comm},
+                    {"bubble_s", c.bubble},
+                    {"gradient_allreduce_s", c.dataParallel},
+                    {"optimizer_s", c.optimizer},
+                    {"tflops_per_device", c.tflopsPerDevice}}},
+      {"memory_per_device_bytes",
+       json::Object{{"total", c.memory},
+                    {"weights", c.weightMemory},
+                    {"optimizer_state", c.stateMemory},
+                    {"activations", c.activationMemory}}}};
+}
+
+void printPlanJSON(raw_ostream &os, const PlanGraph &g,
+                   const ClusterSpec &cluster, const PlanOptions &o,
+                   const Plan &plan, const ReportOptions &r) {
+  json::Object root = candidateJSON(g, plan.best);
+  root["schema"] = "pcc-plan-report/1";
+  root["model"] = json::Object{{"path", r.modelPath},
+                               {"parameters", g.totalParams},
+                               {"forward_flops", g.totalFlops},
+                               {"dtype", g.dtype},
+                               {"batch", g.batch},
+                               {"ops", int64_t(g.nodes.size())}};
+  root["cluster"] = cluster.name;
+  root["devices"] = o.devices;
+  root["train"] = o.train;
+  json::Array stages;
+  for (int s : plan.best.stageBegin)
+    stages.push_back(s);
+  root["stage_first_op"] = std::move(stages);
+  json::Array colls;
+  for (const CollectiveSummary &s : collectives(g, o, plan.best))
+    colls.push_back(json::Object{{"kind", s.kind},
+                                 {"axis", s.axis},
+                                 {"bytes", s.bytes},
+                                 {"count_per_step", s.count},
+                                 {"seconds_per_step", s.seconds},
+                                 {"example", s.example}});
+  root["collectives"] = std::move(colls);
+  if (plan.best.tp > 1 && plan.best.mode == TensorMode::OneD) {
+    json::Array layouts;
+    for (size_t i = 0; i < g.nodes.size(); ++i)
+      if (shown(g, i))
+        layouts.push_back(json::Object{{"op", g.nodes[i].name},
+                                       {"layout", layoutOf(g, plan.best, i)}});
+    root["layouts"] = std::move(layouts);
+  }
+  json::Array alts;
+  for (const PlanCandidate &c : plan.considered) {
+    if (int64_t(alts.size()) >= r.alternatives)
+      break;
+    alts.push_back(candidateJSON(g, c));
+  }
+  root["alternatives"] = std::move(alts);
+  root["search"] = json::Object{{"evaluated", plan.evaluated},
+                                {"exact_layout_searches", plan.ilpSolves},
+                                {"rejected_for_memory", plan.infeasible},
+                                {"seconds", plan.seconds}};
+  os << formatv("{0:2}", json::Value(std::move(root))) << "\n";
+}
+
+void printPlanDot(raw_ostream &os, const PlanGraph &g, const Plan &plan) {
+  const PlanCandidate &b = plan.best;
+  auto esc = [](StringRef s) {
+    std::string out;
+    for (char c : s) {
+      if (c == '"' || c == '\\')
+        out += '\\';
+      out += c;
+    }
+    return out;
+  };
+  os << "digraph plan {\n  rankdir=TB;\n  node [shape=box, fontsize=10];\n";
+  os << formatv("  label=\"{0}\";\n", esc(b.label()));
+  std::vector<int> stageOf(g.nodes.size(), 0);
+  for (size_t s = 0; s < b.stageBegin.size(); ++s)
+    for (size_t i = b.stageBegin[s]; i < g.nodes.size(); ++i)
+      stageOf[i] = s;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (!shown(g, i))
+      continue;
+    bool inBlock = g.block.present() && int(i) >= g.block.begin &&
+                   int(i) < g.block.end();
+    os << formatv("  n{0} [label=\"{1}\\n{2}\\n{3}{4}\"{5}];\n", i,
+                  esc(g.nodes[i].name),
+                  g.nodes[i].op->getName().stripDialect(),
+                  esc(layoutOf(g, b, i)),
+                  b.pp > 1 ? formatv("\\nstage {0}", stageOf[i]).str() : "",
+                  inBlock ? ", style=filled, fillcolor=lightyellow" : "");
+  }
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (!shown(g, i))
+      continue;
+    const NodeChoice &nc = b.layout->nodes[i];
+    for (int p : g.nodes[i].producers) {
+      if (p < 0)
+        continue;
+      int rp = g.representative(p);
+      bool comm = !nc.collectives.empty();
+      os << formatv("  n{0} -> n{1}{2};\n", rp, i,
+                    comm ? " [color=red, penwidth=2]" : "");
+    }
+  }
+  if (g.block.present())
+    os << formatv("  note [shape=note, label=\"yellow ops: one of {0} "
+                  "identical copies\"];\n",
+                  g.block.count);
+  os << "}\n";
+}
+
+} // namespace pcc

@@ -1,0 +1,581 @@
+//===- Planner.cpp - search over meshes, stages and microbatches ----------===//
+//
+// Invariants: every candidate covers all devices (dp * pp * tensor * sp =
+// N); the batch splits evenly over dp and microbatches and the sequence
+// over sp; each pipeline stage is a contiguous, non-empty run of units
+// (single nodes, or whole copies of the repeated block); per-microbatch
+// layouts are shared by all candidates that give a device the same work, so
+// the exact search runs once per distinct (tensor grid, microbatch share).
+//
+//===----------------------------------------------------------------------===//
+
+#include "pcc/Plan/Planner.h"
+
+#include "pcc/Dialect/PCC/IR/PCCOps.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <tuple>
+
+using namespace mlir;
+using llvm::formatv;
+
+namespace pcc {
+
+namespace {
+
+/// Share of device memory a plan may fill: the rest is the framework's
+/// workspace (cuBLAS, NCCL buffers) and allocator fragmentation.
+constexpr double kUsableMemory = 0.9;
+/// Microbatches larger than this only add memory on the devices we model.
+constexpr int64_t kMaxMicrobatchSize = 64;
+
+SmallVector<int64_t> divisors(int64_t n) {
+  SmallVector<int64_t> out;
+  for (int64_t d = 1; d <= n; ++d)
+    if (n % d == 0)
+      out.push_back(d);
+  return out;
+}
+
+int64_t integerRoot(int64_t n, int k) {
+  auto r = int64_t(std::llround(std::pow(double(n), 1.0 / k)));
+  for (int64_t c = std::max<int64_t>(1, r - 1); c <= r + 1; ++c) {
+    int64_t p = 1;
+    for (int i = 0; i < k; ++i)
+      p *= c;
+    if (p == n)
+      return c;
+  }
+  return 0;
+}
+
+/// A tensor group of `size` devices in `mode`: its grid (q, depth), or
+/// nothing when the size does not form that grid.
+std::optional<std::pair<int64_t, int64_t>> tensorGrid(TensorMode mode,
+                                                      int64_t size) {
+  switch (mode) {
+  case TensorMode::OneD:
+    return std::make_pair(size, int64_t(1));
+  case TensorMode::TwoD:
+    if (int64_t q = integerRoot(size, 2); q >= 2)
+      return std::make_pair(q, int64_t(1));
+    return std::nullopt;
+  case TensorMode::TwoPointFiveD:
+    // The smallest depth >= 2 whose q x q layer is a square >= 2 x 2 (the
+    // largest q): Tesseract's usual shape.
+    for (int64_t d = 2; d <= size / 4; ++d)
+      if (size % d == 0)
+        if (int64_t q = integerRoot(size / d, 2); q >= 2)
+          return std::make_pair(q, d);
+    return std::nullopt;
+  case TensorMode::ThreeD:
+    if (int64_t q = integerRoot(size, 3); q >= 2)
+      return std::make_pair(q, q);
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+double bytesOf(Value v) {
+  auto t = cast<RankedTensorType>(v.getType());
+  return double(t.getNumElements()) *
+         std::max(1u, t.getElementType().getIntOrFloatBitWidth() / 8);
+}
+
+/// Global (M, K, N) of a linear node with its weight, if it has that form.
+std::optional<std::tuple<double, double, double>> gemmDims(Operation *op) {
+  auto shape = [](Value v) {
+    return cast<RankedTensorType>(v.getType()).getShape();
+  };
+  double out = double(cast<RankedTensorType>(op->getResult(0).getType())
+                          .getNumElements());
+  if (auto mm = dyn_cast<MatMulOp>(op)) {
+    if (!mm.getRhs().getDefiningOp<WeightOp>() || shape(mm.getRhs()).size() != 2)
+      return std::nullopt;
+    double k = shape(mm.getRhs())[0], n = shape(mm.getRhs())[1];
+    return std::make_tuple(out / n, k, n);
+  }
+  if (auto g = dyn_cast<GemmOp>(op)) {
+    ArrayRef<int64_t> b = shape(g.getB());
+    double n = g.getTransB() ? b[0] : b[1], k = g.getTransB() ? b[1] : b[0];
+    return std::make_tuple(out / n, k, n);
+  }
+  if (auto c = dyn_cast<ConvOp>(op)) {
+    ArrayRef<int64_t> w = shape(c->getOperand(1));
+    double k = 1;
+    for (int64_t d : w.drop_front())
+      k *= double(d);
+    return std::make_tuple(out / double(w[0]), k, double(w[0]));
+  }
+  return std::nullopt;
+}
+
+struct Grid {
+  TensorMode mode;
+  int64_t size, q, depth;
+};
+
+/// Closed-form costs of Colossal-AI's 2D (SUMMA), 2.5D (Tesseract) and 3D
+/// linear layers: every activation is spread over all `size` devices;
+/// linear layers broadcast (2D, 2.5D: q steps along rows and columns) or
+/// all-gather and reduce-scatter (3D) their blocks; layer norms all-reduce
+/// their row statistics.
+SearchResult gridLayout(const PlanGraph &g, const CostModel &cost,
+                        const Grid &grid, double scale,
+                        const ClusterSpec &cluster) {
+  SearchResult r;
+  r.optimal = true;
+  r.nodes.resize(g.nodes.size());
+  double eb = g.elementBytes;
+  int64_t q = grid.q;
+  bool crossCol = groupCrossesNodes(1, q, cluster);
+  bool crossRow = groupCrossesNodes(q, q, cluster);
+  bool crossDepth = groupCrossesNodes(q * q, grid.depth, cluster);
+  double weightShare = grid.mode == TensorMode::ThreeD ? double(q * q * q)
+                                                       : double(q * q);
+  for (auto [i, node] : llvm::enumerate(g.nodes)) {
+    NodeChoice &c = r.nodes[i];
+    Operation *op = node.op;
+    double weightBytes = node.params * eb;
+    double actBytes = std::max(0.0, node.bytes - weightBytes);
+    c.compute = cost.kernelTime(node.flops * scale / grid.size,
+                                actBytes * scale / grid.size +
+                                    weightBytes / weightShare);
+    c.weightBytes = weightBytes / weightShare;
+    if (!isa<ReshapeOp>(op))
+      for (Value v : op->getResults())
+        c.resultBytes += bytesOf(v) * scale / grid.size;
+    auto add = [&](CollectiveKind kind, double bytes, int64_t n, bool cross,
+                   double times) {
+      double t = times * cost.collectiveTime(kind, bytes, n, cross);
+      c.comm += t;
+      c.collectives.push_back({kind, int(i), bytes, t});
+    };
+    if (auto dims = node.linear ? gemmDims(op) : std::nullopt) {
+      auto [m, k, n] = *dims;
+      switch (grid.mode) {
+      case TensorMode::TwoD:
+      case TensorMode::TwoPointFiveD: {
+        double rows = grid.mode == TensorMode::TwoD ? q : q * grid.depth;
+        add(CollectiveKind::Broadcast, m * k * eb * scale / (rows * q), q,
+            crossCol, q);
+        add(CollectiveKind::Broadcast, k * n * eb / (q * q), q, crossRow, q);
+        break;
+      }
+      case TensorMode::ThreeD:
+        add(CollectiveKind::AllGather, m * k * eb * scale / (q * q), q,
+            crossCol, 1);
+        add(CollectiveKind::AllGather, k * n * eb / (q * q), q, crossRow, 1);
+        add(CollectiveKind::ReduceScatter, m * n * eb * scale / (q * q), q,
+            crossDepth, 1);
+        break;
+      case TensorMode::OneD:
+        break;
+      }
+    } else if (isa<LayerNormOp>(op)) {
+      auto t = cast<RankedTensorType>(op->getResult(0).getType());
+      double rowsTotal = double(t.getNumElements()) / double(t.getShape().back());
+      add(CollectiveKind::AllReduce, 2 * 4 * rowsTotal * scale / grid.size * q,
+          q, crossCol, 1);
+    }
+  }
+  return r;
+}
+
+/// Units pipeline stages are made of: single nodes, or whole block copies.
+struct Unit {
+  int first, last; // nodes [first, last]
+};
+
+std::vector<Unit> makeUnits(const PlanGraph &g) {
+  std::vector<Unit> units;
+  int n = g.nodes.size();
+  for (int i = 0; i < n;) {
+    if (g.block.present() && i == g.block.begin) {
+      for (int j = 0; j < g.block.count; ++j)
+        units.push_back({i + j * g.block.period,
+                         i + (j + 1) * g.block.period - 1});
+      i = g.block.end();
+      continue;
+    }
+    units.push_back({i, i});
+    ++i;
+  }
+  return units;
+}
+
+/// Splits `cost` (per unit) into `parts` contiguous non-empty runs
+/// minimising the largest sum; returns the first unit of each run.
+std::vector<int> balance(ArrayRef<double> cost, int parts) {
+  int n = cost.size();
+  auto greedy = [&](double limit) {
+    std::vector<int> starts{0};
+    double sum = 0;
+    for (int i = 0; i < n; ++i) {
+      if (sum + cost[i] > limit && sum > 0) {
+        starts.push_back(i);
+        sum = 0;
+      }
+      sum += cost[i];
+    }
+    return starts;
+  };
+  double lo = *std::max_element(cost.begin(), cost.end()), hi = 0;
+  for (double c : cost)
+    hi += c;
+  for (int it = 0; it < 60 && hi - lo > 1e-12 * hi; ++it) {
+    double mid = (lo + hi) / 2;
+    if (int(greedy(mid).size()) <= parts)
+      hi = mid;
+    else
+      lo = mid;
+  }
+  std::vector<int> starts = greedy(hi);
+  // Fewer runs than parts: split the longest runs (never raises the max).
+  while (int(starts.size()) < parts) {
+    int best = -1, bestLen = 1;
+    for (size_t s = 0; s < starts.size(); ++s) {
+      int end = s + 1 < starts.size() ? starts[s + 1] : n;
+      if (end - starts[s] > bestLen) {
+        bestLen = end - starts[s];
+        best = s;
+      }
+    }
+    if (best < 0)
+      break;
+    starts.insert(starts.begin() + best + 1, starts[best] + bestLen / 2);
+  }
+  return starts;
+}
+
+struct StageSummary {
+  double compute = 0, comm = 0, weightBytes = 0, resultBytes = 0,
+         inputBytes = 0, largestUnitBytes = 0, boundaryBytes = 0;
+};
+
+/// Bytes each block copy passes to the next (the residual stream).
+double blockBoundaryBytes(const PlanGraph &g, const SearchResult &layout) {
+  if (!g.block.present())
+    return 0;
+  double bytes = 0;
+  llvm::SmallDenseSet<int> seen;
+  int second = g.block.begin + g.block.period;
+  for (int i = second; i < second + g.block.period; ++i)
+    for (int p : g.nodes[i].producers)
+      if (p >= g.block.begin && p < second && seen.insert(p).second)
+        bytes += layout.nodes[p].resultBytes;
+  return bytes;
+}
+
+} // namespace
+
+StringRef tensorModeName(TensorMode mode) {
+  switch (mode) {
+  case TensorMode::OneD:
+    return "1d";
+  case TensorMode::TwoD:
+    return "2d";
+  case TensorMode::TwoPointFiveD:
+    return "2.5d";
+  case TensorMode::ThreeD:
+    return "3d";
+  }
+  return "?";
+}
+
+std::optional<TensorMode> parseTensorMode(StringRef name) {
+  for (TensorMode m : {TensorMode::OneD, TensorMode::TwoD,
+                       TensorMode::TwoPointFiveD, TensorMode::ThreeD})
+    if (tensorModeName(m) == name)
+      return m;
+  return std::nullopt;
+}
+
+bool groupCrossesNodes(int64_t stride, int64_t size,
+                       const ClusterSpec &cluster) {
+  if (size <= 1)
+    return false;
+  int64_t span = stride * size;
+  return span > cluster.devicesPerNode || cluster.devicesPerNode % span != 0;
+}
+
+std::string PlanCandidate::label() const {
+  std::string s = llvm::formatv("dp{0} pp{1} tp{2}", dp, pp, tp);
+  if (tp > 1 && mode != TensorMode::OneD)
+    s += llvm::formatv(
+        mode == TensorMode::TwoPointFiveD ? "({0} {1}x{1}x{2})" : "({0} {1}x{1}{3})",
+        tensorModeName(mode), q, depth,
+        mode == TensorMode::ThreeD ? llvm::formatv("x{0}", q).str() : "");
+  if (sp > 1)
+    s += llvm::formatv(" sp{0}", sp);
+  s += llvm::formatv(" mb{0}", microbatches);
+  if (recompute)
+    s += " recompute";
+  return s;
+}
+
+llvm::Expected<Plan> makePlan(const PlanGraph &g, const ClusterSpec &cluster,
+                        const PlanOptions &opt) {
+  auto start = std::chrono::steady_clock::now();
+  auto fail = [](const llvm::Twine &msg) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
+  };
+  int64_t n = opt.devices;
+  if (n < 1)
+    return fail("--devices must be at least 1");
+  if (n > cluster.totalDevices())
+    return fail(formatv("{0} devices requested but cluster '{1}' has {2}", n,
+                        cluster.name, cluster.totalDevices()));
+  if (g.nodes.empty())
+    return fail("the model has no compute ops to plan");
+
+  CostModel cost(cluster, g.dtype, n);
+  double eb = g.elementBytes;
+  // Training state per parameter: the parameter and its gradient in the
+  // model's precision, plus fp32 master copy and Adam's two moments when
+  // that precision is 16-bit (Megatron's mixed precision), or just the two
+  // moments in fp32.
+  double stateBytesPerParam = 2 * eb + (eb >= 4 ? 8 : 12);
+  std::vector<Unit> units = makeUnits(g);
+  double usable = cluster.memoryBytes * kUsableMemory;
+
+  Plan plan;
+  std::map<std::tuple<int, int64_t, int64_t, double, bool>,
+           std::shared_ptr<const SearchResult>>
+      layouts;
+  std::vector<PlanCandidate> feasible, rejected;
+
+  SmallVector<TensorMode, 4> modes{TensorMode::OneD};
+  if (!opt.runnableOnly)
+    modes.append({TensorMode::TwoD, TensorMode::TwoPointFiveD,
+                  TensorMode::ThreeD});
+  if (opt.tpMode)
+    modes = {*opt.tpMode};
+  SmallVector<bool, 2> recomputes;
+  if (!opt.train)
+    recomputes = {false};
+  else if (opt.recompute)
+    recomputes = {*opt.recompute};
+  else
+    recomputes = {false, true};
+
+  auto forced = [](int64_t want, int64_t v) { return want == 0 || want == v; };
+
+  for (int64_t pp : divisors(n)) {
+    if (!forced(opt.pp, pp) || (opt.runnableOnly && pp > 1) ||
+        pp > int64_t(units.size()))
+      continue;
+    for (int64_t tg : divisors(n / pp)) {
+      if (!forced(opt.tp, tg))
+        continue;
+      for (TensorMode mode : modes) {
+        if (tg == 1 && mode != TensorMode::OneD)
+          continue;
+        auto grid = tensorGrid(mode, tg);
+        if (!grid)
+          continue;
+        for (int64_t sp : divisors(n / (pp * tg))) {
+          if (!forced(opt.sp, sp) || (opt.runnableOnly && sp > 1) ||
+              (sp > 1 && g.sequence % sp))
+            continue;
+          int64_t dp = n / (pp * tg * sp);
+          if (!forced(opt.dp, dp) || g.batch % dp)
+            continue;
+          // Cheap memory bound before any layout work: weights (and
+          // training state) spread perfectly over pipeline and tensor
+          // groups.
+          double perParam = opt.train ? stateBytesPerParam : eb;
+          if (g.totalParams * perParam / double(pp * tg) > usable) {
+            ++plan.infeasible;
+            continue;
+          }
+          for (int64_t m : divisors(g.batch / dp)) {
+            int64_t mbSize = g.batch / dp / m;
+            if (!forced(opt.microbatches, m) ||
+                (!opt.microbatches && mbSize > kMaxMicrobatchSize &&
+                 m < g.batch / dp))
+              continue;
+            if (!opt.train && pp == 1 && m > 1 && !opt.microbatches)
+              continue; // inference without stages gains nothing from it
+            double scale = 1.0 / double(dp * m * sp);
+            for (bool recompute : recomputes) {
+              ++plan.evaluated;
+              double cw = opt.train ? (recompute ? 4 : 3) : 1;
+              double cc = opt.train ? (recompute ? 3 : 2) : 1;
+              auto key = std::make_tuple(int(mode), tg, grid->second, scale,
+                                         recompute);
+              std::shared_ptr<const SearchResult> &layout = layouts[key];
+              if (!layout) {
+                if (mode == TensorMode::OneD) {
+                  SearchInput in;
+                  in.degree = tg;
+                  in.crossNode = groupCrossesNodes(1, tg, cluster);
+                  in.scale = scale;
+                  in.computeWeight = cw;
+                  in.commWeight = cc;
+                  layout = std::make_shared<SearchResult>(
+                      searchTensorParallel(g, cost, in));
+                  ++plan.ilpSolves;
+                } else {
+                  layout = std::make_shared<SearchResult>(gridLayout(
+                      g, cost, {mode, tg, grid->first, grid->second}, scale,
+                      cluster));
+                }
+              }
+              PlanCandidate c;
+              c.dp = dp;
+              c.pp = pp;
+              c.tp = tg;
+              c.sp = sp;
+              c.microbatches = m;
+              c.mode = mode;
+              c.q = grid->first;
+              c.depth = grid->second;
+              c.recompute = recompute;
+              c.layout = layout;
+              c.runnable = !opt.train && pp == 1 && sp == 1 &&
+                           mode == TensorMode::OneD;
+
+              // Sequence parallelism: attention gathers keys and values
+              // from the whole sequence (and scatters their gradients).
+              std::vector<double> spComm(g.nodes.size(), 0);
+              if (sp > 1) {
+                bool cross = groupCrossesNodes(tg, sp, cluster);
+                for (auto [i, node] : llvm::enumerate(g.nodes))
+                  if (node.activationMatmul) {
+                    double bytes = bytesOf(node.op->getOperand(1)) * sp *
+                                   scale / double(tg);
+                    spComm[i] = cost.collectiveTime(CollectiveKind::AllGather,
+                                                    bytes, sp, cross);
+                  }
+              }
+
+              // Per-unit time of one microbatch, then stages.
+              std::vector<double> unitTime(units.size());
+              for (auto [u, unit] : llvm::enumerate(units))
+                for (int i = unit.first; i <= unit.last; ++i)
+                  unitTime[u] += cw * layout->nodes[i].compute +
+                                 cc * (layout->nodes[i].comm + spComm[i]);
+              std::vector<int> starts = balance(unitTime, pp);
+              double boundary = blockBoundaryBytes(g, *layout);
+              StageSummary worst;
+              double worstTime = -1;
+              double maxWeights = 0, maxActivations = 0;
+              for (size_t s = 0; s < starts.size(); ++s) {
+                int end = s + 1 < starts.size() ? starts[s + 1] : units.size();
+                StageSummary st;
+                double time = 0;
+                for (int u = starts[s]; u < end; ++u) {
+                  time += unitTime[u];
+                  double unitBytes = 0;
+                  for (int i = units[u].first; i <= units[u].last; ++i) {
+                    const NodeChoice &nc = layout->nodes[i];
+                    st.compute += nc.compute;
+                    st.comm += nc.comm + spComm[i];
+                    st.weightBytes += nc.weightBytes;
+                    unitBytes += nc.resultBytes;
+                  }
+                  st.resultBytes += unitBytes;
+                  st.largestUnitBytes = std::max(st.largestUnitBytes, unitBytes);
+                  bool isCopy = units[u].first != units[u].last;
+                  st.inputBytes += isCopy ? boundary : unitBytes;
+                }
+                // 1F1B: stage s holds activations of pp - s microbatches.
+                double inFlight = opt.train ? double(std::min<int64_t>(pp - s, m)) : 1;
+                double activations =
+                    !opt.train ? 2 * st.largestUnitBytes
+                    : recompute
+                        ? inFlight * st.inputBytes + st.largestUnitBytes
+                        : inFlight * st.resultBytes;
+                maxWeights = std::max(maxWeights, st.weightBytes);
+                maxActivations = std::max(maxActivations, activations);
+                double mem = st.weightBytes * (opt.train ? stateBytesPerParam / eb : 1) +
+                             activations;
+                c.memory = std::max(c.memory, mem);
+                if (time > worstTime) {
+                  worstTime = time;
+                  worst = st;
+                }
+                c.stageBegin.push_back(units[starts[s]].first);
+              }
+              c.weightMemory = maxWeights;
+              c.stateMemory =
+                  opt.train ? maxWeights * (stateBytesPerParam / eb - 1) : 0;
+              c.activationMemory = maxActivations;
+
+              // Point-to-point sends between stages, per microbatch.
+              double p2p = 0;
+              if (pp > 1) {
+                double bytes = boundary > 0 ? boundary
+                                            : worst.resultBytes /
+                                                  std::max<size_t>(1, units.size());
+                bool cross = groupCrossesNodes(dp * sp * tg, pp, cluster);
+                p2p = (opt.train ? 2 : 1) *
+                      cost.collectiveTime(CollectiveKind::SendRecv, bytes, 2,
+                                          cross);
+              }
+              double perMicrobatch = worstTime + p2p;
+              c.compute = double(m) * cw * worst.compute;
+              c.comm = double(m) * (cc * worst.comm + p2p);
+              c.bubble = double(pp - 1) * perMicrobatch;
+              if (opt.train) {
+                // Gradients are summed over every replica of a weight:
+                // data and sequence groups (and the 2.5D depth).
+                int64_t replicas = dp * sp * (mode == TensorMode::TwoPointFiveD
+                                                  ? c.depth
+                                                  : 1);
+                bool cross = groupCrossesNodes(tg, dp * sp, cluster) ||
+                             (mode == TensorMode::TwoPointFiveD &&
+                              groupCrossesNodes(c.q * c.q, c.depth, cluster));
+                c.dataParallel = cost.collectiveTime(
+                    CollectiveKind::AllReduce, maxWeights, replicas, cross);
+                double params = maxWeights / eb;
+                c.optimizer = cost.kernelTime(12 * params,
+                                              2 * stateBytesPerParam * params);
+              }
+              c.stepTime = double(m + pp - 1) * perMicrobatch +
+                           c.dataParallel + c.optimizer;
+              c.flopsPerDevice = g.totalFlops * cw / double(n);
+              c.tflopsPerDevice = c.flopsPerDevice / c.stepTime / 1e12;
+              c.fits = c.memory <= usable;
+              (c.fits ? feasible : rejected).push_back(std::move(c));
+            }
+          }
+        }
+      }
+    }
+  }
+  auto faster = [](const PlanCandidate &a, const PlanCandidate &b) {
+    return a.stepTime < b.stepTime;
+  };
+  llvm::stable_sort(feasible, faster);
+  llvm::stable_sort(rejected, faster);
+  plan.infeasible += rejected.size();
+  if (feasible.empty()) {
+    if (rejected.empty())
+      return fail(formatv("no plan for {0} devices fits the constraints "
+                          "(batch {1}, forced degrees must multiply to the "
+                          "device count and divide the batch)",
+                          n, g.batch));
+    const PlanCandidate &r = rejected.front();
+    return fail(formatv("no plan fits in {0:F1} GiB per device: the best "
+                        "candidate ({1}) needs {2:F1} GiB",
+                        usable / 1073741824.0, r.label(),
+                        r.memory / 1073741824.0));
+  }
+  plan.best = feasible.front();
+  plan.considered = std::move(feasible);
+  if (!rejected.empty())
+    plan.considered.push_back(rejected.front());
+  plan.seconds = std::chrono::duration<double>(
+                     std::chrono::steady_clock::now() - start)
+                     .count();
+  return plan;
+}
+
+} // namespace pcc

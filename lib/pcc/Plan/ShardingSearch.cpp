@@ -1,0 +1,396 @@
+//===- ShardingSearch.cpp - exact per-op layout choice (ILP, CBC) ---------===//
+//
+// Invariants: every option of a node is what inferOpSharding returns for
+// some seed layout of its operands, so the partitioner reproduces it; an
+// edge's cost is what the partitioner's reshard (all_reduce / reduce_scatter,
+// then all_gather, then a free local slice) costs; weights, arguments and
+// constants are laid out at compile time, so reading them is free.
+//
+// The program: x[v][s] in {0,1} with sum_s x[v][s] = 1 per node; for each
+// edge between two nodes with several options, continuous e[a][b] >= 0 with
+// sum_b e[a][b] = x[u][a] and sum_a e[a][b] = x[v][b] (a transport
+// formulation, tight for integral x); minimise the weighted compute and
+// collective times.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pcc/Plan/ShardingSearch.h"
+
+#include "pcc/Dialect/PCC/IR/PCCOps.h"
+
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/Timer.h"
+
+#include <Cbc_C_Interface.h>
+
+#include <chrono>
+
+using namespace mlir;
+
+namespace pcc {
+
+namespace {
+
+ArrayRef<int64_t> shapeOf(Value v) {
+  return cast<RankedTensorType>(v.getType()).getShape();
+}
+
+double bytesOf(Value v) {
+  auto t = cast<RankedTensorType>(v.getType());
+  double n = 1;
+  for (int64_t d : t.getShape())
+    n *= double(d);
+  unsigned bits = t.getElementType().getIntOrFloatBitWidth();
+  return n * std::max(1u, bits / 8);
+}
+
+std::string key(const OpSharding &s, const Mesh &mesh) {
+  std::string k;
+  for (const TensorSharding &t : s.operands)
+    k += describe(t, mesh) + ";";
+  k += "->";
+  for (const TensorSharding &t : s.results)
+    k += describe(t, mesh) + ";";
+  return k;
+}
+
+/// Costs one option of `op` on the per-device shapes.
+NodeChoice costOption(Operation *op, OpSharding sharding, const Mesh &mesh,
+                      const CostModel &cost, const SearchInput &in) {
+  NodeChoice c;
+  SmallVector<SmallVector<int64_t>> local, localOut;
+  for (auto [v, s] : llvm::zip(op->getOperands(), sharding.operands)) {
+    local.push_back(localShape(shapeOf(v), s, mesh));
+    if (v.getDefiningOp<WeightOp>()) {
+      double n = 1;
+      for (int64_t d : local.back())
+        n *= double(d);
+      c.weightBytes +=
+          n * (cast<ShapedType>(v.getType()).getElementTypeBitWidth() / 8);
+    }
+  }
+  for (auto [v, s] : llvm::zip(op->getResults(), sharding.results)) {
+    localOut.push_back(localShape(shapeOf(v), s, mesh));
+    double share = bytesOf(v);
+    for (auto [g, l] : llvm::zip(shapeOf(v), localOut.back()))
+      share = g ? share * double(l) / double(g) : 0;
+    if (!isa<ReshapeOp>(op))
+      c.resultBytes += share * in.scale;
+  }
+  OpWork w = opWork(op, local, localOut, in.scale);
+  c.compute = cost.kernelTime(w.flops, w.bytes);
+  if (!sharding.reduceBeforeBias.empty()) {
+    double bytes = bytesOf(op->getResult(0)) * in.scale;
+    double t = cost.collectiveTime(CollectiveKind::AllReduce, bytes, in.degree,
+                                   in.crossNode);
+    c.comm += t;
+    c.collectives.push_back({CollectiveKind::AllReduce, -1, bytes, t});
+  }
+  c.sharding = std::move(sharding);
+  return c;
+}
+
+/// Every distinct way `op` can run on the axis: its rule applied to
+/// replicated operands and to each operand split on each dimension.
+std::vector<NodeChoice> enumerateOptions(Operation *op, const Mesh &mesh,
+                                         const CostModel &cost,
+                                         const SearchInput &in) {
+  std::vector<NodeChoice> options;
+  llvm::StringSet<> seen;
+  auto add = [&](ArrayRef<TensorSharding> seed) {
+    OpSharding s = inferOpSharding(op, seed, mesh);
+    if (seen.insert(key(s, mesh)).second)
+      options.push_back(costOption(op, std::move(s), mesh, cost, in));
+  };
+  SmallVector<TensorSharding> seed;
+  for (Value v : op->getOperands())
+    seed.push_back(TensorSharding::replicated(shapeOf(v).size()));
+  add(seed);
+  if (in.degree <= 1)
+    return options;
+  for (auto [i, v] : llvm::enumerate(op->getOperands())) {
+    for (auto [d, size] : llvm::enumerate(shapeOf(v))) {
+      if (size < in.degree || size % in.degree)
+        continue;
+      seed[i].dims[d].axes = {0};
+      add(seed);
+      seed[i].dims[d].axes.clear();
+    }
+  }
+  return options;
+}
+
+struct Edge {
+  int producer, consumer, operand, result;
+  double mult;
+};
+
+} // namespace
+
+double reshardTime(const TensorSharding &from, const TensorSharding &to,
+                   double bytes, int64_t degree, bool crossNode,
+                   const CostModel &cost,
+                   SmallVectorImpl<PlannedCollective> *out) {
+  if (from == to || degree <= 1)
+    return 0;
+  double total = 0;
+  auto emit = [&](CollectiveKind kind) {
+    double t = cost.collectiveTime(kind, bytes, degree, crossNode);
+    total += t;
+    if (out)
+      out->push_back({kind, -1, bytes, t});
+  };
+  auto anySplit = [](const TensorSharding &s) {
+    return llvm::any_of(s.dims, [](const DimSharding &d) {
+      return d.isSplit();
+    });
+  };
+  TensorSharding cur = from;
+  if (!cur.partial.empty() && to.partial.empty()) {
+    // A partial sum that is wanted split is reduce-scattered straight into
+    // the target layout; otherwise summed everywhere.
+    if (!anySplit(cur) && anySplit(to)) {
+      emit(CollectiveKind::ReduceScatter);
+      return total;
+    }
+    emit(CollectiveKind::AllReduce);
+    cur.partial.clear();
+  }
+  if (cur.dims != to.dims && anySplit(cur))
+    emit(CollectiveKind::AllGather);
+  return total;
+}
+
+SearchResult searchTensorParallel(const PlanGraph &g, const CostModel &cost,
+                                  const SearchInput &in) {
+  auto start = std::chrono::steady_clock::now();
+  SearchResult result;
+  Mesh mesh;
+  mesh.shape = {std::max<int64_t>(1, in.degree)};
+  mesh.axisNames = {"tp"};
+  int n = g.nodes.size();
+  const RepeatedBlock &b = g.block;
+  double copies = b.present() ? b.count : 1;
+
+  // Variables exist for the prefix, the first copy and the suffix.
+  auto isVariable = [&](int i) { return g.representative(i) == i; };
+  std::vector<std::vector<NodeChoice>> options(n);
+  std::vector<double> nodeMult(n, 0);
+  for (int i = 0; i < n; ++i) {
+    if (!isVariable(i))
+      continue;
+    options[i] = enumerateOptions(g.nodes[i].op, mesh, cost, in);
+    bool inBlock = b.present() && i >= b.begin && i < b.end();
+    nodeMult[i] = inBlock ? copies : 1;
+  }
+
+  // Edges between variables, with how often each occurs in the full graph.
+  std::vector<Edge> edges;
+  for (int i = 0; i < n; ++i) {
+    if (!isVariable(i))
+      continue;
+    Operation *op = g.nodes[i].op;
+    bool inBlock = nodeMult[i] > 1;
+    for (auto [k, p] : llvm::enumerate(g.nodes[i].producers)) {
+      if (p < 0)
+        continue;
+      int ri = cast<OpResult>(op->getOperand(k)).getResultNumber();
+      int rp = g.representative(p);
+      if (!inBlock) {
+        edges.push_back({rp, i, int(k), ri, 1});
+        continue;
+      }
+      if (p >= b.begin) { // inside the first copy
+        edges.push_back({p, i, int(k), ri, copies});
+        continue;
+      }
+      // From the prefix: shared by every copy, or the first copy's input
+      // that later copies take from their predecessor.
+      int next = g.nodes[i + b.period].producers[k];
+      if (next == p) {
+        edges.push_back({p, i, int(k), ri, copies});
+      } else {
+        edges.push_back({p, i, int(k), ri, 1});
+        edges.push_back({p + b.period, i, int(k), ri, copies - 1});
+      }
+    }
+  }
+
+  // Function results must not stay partial sums.
+  func::FuncOp fn = g.fn;
+  Operation *ret = fn.getBody().front().getTerminator();
+  llvm::DenseMap<Operation *, int> nodeOf;
+  for (int i = 0; i < n; ++i)
+    nodeOf[g.nodes[i].op] = i;
+  for (Value v : ret->getOperands()) {
+    auto it = nodeOf.find(v.getDefiningOp());
+    if (it == nodeOf.end())
+      continue;
+    int i = g.representative(it->second);
+    int r = cast<OpResult>(v).getResultNumber();
+    for (NodeChoice &c : options[i]) {
+      const TensorSharding &s = c.sharding.results[r];
+      if (s.partial.empty())
+        continue;
+      TensorSharding whole = s;
+      whole.partial.clear();
+      double bytes = bytesOf(v) * in.scale;
+      double t = reshardTime(s, whole, bytes, in.degree, in.crossNode, cost,
+                             &c.collectives);
+      c.comm += t;
+    }
+  }
+
+  std::vector<int> choice(n, 0);
+  auto edgeCost = [&](const Edge &e, int a, int bIdx) {
+    Value v = g.nodes[e.consumer].op->getOperand(e.operand);
+    return reshardTime(options[e.producer][a].sharding.results[e.result],
+                       options[e.consumer][bIdx].sharding.operands[e.operand],
+                       bytesOf(v) * in.scale, in.degree, in.crossNode, cost);
+  };
+
+  bool anyChoice = llvm::any_of(options, [](const auto &o) {
+    return o.size() > 1;
+  });
+  if (anyChoice) {
+    Cbc_Model *model = Cbc_newModel();
+    Cbc_setLogLevel(model, 0);
+    Cbc_setMaximumSeconds(model, 30);
+    std::vector<int> firstVar(n, -1);
+    int vars = 0;
+    std::vector<double> budgetCoef;
+    auto nodeObjective = [&](int i, const NodeChoice &c) {
+      return nodeMult[i] *
+             (in.computeWeight * c.compute + in.commWeight * c.comm);
+    };
+    for (int i = 0; i < n; ++i) {
+      if (options[i].size() <= 1)
+        continue;
+      firstVar[i] = vars;
+      for (const NodeChoice &c : options[i]) {
+        Cbc_addCol(model, "", 0, 1, nodeObjective(i, c), 1, 0, nullptr,
+                   nullptr);
+        budgetCoef.push_back(nodeMult[i] * c.weightBytes * in.weightFactor);
+        ++vars;
+      }
+      std::vector<int> cols(options[i].size());
+      std::vector<double> ones(cols.size(), 1);
+      for (size_t s = 0; s < cols.size(); ++s)
+        cols[s] = firstVar[i] + s;
+      Cbc_addRow(model, "", cols.size(), cols.data(), ones.data(), 'E', 1);
+      ++result.constraints;
+    }
+    for (const Edge &e : edges) {
+      int nu = options[e.producer].size(), nv = options[e.consumer].size();
+      if (nu == 1 && nv == 1)
+        continue;
+      if (nu == 1 || nv == 1) {
+        // One side fixed: the edge cost joins the other side's objective.
+        for (int s = 0; s < std::max(nu, nv); ++s) {
+          double c = e.mult * in.commWeight *
+                     (nu == 1 ? edgeCost(e, 0, s) : edgeCost(e, s, 0));
+          int var = (nu == 1 ? firstVar[e.consumer] : firstVar[e.producer]) + s;
+          Cbc_setObjCoeff(model, var, Cbc_getObjCoefficients(model)[var] + c);
+        }
+        continue;
+      }
+      int base = vars;
+      for (int a = 0; a < nu; ++a)
+        for (int c = 0; c < nv; ++c) {
+          Cbc_addCol(model, "", 0, 1, e.mult * in.commWeight * edgeCost(e, a, c),
+                     0, 0, nullptr, nullptr);
+          budgetCoef.push_back(0);
+          ++vars;
+        }
+      for (int a = 0; a < nu; ++a) {
+        std::vector<int> cols;
+        std::vector<double> coefs;
+        for (int c = 0; c < nv; ++c) {
+          cols.push_back(base + a * nv + c);
+          coefs.push_back(1);
+        }
+        cols.push_back(firstVar[e.producer] + a);
+        coefs.push_back(-1);
+        Cbc_addRow(model, "", cols.size(), cols.data(), coefs.data(), 'E', 0);
+      }
+      for (int c = 0; c < nv; ++c) {
+        std::vector<int> cols;
+        std::vector<double> coefs;
+        for (int a = 0; a < nu; ++a) {
+          cols.push_back(base + a * nv + c);
+          coefs.push_back(1);
+        }
+        cols.push_back(firstVar[e.consumer] + c);
+        coefs.push_back(-1);
+        Cbc_addRow(model, "", cols.size(), cols.data(), coefs.data(), 'E', 0);
+      }
+      result.constraints += nu + nv;
+    }
+    if (in.weightBudget > 0) {
+      double fixed = 0;
+      for (int i = 0; i < n; ++i)
+        if (options[i].size() == 1)
+          fixed += nodeMult[i] * options[i][0].weightBytes * in.weightFactor;
+      std::vector<int> cols;
+      std::vector<double> coefs;
+      for (int v = 0; v < vars; ++v)
+        if (budgetCoef[v] > 0) {
+          cols.push_back(v);
+          coefs.push_back(budgetCoef[v]);
+        }
+      if (!cols.empty()) {
+        Cbc_addRow(model, "", cols.size(), cols.data(), coefs.data(), 'L',
+                   in.weightBudget - fixed);
+        ++result.constraints;
+      }
+    }
+    result.variables = vars;
+    Cbc_solve(model);
+    result.optimal = Cbc_isProvenOptimal(model);
+    result.feasible = !Cbc_isProvenInfeasible(model) &&
+                      Cbc_getColSolution(model) != nullptr;
+    if (result.feasible) {
+      const double *x = Cbc_getColSolution(model);
+      for (int i = 0; i < n; ++i) {
+        if (firstVar[i] < 0)
+          continue;
+        for (size_t s = 0; s < options[i].size(); ++s)
+          if (x[firstVar[i] + s] > 0.5)
+            choice[i] = s;
+      }
+    }
+    Cbc_deleteModel(model);
+  } else {
+    result.optimal = true;
+  }
+
+  // Spell the choice out for every node, with the collectives on its
+  // incoming edges as the partitioner will insert them.
+  result.nodes.resize(n);
+  for (int i = 0; i < n; ++i) {
+    int r = g.representative(i);
+    NodeChoice c = options[r][choice[r]];
+    Operation *op = g.nodes[i].op;
+    for (auto [k, p] : llvm::enumerate(g.nodes[i].producers)) {
+      if (p < 0)
+        continue;
+      Value v = op->getOperand(k);
+      int rp = g.representative(p);
+      int ri = cast<OpResult>(v).getResultNumber();
+      SmallVector<PlannedCollective, 2> colls;
+      c.comm += reshardTime(
+          options[rp][choice[rp]].sharding.results[ri], c.sharding.operands[k],
+          bytesOf(v) * in.scale, in.degree, in.crossNode, cost, &colls);
+      c.collectives.append(colls.begin(), colls.end());
+    }
+    for (PlannedCollective &pc : c.collectives)
+      pc.node = i;
+    result.nodes[i] = std::move(c);
+  }
+  result.seconds = std::chrono::duration<double>(
+                       std::chrono::steady_clock::now() - start)
+                       .count();
+  return result;
+}
+
+} // namespace pcc
