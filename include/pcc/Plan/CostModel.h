@@ -39,8 +39,9 @@ public:
   const ClusterSpec &cluster() const { return spec; }
   llvm::StringRef dtype() const { return dtypeName; }
 
-  /// Time of one kernel doing `flops` arithmetic and moving `bytes`.
-  double kernelTime(double flops, double bytes) const;
+  /// Time of one kernel doing `flops` arithmetic and moving `bytes`; a
+  /// `fused` op runs inside its consumer's loop (no launch of its own).
+  double kernelTime(double flops, double bytes, bool fused = false) const;
   /// Time of one collective over `n` devices on a buffer of `bytes` (the
   /// whole buffer: the all-reduced tensor, the gathered result, the
   /// reduce-scattered input), on the inter-node link if `crossNode`.

@@ -33,6 +33,14 @@ struct PlanNode {
   /// Elements of the weights this node reads first (a weight shared by
   /// several nodes counts once).
   double params = 0;
+  /// Elementwise chains run as one fused loop (as pcc's code generator
+  /// emits them): a result read only by the next elementwise op is never
+  /// written to memory, and that operand never read back.
+  bool fusedResult = false;
+  llvm::SmallVector<bool, 4> fusedOperands;
+  /// Per operand, the dimensions that carry the batch (split by data
+  /// parallelism, so a tensor axis must not split them again).
+  llvm::SmallVector<llvm::SmallVector<bool, 4>, 4> batchDims;
   /// A contraction with a weight (linear layer) or between two activations
   /// (attention scores and context).
   bool linear = false, activationMatmul = false;
@@ -73,10 +81,12 @@ PlanGraph buildPlanGraph(mlir::func::FuncOp fn);
 struct OpWork {
   double flops = 0, bytes = 0;
 };
+/// With `fusion`, bytes that stay in registers inside a fused chain are not
+/// counted.
 OpWork opWork(mlir::Operation *op,
               llvm::ArrayRef<llvm::SmallVector<int64_t>> operandShapes,
               llvm::ArrayRef<llvm::SmallVector<int64_t>> resultShapes,
-              double activationScale = 1);
+              double activationScale = 1, const PlanNode *fusion = nullptr);
 
 } // namespace pcc
 

@@ -38,6 +38,9 @@ struct NodeChoice {
   /// Per microbatch, forward: time on the device, time of the collectives
   /// feeding it (and inside it), local weight and result bytes.
   double compute = 0, comm = 0, weightBytes = 0, resultBytes = 0;
+  /// Training, per step: all-reducing the gradients of weights this op
+  /// reads whole while its work is split over the axis.
+  double gradSync = 0;
   llvm::SmallVector<PlannedCollective, 2> collectives;
 };
 
@@ -52,8 +55,15 @@ struct SearchInput {
   /// two backward passes (and a recomputed forward) of compute, and the
   /// forward and backward collectives (and recomputed ones).
   double computeWeight = 1, commWeight = 1;
-  /// Budget for weight bytes x `weightFactor` per device (0: no limit).
+  /// Budget for weight bytes x `weightFactor` per device, summed over the
+  /// whole model (0: no limit).
   double weightBudget = 0, weightFactor = 1;
+  /// Training: microbatches per step (gradient syncs happen once a step).
+  bool train = false;
+  double microbatches = 1;
+  /// Cost this choice (per node; copies use their first copy's) instead of
+  /// searching.
+  const std::vector<OpSharding> *fixed = nullptr;
 };
 
 struct SearchResult {

@@ -38,8 +38,9 @@ CostModel::CostModel(const ClusterSpec &cluster, std::string dtype,
   }
 }
 
-double CostModel::kernelTime(double flops, double bytes) const {
-  return std::max(flops / flopRate, bytes / byteRate) + spec.kernelOverhead;
+double CostModel::kernelTime(double flops, double bytes, bool fused) const {
+  return std::max(flops / flopRate, bytes / byteRate) +
+         (fused ? 0 : spec.kernelOverhead);
 }
 
 double CostModel::collectiveTime(CollectiveKind kind, double bytes, int64_t n,

@@ -3,6 +3,7 @@
 #include "pcc/Plan/PlanGraph.h"
 
 #include "pcc/Dialect/PCC/IR/PCCOps.h"
+#include "pcc/Partition/ShardingRules.h"
 
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/DenseMap.h"
@@ -111,6 +112,44 @@ RepeatedBlock findRepeatedBlock(const PlanGraph &g) {
   return best;
 }
 
+/// Follows the batch split of the inputs through the sharding rules (as
+/// data parallelism lays it out) and records which operand dimensions carry
+/// the batch.
+void markBatchDims(PlanGraph &g) {
+  Mesh mesh;
+  mesh.shape = {2};
+  mesh.axisNames = {"dp"};
+  llvm::DenseMap<Value, TensorSharding> layout;
+  for (BlockArgument arg : g.fn.getArguments()) {
+    auto t = cast<RankedTensorType>(arg.getType());
+    TensorSharding s = TensorSharding::replicated(t.getRank());
+    if (t.getRank() && t.getDimSize(0) % 2 == 0)
+      s.dims[0].axes = {0};
+    layout[arg] = s;
+  }
+  for (PlanNode &node : g.nodes) {
+    SmallVector<TensorSharding> in;
+    for (Value v : node.op->getOperands()) {
+      auto it = layout.find(v);
+      in.push_back(it != layout.end()
+                       ? it->second
+                       : TensorSharding::replicated(
+                             cast<RankedTensorType>(v.getType()).getRank()));
+    }
+    OpSharding s = inferOpSharding(node.op, in, mesh);
+    for (const TensorSharding &t : s.operands) {
+      node.batchDims.emplace_back();
+      for (const DimSharding &d : t.dims)
+        node.batchDims.back().push_back(d.isSplit());
+    }
+    for (auto [r, t] : llvm::zip(node.op->getResults(), s.results)) {
+      TensorSharding whole = t;
+      whole.partial.clear();
+      layout[r] = whole;
+    }
+  }
+}
+
 } // namespace
 
 int PlanGraph::representative(int i) const {
@@ -121,16 +160,20 @@ int PlanGraph::representative(int i) const {
 
 OpWork opWork(Operation *op, ArrayRef<SmallVector<int64_t>> operandShapes,
               ArrayRef<SmallVector<int64_t>> resultShapes,
-              double activationScale) {
+              double activationScale, const PlanNode *fusion) {
   OpWork w;
   if (isa<ReshapeOp>(op))
     return w; // a view: no data moves
-  for (auto [v, shape] : llvm::zip(op->getOperands(), operandShapes)) {
+  for (auto [k, v, shape] :
+       llvm::enumerate(op->getOperands(), operandShapes)) {
+    if (fusion && k < fusion->fusedOperands.size() && fusion->fusedOperands[k])
+      continue;
     double bytes = product(shape) * bytesOf(elementOf(v));
     w.bytes += v.getDefiningOp<WeightOp>() ? bytes : bytes * activationScale;
   }
-  for (auto [v, shape] : llvm::zip(op->getResults(), resultShapes))
-    w.bytes += product(shape) * bytesOf(elementOf(v)) * activationScale;
+  if (!(fusion && fusion->fusedResult))
+    for (auto [v, shape] : llvm::zip(op->getResults(), resultShapes))
+      w.bytes += product(shape) * bytesOf(elementOf(v)) * activationScale;
   double out = resultShapes.empty() ? 0 : product(resultShapes.front());
   if (isa<MatMulOp>(op)) {
     ArrayRef<int64_t> lhs = operandShapes[0];
@@ -210,6 +253,33 @@ PlanGraph buildPlanGraph(func::FuncOp fn) {
     if (first.getRank() >= 2)
       g.sequence = first.getDimSize(1);
   }
+  // Fused elementwise chains: a single-use result feeding an elementwise op.
+  for (PlanNode &node : g.nodes) {
+    node.fusedOperands.assign(node.producers.size(), false);
+    Operation *op = node.op;
+    if (!op->hasTrait<OpTrait::Elementwise>())
+      continue;
+    for (auto [k, p] : llvm::enumerate(node.producers)) {
+      if (p < 0)
+        continue;
+      PlanNode &prod = g.nodes[p];
+      Value v = op->getOperand(k);
+      if (prod.op->hasTrait<OpTrait::Elementwise>() && v.hasOneUse() &&
+          prod.op->getNumResults() == 1) {
+        prod.fusedResult = true;
+        node.fusedOperands[k] = true;
+      }
+    }
+  }
+  for (PlanNode &node : g.nodes) {
+    SmallVector<SmallVector<int64_t>> in, out;
+    for (Value v : node.op->getOperands())
+      in.emplace_back(cast<RankedTensorType>(v.getType()).getShape());
+    for (Type t : node.op->getResultTypes())
+      out.emplace_back(cast<RankedTensorType>(t).getShape());
+    node.bytes = opWork(node.op, in, out, 1, &node).bytes;
+  }
+  markBatchDims(g);
   g.block = findRepeatedBlock(g);
   return g;
 }

@@ -138,14 +138,22 @@ SearchResult gridLayout(const PlanGraph &g, const CostModel &cost,
   bool crossDepth = groupCrossesNodes(q * q, grid.depth, cluster);
   double weightShare = grid.mode == TensorMode::ThreeD ? double(q * q * q)
                                                        : double(q * q);
+  int firstCopy = g.block.present() ? g.block.begin + g.block.period
+                                    : int(g.nodes.size());
   for (auto [i, node] : llvm::enumerate(g.nodes)) {
     NodeChoice &c = r.nodes[i];
+    // Block copies cost what the first copy costs.
+    if (int(i) >= firstCopy && int(i) < g.block.end()) {
+      c = r.nodes[i - g.block.period];
+      continue;
+    }
     Operation *op = node.op;
     double weightBytes = node.params * eb;
     double actBytes = std::max(0.0, node.bytes - weightBytes);
     c.compute = cost.kernelTime(node.flops * scale / grid.size,
                                 actBytes * scale / grid.size +
-                                    weightBytes / weightShare);
+                                    weightBytes / weightShare,
+                                node.fusedResult);
     c.weightBytes = weightBytes / weightShare;
     if (!isa<ReshapeOp>(op))
       for (Value v : op->getResults())
@@ -255,7 +263,8 @@ std::vector<int> balance(ArrayRef<double> cost, int parts) {
 
 struct StageSummary {
   double compute = 0, comm = 0, weightBytes = 0, resultBytes = 0,
-         inputBytes = 0, largestUnitBytes = 0, boundaryBytes = 0;
+         inputBytes = 0, largestUnitBytes = 0, boundaryBytes = 0,
+         gradSync = 0;
 };
 
 /// Bytes each block copy passes to the next (the residual stream).
@@ -345,7 +354,9 @@ llvm::Expected<Plan> makePlan(const PlanGraph &g, const ClusterSpec &cluster,
   double usable = cluster.memoryBytes * kUsableMemory;
 
   Plan plan;
-  std::map<std::tuple<int, int64_t, int64_t, double, bool>,
+  // Exactly searched layouts by (mode, tensor size, depth, scale,
+  // recompute, microbatches, stages).
+  std::map<std::tuple<int, int64_t, int64_t, double, bool, int64_t, int64_t>,
            std::shared_ptr<const SearchResult>>
       layouts;
   std::vector<PlanCandidate> feasible, rejected;
@@ -365,6 +376,196 @@ llvm::Expected<Plan> makePlan(const PlanGraph &g, const ClusterSpec &cluster,
     recomputes = {false, true};
 
   auto forced = [](int64_t want, int64_t v) { return want == 0 || want == v; };
+
+  // Per-op layouts of a candidate. The exact search runs once per tensor
+  // grid and recompute setting; other candidates with that grid re-cost
+  // its choice at their own microbatch share, and the fastest few are then
+  // searched exactly (`exact`).
+  std::map<std::tuple<int, int64_t, bool, int64_t>, std::vector<OpSharding>>
+      seedChoice;
+  auto layoutFor = [&](int64_t pp, int64_t tg, TensorMode mode,
+                       std::pair<int64_t, int64_t> grid, int64_t m,
+                       bool recompute, double scale, double cw, double cc,
+                       bool exact) -> std::shared_ptr<const SearchResult> {
+    auto key = std::make_tuple(int(mode), tg, grid.second, scale, recompute,
+                               m, pp);
+    auto found = layouts.find(key);
+    if (found != layouts.end())
+      return found->second;
+    std::shared_ptr<const SearchResult> layout;
+    if (mode != TensorMode::OneD) {
+      layout = std::make_shared<SearchResult>(gridLayout(
+          g, cost, {mode, tg, grid.first, grid.second}, scale, cluster));
+      if (exact)
+        layouts[key] = layout;
+      return layout;
+    }
+    SearchInput in;
+    in.degree = tg;
+    in.crossNode = groupCrossesNodes(1, tg, cluster);
+    in.scale = scale;
+    in.computeWeight = cw;
+    in.commWeight = cc;
+    in.train = opt.train;
+    in.microbatches = double(m);
+    // Weights (and their training state) must leave room for activations
+    // in every stage.
+    in.weightBudget = 0.8 * usable * double(pp);
+    in.weightFactor = opt.train ? stateBytesPerParam / eb : 1;
+    auto seedKey = std::make_tuple(int(mode), tg, recompute, pp);
+    auto seed = seedChoice.find(seedKey);
+    bool solve = exact || seed == seedChoice.end() || tg == 1;
+    if (!solve)
+      in.fixed = &seed->second;
+    auto result = std::make_shared<SearchResult>(
+        searchTensorParallel(g, cost, in));
+    if (solve)
+      ++plan.ilpSolves;
+    if (solve && result->feasible) {
+      std::vector<OpSharding> choice;
+      for (const NodeChoice &nc : result->nodes)
+        choice.push_back(nc.sharding);
+      seedChoice[seedKey] = std::move(choice);
+    }
+    if (exact)
+      layouts[key] = result;
+    return result;
+  };
+
+  auto evaluate = [&](int64_t pp, int64_t tg, TensorMode mode,
+                      std::pair<int64_t, int64_t> gridShape, int64_t sp,
+                      int64_t dp, int64_t m, bool recompute,
+                      bool exact) -> PlanCandidate {
+    const std::pair<int64_t, int64_t> *grid = &gridShape;
+    double scale = 1.0 / double(dp * m * sp);
+    double cw = opt.train ? (recompute ? 4 : 3) : 1;
+    double cc = opt.train ? (recompute ? 3 : 2) : 1;
+    std::shared_ptr<const SearchResult> layout =
+        layoutFor(pp, tg, mode, *grid, m, recompute, scale, cw, cc, exact);
+    PlanCandidate c;
+    c.dp = dp;
+    c.pp = pp;
+    c.tp = tg;
+    c.sp = sp;
+    c.microbatches = m;
+    c.mode = mode;
+    c.q = grid->first;
+    c.depth = grid->second;
+    c.recompute = recompute;
+    c.layout = layout;
+    c.runnable = !opt.train && pp == 1 && sp == 1 &&
+                 mode == TensorMode::OneD;
+
+    // Sequence parallelism: attention gathers keys and values
+    // from the whole sequence (and scatters their gradients).
+    std::vector<double> spComm(g.nodes.size(), 0);
+    if (sp > 1) {
+      bool cross = groupCrossesNodes(tg, sp, cluster);
+      for (auto [i, node] : llvm::enumerate(g.nodes))
+        if (node.activationMatmul) {
+          double bytes = bytesOf(node.op->getOperand(1)) * sp *
+                         scale / double(tg);
+          spComm[i] = cost.collectiveTime(CollectiveKind::AllGather,
+                                          bytes, sp, cross);
+        }
+    }
+
+    // Per-unit time of one microbatch, then stages.
+    std::vector<double> unitTime(units.size());
+    for (auto [u, unit] : llvm::enumerate(units))
+      for (int i = unit.first; i <= unit.last; ++i)
+        unitTime[u] += cw * layout->nodes[i].compute +
+                       cc * (layout->nodes[i].comm + spComm[i]);
+    std::vector<int> starts = balance(unitTime, pp);
+    double boundary = blockBoundaryBytes(g, *layout);
+    StageSummary worst;
+    double worstTime = -1;
+    double maxWeights = 0, maxActivations = 0, maxGradSync = 0;
+    for (size_t s = 0; s < starts.size(); ++s) {
+      int end = s + 1 < starts.size() ? starts[s + 1] : units.size();
+      StageSummary st;
+      double time = 0;
+      for (int u = starts[s]; u < end; ++u) {
+        time += unitTime[u];
+        double unitBytes = 0;
+        for (int i = units[u].first; i <= units[u].last; ++i) {
+          const NodeChoice &nc = layout->nodes[i];
+          st.compute += nc.compute;
+          st.comm += nc.comm + spComm[i];
+          st.weightBytes += nc.weightBytes;
+          unitBytes += nc.resultBytes;
+        }
+        st.resultBytes += unitBytes;
+        st.largestUnitBytes = std::max(st.largestUnitBytes, unitBytes);
+        bool isCopy = units[u].first != units[u].last;
+        st.inputBytes += isCopy ? boundary : unitBytes;
+      }
+      // 1F1B: stage s holds activations of pp - s microbatches.
+      double inFlight = opt.train ? double(std::min<int64_t>(pp - s, m)) : 1;
+      double activations =
+          !opt.train ? 2 * st.largestUnitBytes
+          : recompute
+              ? inFlight * st.inputBytes + st.largestUnitBytes
+              : inFlight * st.resultBytes;
+      maxWeights = std::max(maxWeights, st.weightBytes);
+      maxActivations = std::max(maxActivations, activations);
+      for (int u = starts[s]; u < end; ++u)
+        for (int i = units[u].first; i <= units[u].last; ++i)
+          st.gradSync += layout->nodes[i].gradSync;
+      maxGradSync = std::max(maxGradSync, st.gradSync);
+      double mem = st.weightBytes * (opt.train ? stateBytesPerParam / eb : 1) +
+                   activations;
+      c.memory = std::max(c.memory, mem);
+      if (time > worstTime) {
+        worstTime = time;
+        worst = st;
+      }
+      c.stageBegin.push_back(units[starts[s]].first);
+    }
+    c.weightMemory = maxWeights;
+    c.stateMemory =
+        opt.train ? maxWeights * (stateBytesPerParam / eb - 1) : 0;
+    c.activationMemory = maxActivations;
+
+    // Point-to-point sends between stages, per microbatch.
+    double p2p = 0;
+    if (pp > 1) {
+      double bytes = boundary > 0 ? boundary
+                                  : worst.resultBytes /
+                                        std::max<size_t>(1, units.size());
+      bool cross = groupCrossesNodes(dp * sp * tg, pp, cluster);
+      p2p = (opt.train ? 2 : 1) *
+            cost.collectiveTime(CollectiveKind::SendRecv, bytes, 2,
+                                cross);
+    }
+    double perMicrobatch = worstTime + p2p;
+    c.compute = double(m) * cw * worst.compute;
+    c.comm = double(m) * (cc * worst.comm + p2p);
+    c.bubble = double(pp - 1) * perMicrobatch;
+    if (opt.train) {
+      // Gradients are summed over every replica of a weight:
+      // data and sequence groups (and the 2.5D depth).
+      int64_t replicas = dp * sp * (mode == TensorMode::TwoPointFiveD
+                                        ? c.depth
+                                        : 1);
+      bool cross = groupCrossesNodes(tg, dp * sp, cluster) ||
+                   (mode == TensorMode::TwoPointFiveD &&
+                    groupCrossesNodes(c.q * c.q, c.depth, cluster));
+      c.dataParallel = cost.collectiveTime(
+                           CollectiveKind::AllReduce, maxWeights,
+                           replicas, cross) +
+                       maxGradSync;
+      double params = maxWeights / eb;
+      c.optimizer = cost.kernelTime(12 * params,
+                                    2 * stateBytesPerParam * params);
+    }
+    c.stepTime = double(m + pp - 1) * perMicrobatch +
+                 c.dataParallel + c.optimizer;
+    c.flopsPerDevice = g.totalFlops * cw / double(n);
+    c.tflopsPerDevice = c.flopsPerDevice / c.stepTime / 1e12;
+    c.fits = c.memory <= usable;
+    return c;
+  };
 
   for (int64_t pp : divisors(n)) {
     if (!forced(opt.pp, pp) || (opt.runnableOnly && pp > 1) ||
@@ -402,147 +603,12 @@ llvm::Expected<Plan> makePlan(const PlanGraph &g, const ClusterSpec &cluster,
               continue;
             if (!opt.train && pp == 1 && m > 1 && !opt.microbatches)
               continue; // inference without stages gains nothing from it
-            double scale = 1.0 / double(dp * m * sp);
             for (bool recompute : recomputes) {
               ++plan.evaluated;
-              double cw = opt.train ? (recompute ? 4 : 3) : 1;
-              double cc = opt.train ? (recompute ? 3 : 2) : 1;
-              auto key = std::make_tuple(int(mode), tg, grid->second, scale,
-                                         recompute);
-              std::shared_ptr<const SearchResult> &layout = layouts[key];
-              if (!layout) {
-                if (mode == TensorMode::OneD) {
-                  SearchInput in;
-                  in.degree = tg;
-                  in.crossNode = groupCrossesNodes(1, tg, cluster);
-                  in.scale = scale;
-                  in.computeWeight = cw;
-                  in.commWeight = cc;
-                  layout = std::make_shared<SearchResult>(
-                      searchTensorParallel(g, cost, in));
-                  ++plan.ilpSolves;
-                } else {
-                  layout = std::make_shared<SearchResult>(gridLayout(
-                      g, cost, {mode, tg, grid->first, grid->second}, scale,
-                      cluster));
-                }
-              }
-              PlanCandidate c;
-              c.dp = dp;
-              c.pp = pp;
-              c.tp = tg;
-              c.sp = sp;
-              c.microbatches = m;
-              c.mode = mode;
-              c.q = grid->first;
-              c.depth = grid->second;
-              c.recompute = recompute;
-              c.layout = layout;
-              c.runnable = !opt.train && pp == 1 && sp == 1 &&
-                           mode == TensorMode::OneD;
-
-              // Sequence parallelism: attention gathers keys and values
-              // from the whole sequence (and scatters their gradients).
-              std::vector<double> spComm(g.nodes.size(), 0);
-              if (sp > 1) {
-                bool cross = groupCrossesNodes(tg, sp, cluster);
-                for (auto [i, node] : llvm::enumerate(g.nodes))
-                  if (node.activationMatmul) {
-                    double bytes = bytesOf(node.op->getOperand(1)) * sp *
-                                   scale / double(tg);
-                    spComm[i] = cost.collectiveTime(CollectiveKind::AllGather,
-                                                    bytes, sp, cross);
-                  }
-              }
-
-              // Per-unit time of one microbatch, then stages.
-              std::vector<double> unitTime(units.size());
-              for (auto [u, unit] : llvm::enumerate(units))
-                for (int i = unit.first; i <= unit.last; ++i)
-                  unitTime[u] += cw * layout->nodes[i].compute +
-                                 cc * (layout->nodes[i].comm + spComm[i]);
-              std::vector<int> starts = balance(unitTime, pp);
-              double boundary = blockBoundaryBytes(g, *layout);
-              StageSummary worst;
-              double worstTime = -1;
-              double maxWeights = 0, maxActivations = 0;
-              for (size_t s = 0; s < starts.size(); ++s) {
-                int end = s + 1 < starts.size() ? starts[s + 1] : units.size();
-                StageSummary st;
-                double time = 0;
-                for (int u = starts[s]; u < end; ++u) {
-                  time += unitTime[u];
-                  double unitBytes = 0;
-                  for (int i = units[u].first; i <= units[u].last; ++i) {
-                    const NodeChoice &nc = layout->nodes[i];
-                    st.compute += nc.compute;
-                    st.comm += nc.comm + spComm[i];
-                    st.weightBytes += nc.weightBytes;
-                    unitBytes += nc.resultBytes;
-                  }
-                  st.resultBytes += unitBytes;
-                  st.largestUnitBytes = std::max(st.largestUnitBytes, unitBytes);
-                  bool isCopy = units[u].first != units[u].last;
-                  st.inputBytes += isCopy ? boundary : unitBytes;
-                }
-                // 1F1B: stage s holds activations of pp - s microbatches.
-                double inFlight = opt.train ? double(std::min<int64_t>(pp - s, m)) : 1;
-                double activations =
-                    !opt.train ? 2 * st.largestUnitBytes
-                    : recompute
-                        ? inFlight * st.inputBytes + st.largestUnitBytes
-                        : inFlight * st.resultBytes;
-                maxWeights = std::max(maxWeights, st.weightBytes);
-                maxActivations = std::max(maxActivations, activations);
-                double mem = st.weightBytes * (opt.train ? stateBytesPerParam / eb : 1) +
-                             activations;
-                c.memory = std::max(c.memory, mem);
-                if (time > worstTime) {
-                  worstTime = time;
-                  worst = st;
-                }
-                c.stageBegin.push_back(units[starts[s]].first);
-              }
-              c.weightMemory = maxWeights;
-              c.stateMemory =
-                  opt.train ? maxWeights * (stateBytesPerParam / eb - 1) : 0;
-              c.activationMemory = maxActivations;
-
-              // Point-to-point sends between stages, per microbatch.
-              double p2p = 0;
-              if (pp > 1) {
-                double bytes = boundary > 0 ? boundary
-                                            : worst.resultBytes /
-                                                  std::max<size_t>(1, units.size());
-                bool cross = groupCrossesNodes(dp * sp * tg, pp, cluster);
-                p2p = (opt.train ? 2 : 1) *
-                      cost.collectiveTime(CollectiveKind::SendRecv, bytes, 2,
-                                          cross);
-              }
-              double perMicrobatch = worstTime + p2p;
-              c.compute = double(m) * cw * worst.compute;
-              c.comm = double(m) * (cc * worst.comm + p2p);
-              c.bubble = double(pp - 1) * perMicrobatch;
-              if (opt.train) {
-                // Gradients are summed over every replica of a weight:
-                // data and sequence groups (and the 2.5D depth).
-                int64_t replicas = dp * sp * (mode == TensorMode::TwoPointFiveD
-                                                  ? c.depth
-                                                  : 1);
-                bool cross = groupCrossesNodes(tg, dp * sp, cluster) ||
-                             (mode == TensorMode::TwoPointFiveD &&
-                              groupCrossesNodes(c.q * c.q, c.depth, cluster));
-                c.dataParallel = cost.collectiveTime(
-                    CollectiveKind::AllReduce, maxWeights, replicas, cross);
-                double params = maxWeights / eb;
-                c.optimizer = cost.kernelTime(12 * params,
-                                              2 * stateBytesPerParam * params);
-              }
-              c.stepTime = double(m + pp - 1) * perMicrobatch +
-                           c.dataParallel + c.optimizer;
-              c.flopsPerDevice = g.totalFlops * cw / double(n);
-              c.tflopsPerDevice = c.flopsPerDevice / c.stepTime / 1e12;
-              c.fits = c.memory <= usable;
+              PlanCandidate c = evaluate(pp, tg, mode, *grid, sp, dp, m,
+                                         recompute, /*exact=*/false);
+              // Layouts are big; only the finalists keep theirs.
+              c.layout = nullptr;
               (c.fits ? feasible : rejected).push_back(std::move(c));
             }
           }
@@ -555,6 +621,31 @@ llvm::Expected<Plan> makePlan(const PlanGraph &g, const ClusterSpec &cluster,
   };
   llvm::stable_sort(feasible, faster);
   llvm::stable_sort(rejected, faster);
+  // The fastest candidates get their own exact layout search (and keep
+  // their layouts for the report); re-rank.
+  constexpr int kExactRefine = 8;
+  for (auto *list : {&feasible, &rejected})
+    for (int k = 0; k < int(list->size()) && k < kExactRefine; ++k) {
+      PlanCandidate &c = (*list)[k];
+      c = evaluate(c.pp, c.tp, c.mode, {c.q, c.depth}, c.sp, c.dp,
+                   c.microbatches, c.recompute, /*exact=*/true);
+    }
+  {
+    std::vector<PlanCandidate> keep;
+    for (PlanCandidate &c : feasible)
+      (c.fits ? keep : rejected).push_back(std::move(c));
+    // A re-searched candidate that fits now moves up from the rejects.
+    for (auto it = rejected.begin(); it != rejected.end();)
+      if (it->fits && it->layout) {
+        keep.push_back(std::move(*it));
+        it = rejected.erase(it);
+      } else {
+        ++it;
+      }
+    feasible = std::move(keep);
+    llvm::stable_sort(feasible, faster);
+    llvm::stable_sort(rejected, faster);
+  }
   plan.infeasible += rejected.size();
   if (feasible.empty()) {
     if (rejected.empty())

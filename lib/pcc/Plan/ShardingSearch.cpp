@@ -55,8 +55,10 @@ std::string key(const OpSharding &s, const Mesh &mesh) {
 }
 
 /// Costs one option of `op` on the per-device shapes.
-NodeChoice costOption(Operation *op, OpSharding sharding, const Mesh &mesh,
-                      const CostModel &cost, const SearchInput &in) {
+NodeChoice costOption(const PlanNode &node, OpSharding sharding,
+                      const Mesh &mesh, const CostModel &cost,
+                      const SearchInput &in) {
+  Operation *op = node.op;
   NodeChoice c;
   SmallVector<SmallVector<int64_t>> local, localOut;
   for (auto [v, s] : llvm::zip(op->getOperands(), sharding.operands)) {
@@ -77,8 +79,16 @@ NodeChoice costOption(Operation *op, OpSharding sharding, const Mesh &mesh,
     if (!isa<ReshapeOp>(op))
       c.resultBytes += share * in.scale;
   }
-  OpWork w = opWork(op, local, localOut, in.scale);
-  c.compute = cost.kernelTime(w.flops, w.bytes);
+  bool splitWork = llvm::any_of(sharding.results, [](const TensorSharding &t) {
+    return !t.isReplicated();
+  });
+  if (in.train && splitWork)
+    for (auto [v, s] : llvm::zip(op->getOperands(), sharding.operands))
+      if (v.getDefiningOp<WeightOp>() && s.isReplicated())
+        c.gradSync += cost.collectiveTime(CollectiveKind::AllReduce,
+                                          bytesOf(v), in.degree, in.crossNode);
+  OpWork w = opWork(op, local, localOut, in.scale, &node);
+  c.compute = cost.kernelTime(w.flops, w.bytes, /*fused=*/node.fusedResult);
   if (!sharding.reduceBeforeBias.empty()) {
     double bytes = bytesOf(op->getResult(0)) * in.scale;
     double t = cost.collectiveTime(CollectiveKind::AllReduce, bytes, in.degree,
@@ -92,15 +102,28 @@ NodeChoice costOption(Operation *op, OpSharding sharding, const Mesh &mesh,
 
 /// Every distinct way `op` can run on the axis: its rule applied to
 /// replicated operands and to each operand split on each dimension.
-std::vector<NodeChoice> enumerateOptions(Operation *op, const Mesh &mesh,
+std::vector<NodeChoice> enumerateOptions(const PlanNode &node,
+                                         const Mesh &mesh,
                                          const CostModel &cost,
                                          const SearchInput &in) {
+  Operation *op = node.op;
   std::vector<NodeChoice> options;
   llvm::StringSet<> seen;
+  // Splitting the batch is data parallelism's job (the outer search); a
+  // tensor axis splitting it again would double-count it.
+  auto onBatch = [&](const OpSharding &s) {
+    for (auto [t, batch] : llvm::zip(s.operands, node.batchDims))
+      for (auto [d, b] : llvm::zip(t.dims, batch))
+        if (b && d.isSplit())
+          return true;
+    return false;
+  };
   auto add = [&](ArrayRef<TensorSharding> seed) {
     OpSharding s = inferOpSharding(op, seed, mesh);
+    if (onBatch(s))
+      return;
     if (seen.insert(key(s, mesh)).second)
-      options.push_back(costOption(op, std::move(s), mesh, cost, in));
+      options.push_back(costOption(node, std::move(s), mesh, cost, in));
   };
   SmallVector<TensorSharding> seed;
   for (Value v : op->getOperands())
@@ -110,7 +133,8 @@ std::vector<NodeChoice> enumerateOptions(Operation *op, const Mesh &mesh,
     return options;
   for (auto [i, v] : llvm::enumerate(op->getOperands())) {
     for (auto [d, size] : llvm::enumerate(shapeOf(v))) {
-      if (size < in.degree || size % in.degree)
+      if (size < in.degree || size % in.degree ||
+          (i < node.batchDims.size() && node.batchDims[i][d]))
         continue;
       seed[i].dims[d].axes = {0};
       add(seed);
@@ -179,7 +203,9 @@ SearchResult searchTensorParallel(const PlanGraph &g, const CostModel &cost,
   for (int i = 0; i < n; ++i) {
     if (!isVariable(i))
       continue;
-    options[i] = enumerateOptions(g.nodes[i].op, mesh, cost, in);
+    options[i] = in.fixed ? std::vector<NodeChoice>{costOption(
+                                g.nodes[i], (*in.fixed)[i], mesh, cost, in)}
+                          : enumerateOptions(g.nodes[i], mesh, cost, in);
     bool inBlock = b.present() && i >= b.begin && i < b.end();
     nodeMult[i] = inBlock ? copies : 1;
   }
@@ -260,8 +286,9 @@ SearchResult searchTensorParallel(const PlanGraph &g, const CostModel &cost,
     int vars = 0;
     std::vector<double> budgetCoef;
     auto nodeObjective = [&](int i, const NodeChoice &c) {
-      return nodeMult[i] *
-             (in.computeWeight * c.compute + in.commWeight * c.comm);
+      return nodeMult[i] * (in.computeWeight * c.compute +
+                            in.commWeight * c.comm +
+                            c.gradSync / in.microbatches);
     };
     for (int i = 0; i < n; ++i) {
       if (options[i].size() <= 1)
@@ -367,7 +394,15 @@ SearchResult searchTensorParallel(const PlanGraph &g, const CostModel &cost,
   // Spell the choice out for every node, with the collectives on its
   // incoming edges as the partitioner will insert them.
   result.nodes.resize(n);
+  // Copies after the second are wired like the second: copy its costs.
+  int copiedFrom = b.present() ? b.begin + 2 * b.period : n;
   for (int i = 0; i < n; ++i) {
+    if (i >= copiedFrom && i < b.end()) {
+      result.nodes[i] = result.nodes[i - b.period];
+      for (PlannedCollective &pc : result.nodes[i].collectives)
+        pc.node = i;
+      continue;
+    }
     int r = g.representative(i);
     NodeChoice c = options[r][choice[r]];
     Operation *op = g.nodes[i].op;

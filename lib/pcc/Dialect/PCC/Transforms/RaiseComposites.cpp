@@ -3,8 +3,9 @@
 // Matches are exact: every constant in a chain must have the value the
 // decomposition uses (0.5, 1, sqrt 2, exponent 2), and every intermediate
 // value must have no other users, so raising never changes what the model
-// computes. Constants are compared in double with a relative tolerance of
-// 1e-6 because exporters round sqrt(2) to f32.
+// computes. A constant matches when it equals the expected value rounded to
+// the constant's own float type (sqrt 2 is 1.4140625 in f16), within a
+// relative 1e-6 because exporters may compute it in f32 before casting.
 //
 //===----------------------------------------------------------------------===//
 
@@ -36,8 +37,15 @@ std::optional<double> splatValue(Value v) {
 }
 
 bool isSplat(Value v, double expected) {
-  auto got = splatValue(v);
-  return got && std::abs(*got - expected) <= 1e-6 * std::abs(expected);
+  DenseFPElementsAttr attr;
+  if (!v || !matchPattern(v, m_Constant(&attr)) || !attr.isSplat())
+    return false;
+  APFloat got = attr.getSplatValue<APFloat>();
+  APFloat want(expected);
+  bool lost = false;
+  want.convert(got.getSemantics(), APFloat::rmNearestTiesToEven, &lost);
+  double g = got.convertToDouble(), w = want.convertToDouble();
+  return std::abs(g - w) <= 1e-6 * std::abs(w);
 }
 
 /// Op of type OpTy defining `v` whose result has a single use.
