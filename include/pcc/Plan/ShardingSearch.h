@@ -67,7 +67,8 @@ struct SearchInput {
 };
 
 struct SearchResult {
-  /// Per node (every copy of the block gets its copy-0 choice).
+  /// Per node (every copy of the block gets its copy-0 choice; copies after
+  /// the second carry costs only, their layout is their first copy's).
   std::vector<NodeChoice> nodes;
   int variables = 0, constraints = 0;
   bool optimal = false, feasible = true;

@@ -383,6 +383,9 @@ llvm::Expected<Plan> makePlan(const PlanGraph &g, const ClusterSpec &cluster,
   // searched exactly (`exact`).
   std::map<std::tuple<int, int64_t, bool, int64_t>, std::vector<OpSharding>>
       seedChoice;
+  std::map<std::tuple<int, int64_t, bool, int64_t>,
+           std::shared_ptr<const SearchResult>>
+      noLayout;
   auto layoutFor = [&](int64_t pp, int64_t tg, TensorMode mode,
                        std::pair<int64_t, int64_t> grid, int64_t m,
                        bool recompute, double scale, double cw, double cc,
@@ -413,14 +416,20 @@ llvm::Expected<Plan> makePlan(const PlanGraph &g, const ClusterSpec &cluster,
     in.weightBudget = 0.8 * usable * double(pp);
     in.weightFactor = opt.train ? stateBytesPerParam / eb : 1;
     auto seedKey = std::make_tuple(int(mode), tg, recompute, pp);
+    // Whether weights fit the budget depends only on this key: once the
+    // exact search finds no layout that fits, none of its candidates do.
+    if (auto bad = noLayout.find(seedKey); bad != noLayout.end())
+      return bad->second;
     auto seed = seedChoice.find(seedKey);
     bool solve = exact || seed == seedChoice.end() || tg == 1;
     if (!solve)
       in.fixed = &seed->second;
     auto result = std::make_shared<SearchResult>(
         searchTensorParallel(g, cost, in));
-    if (solve)
+    if (solve && tg > 1)
       ++plan.ilpSolves;
+    if (solve && !result->feasible)
+      noLayout[seedKey] = result;
     if (solve && result->feasible) {
       std::vector<OpSharding> choice;
       for (const NodeChoice &nc : result->nodes)
@@ -563,7 +572,7 @@ llvm::Expected<Plan> makePlan(const PlanGraph &g, const ClusterSpec &cluster,
                  c.dataParallel + c.optimizer;
     c.flopsPerDevice = g.totalFlops * cw / double(n);
     c.tflopsPerDevice = c.flopsPerDevice / c.stepTime / 1e12;
-    c.fits = c.memory <= usable;
+    c.fits = c.memory <= usable && layout->feasible;
     return c;
   };
 

@@ -398,8 +398,16 @@ SearchResult searchTensorParallel(const PlanGraph &g, const CostModel &cost,
   int copiedFrom = b.present() ? b.begin + 2 * b.period : n;
   for (int i = 0; i < n; ++i) {
     if (i >= copiedFrom && i < b.end()) {
-      result.nodes[i] = result.nodes[i - b.period];
-      for (PlannedCollective &pc : result.nodes[i].collectives)
+      // Numbers and collectives only: layouts are read from the first copy.
+      const NodeChoice &from = result.nodes[i - b.period];
+      NodeChoice &to = result.nodes[i];
+      to.compute = from.compute;
+      to.comm = from.comm;
+      to.weightBytes = from.weightBytes;
+      to.resultBytes = from.resultBytes;
+      to.gradSync = from.gradSync;
+      to.collectives = from.collectives;
+      for (PlannedCollective &pc : to.collectives)
         pc.node = i;
       continue;
     }
