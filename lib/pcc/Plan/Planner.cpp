@@ -317,7 +317,7 @@ std::string PlanCandidate::label() const {
   std::string s = llvm::formatv("dp{0} pp{1} tp{2}", dp, pp, tp);
   if (tp > 1 && mode != TensorMode::OneD)
     s += llvm::formatv(
-        mode == TensorMode::TwoPointFiveD ? "({0} {1}x{1}x{2})" : "({0} {1}x{1}{3})",
+        mode == TensorMode::TwoPointFiveD ? " ({0} {1}x{1}x{2})" : " ({0} {1}x{1}{3})",
         tensorModeName(mode), q, depth,
         mode == TensorMode::ThreeD ? llvm::formatv("x{0}", q).str() : "");
   if (sp > 1)
