@@ -267,6 +267,26 @@ Expected<pcc::PlanOptions> planOptions() {
   return o;
 }
 
+struct PlannedModel {
+  pcc::ClusterSpec cluster;
+  pcc::PlanGraph graph;
+  pcc::Plan plan;
+};
+
+/// Plans `fn` on the chosen cluster.
+Expected<PlannedModel> planModel(mlir::func::FuncOp fn,
+                                 const pcc::PlanOptions &options) {
+  auto cluster = chosenCluster();
+  if (!cluster)
+    return cluster.takeError();
+  PlannedModel planned{*cluster, pcc::buildPlanGraph(fn), {}};
+  auto plan = pcc::makePlan(planned.graph, planned.cluster, options);
+  if (!plan)
+    return plan.takeError();
+  planned.plan = std::move(*plan);
+  return planned;
+}
+
 int runCalibrate() {
   pcc::CalibrateOptions o;
   o.ranks = calibrateRanks;
@@ -332,15 +352,12 @@ int main(int argc, char **argv) {
       return fail("--tp-mode " + tpMode +
                   " is planned by `pcc plan` but cannot be compiled yet (only "
                   "1d, Megatron)");
-    if (forced && devices.getNumOccurrences() &&
-        std::max<int64_t>(1, planOpts->dp) * std::max<int64_t>(1, planOpts->tp) !=
-            devices)
-      return fail("--dp " + Twine(std::max<int64_t>(1, planOpts->dp)) +
-                  " x --tp " + Twine(std::max<int64_t>(1, planOpts->tp)) +
-                  " is " +
-                  Twine(std::max<int64_t>(1, planOpts->dp) *
-                        std::max<int64_t>(1, planOpts->tp)) +
-                  " devices, but --devices is " + Twine(int(devices)));
+    int64_t dp = std::max<int64_t>(1, planOpts->dp);
+    int64_t tp = std::max<int64_t>(1, planOpts->tp);
+    if (forced && devices.getNumOccurrences() && dp * tp != devices)
+      return fail("--dp " + Twine(dp) + " x --tp " + Twine(tp) + " is " +
+                  Twine(dp * tp) + " devices, but --devices is " +
+                  Twine(int(devices)));
     planOpts->runnableOnly = true;
   }
   int ndev = planOpts->devices;
@@ -367,23 +384,20 @@ int main(int argc, char **argv) {
     return fail("the model has no main function");
 
   if (planning) {
-    auto cluster = chosenCluster();
-    if (!cluster)
-      return fail(toString(cluster.takeError()));
-    pcc::PlanGraph graph = pcc::buildPlanGraph(mainFn);
-    auto plan = pcc::makePlan(graph, *cluster, *planOpts);
-    if (!plan)
-      return fail(toString(plan.takeError()));
+    auto planned = planModel(mainFn, *planOpts);
+    if (!planned)
+      return fail(toString(planned.takeError()));
+    const auto &[cluster, graph, plan] = *planned;
     pcc::ReportOptions report;
     report.modelPath = inputFile;
     report.compare = compare;
     report.explain = explainPlan;
     if (outputFormat == Format::Json)
-      pcc::printPlanJSON(outs(), graph, *cluster, *planOpts, *plan, report);
+      pcc::printPlanJSON(outs(), graph, cluster, *planOpts, plan, report);
     else if (outputFormat == Format::Dot)
-      pcc::printPlanDot(outs(), graph, *plan);
+      pcc::printPlanDot(outs(), graph, plan);
     else
-      pcc::printPlanText(outs(), graph, *cluster, *planOpts, *plan, report);
+      pcc::printPlanText(outs(), graph, cluster, *planOpts, plan, report);
     return 0;
   }
 
@@ -400,18 +414,15 @@ int main(int argc, char **argv) {
       tp = ndev / dp;
     ndev = dp * tp;
   } else if (ndev > 1 && emit != Emit::MlirImport) {
-    auto cluster = chosenCluster();
-    if (!cluster)
-      return fail(toString(cluster.takeError()));
-    pcc::PlanGraph graph = pcc::buildPlanGraph(mainFn);
-    auto plan = pcc::makePlan(graph, *cluster, *planOpts);
-    if (!plan)
-      return fail(toString(plan.takeError()));
-    dp = plan->best.dp;
-    tp = plan->best.tp;
+    auto planned = planModel(mainFn, *planOpts);
+    if (!planned)
+      return fail(toString(planned.takeError()));
+    const pcc::PlanCandidate &best = planned->plan.best;
+    dp = best.dp;
+    tp = best.tp;
     planNote = formatv("plan dp {0} x tp {1} on cluster {2}, predicted {3:F3} "
                        "ms per batch; ",
-                       dp, tp, cluster->name, plan->best.stepTime * 1e3);
+                       dp, tp, planned->cluster.name, best.stepTime * 1e3);
   }
   if (ndev > 1 && emit != Emit::MlirImport) {
     mlir::PassManager pm(&context);

@@ -75,6 +75,11 @@ struct PlanGraph {
 
 PlanGraph buildPlanGraph(mlir::func::FuncOp fn);
 
+/// Bytes of a tensor of `shape` with elements of type `element`, and of a
+/// ranked tensor value.
+double shapeBytes(llvm::ArrayRef<int64_t> shape, mlir::Type element);
+double tensorBytes(mlir::Value v);
+
 /// Forward FLOPs and bytes of `op` when its operands and results have the
 /// given shapes (global or per device). Everything but weights is scaled by
 /// `activationScale`, the fraction of the batch the shapes stand for.

@@ -152,6 +152,15 @@ void markBatchDims(PlanGraph &g) {
 
 } // namespace
 
+double shapeBytes(ArrayRef<int64_t> shape, Type element) {
+  return product(shape) * bytesOf(element);
+}
+
+double tensorBytes(Value v) {
+  auto t = cast<RankedTensorType>(v.getType());
+  return shapeBytes(t.getShape(), t.getElementType());
+}
+
 int PlanGraph::representative(int i) const {
   if (!block.present() || i < block.begin || i >= block.end())
     return i;
@@ -168,12 +177,12 @@ OpWork opWork(Operation *op, ArrayRef<SmallVector<int64_t>> operandShapes,
        llvm::enumerate(op->getOperands(), operandShapes)) {
     if (fusion && k < fusion->fusedOperands.size() && fusion->fusedOperands[k])
       continue;
-    double bytes = product(shape) * bytesOf(elementOf(v));
+    double bytes = shapeBytes(shape, elementOf(v));
     w.bytes += v.getDefiningOp<WeightOp>() ? bytes : bytes * activationScale;
   }
   if (!(fusion && fusion->fusedResult))
     for (auto [v, shape] : llvm::zip(op->getResults(), resultShapes))
-      w.bytes += product(shape) * bytesOf(elementOf(v)) * activationScale;
+      w.bytes += shapeBytes(shape, elementOf(v)) * activationScale;
   double out = resultShapes.empty() ? 0 : product(resultShapes.front());
   if (isa<MatMulOp>(op)) {
     ArrayRef<int64_t> lhs = operandShapes[0];
@@ -208,11 +217,9 @@ PlanGraph buildPlanGraph(func::FuncOp fn) {
     PlanNode node;
     node.op = &op;
     node.name = nodeName(&op);
-    SmallVector<SmallVector<int64_t>> in, out;
     bool weightOperand = false, activationOperands = true;
     for (Value v : op.getOperands()) {
       auto type = cast<RankedTensorType>(v.getType());
-      in.emplace_back(type.getShape());
       Operation *def = v.getDefiningOp();
       auto it = def ? index.find(def) : index.end();
       node.producers.push_back(it == index.end() ? -1 : it->second);
@@ -227,11 +234,6 @@ PlanGraph buildPlanGraph(func::FuncOp fn) {
         activationOperands = false;
       }
     }
-    for (Type t : op.getResultTypes())
-      out.emplace_back(cast<RankedTensorType>(t).getShape());
-    OpWork w = opWork(&op, in, out);
-    node.flops = w.flops;
-    node.bytes = w.bytes;
     bool contraction = isa<MatMulOp, GemmOp, ConvOp>(op);
     node.linear = contraction && weightOperand;
     node.activationMatmul = contraction && activationOperands;
@@ -241,7 +243,6 @@ PlanGraph buildPlanGraph(func::FuncOp fn) {
       g.dtype = e.isBF16() ? "bf16" : e.isF16() ? "fp16" : "fp32";
       dtypeSet = true;
     }
-    g.totalFlops += node.flops;
     g.totalParams += node.params;
     index[&op] = g.nodes.size();
     g.nodes.push_back(std::move(node));
@@ -277,7 +278,11 @@ PlanGraph buildPlanGraph(func::FuncOp fn) {
       in.emplace_back(cast<RankedTensorType>(v.getType()).getShape());
     for (Type t : node.op->getResultTypes())
       out.emplace_back(cast<RankedTensorType>(t).getShape());
-    node.bytes = opWork(node.op, in, out, 1, &node).bytes;
+    // Work once fusion is known (it changes the bytes, not the FLOPs).
+    OpWork w = opWork(node.op, in, out, 1, &node);
+    node.flops = w.flops;
+    node.bytes = w.bytes;
+    g.totalFlops += node.flops;
   }
   markBatchDims(g);
   g.block = findRepeatedBlock(g);

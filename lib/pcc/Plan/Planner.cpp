@@ -81,12 +81,6 @@ std::optional<std::pair<int64_t, int64_t>> tensorGrid(TensorMode mode,
   return std::nullopt;
 }
 
-double bytesOf(Value v) {
-  auto t = cast<RankedTensorType>(v.getType());
-  return double(t.getNumElements()) *
-         std::max(1u, t.getElementType().getIntOrFloatBitWidth() / 8);
-}
-
 /// Global (M, K, N) of a linear node with its weight, if it has that form.
 std::optional<std::tuple<double, double, double>> gemmDims(Operation *op) {
   auto shape = [](Value v) {
@@ -157,7 +151,7 @@ SearchResult gridLayout(const PlanGraph &g, const CostModel &cost,
     c.weightBytes = weightBytes / weightShare;
     if (!isa<ReshapeOp>(op))
       for (Value v : op->getResults())
-        c.resultBytes += bytesOf(v) * scale / grid.size;
+        c.resultBytes += tensorBytes(v) * scale / grid.size;
     auto add = [&](CollectiveKind kind, double bytes, int64_t n, bool cross,
                    double times) {
       double t = times * cost.collectiveTime(kind, bytes, n, cross);
@@ -445,12 +439,11 @@ llvm::Expected<Plan> makePlan(const PlanGraph &g, const ClusterSpec &cluster,
                       std::pair<int64_t, int64_t> gridShape, int64_t sp,
                       int64_t dp, int64_t m, bool recompute,
                       bool exact) -> PlanCandidate {
-    const std::pair<int64_t, int64_t> *grid = &gridShape;
     double scale = 1.0 / double(dp * m * sp);
     double cw = opt.train ? (recompute ? 4 : 3) : 1;
     double cc = opt.train ? (recompute ? 3 : 2) : 1;
     std::shared_ptr<const SearchResult> layout =
-        layoutFor(pp, tg, mode, *grid, m, recompute, scale, cw, cc, exact);
+        layoutFor(pp, tg, mode, gridShape, m, recompute, scale, cw, cc, exact);
     PlanCandidate c;
     c.dp = dp;
     c.pp = pp;
@@ -458,8 +451,8 @@ llvm::Expected<Plan> makePlan(const PlanGraph &g, const ClusterSpec &cluster,
     c.sp = sp;
     c.microbatches = m;
     c.mode = mode;
-    c.q = grid->first;
-    c.depth = grid->second;
+    c.q = gridShape.first;
+    c.depth = gridShape.second;
     c.recompute = recompute;
     c.layout = layout;
     c.runnable = !opt.train && pp == 1 && sp == 1 &&
@@ -467,12 +460,13 @@ llvm::Expected<Plan> makePlan(const PlanGraph &g, const ClusterSpec &cluster,
 
     // Sequence parallelism: attention gathers keys and values
     // from the whole sequence (and scatters their gradients).
-    std::vector<double> spComm(g.nodes.size(), 0);
+    std::vector<double> spComm(sp > 1 ? g.nodes.size() : 0, 0);
+    auto spAt = [&](int i) { return sp > 1 ? spComm[i] : 0.0; };
     if (sp > 1) {
       bool cross = groupCrossesNodes(tg, sp, cluster);
       for (auto [i, node] : llvm::enumerate(g.nodes))
         if (node.activationMatmul) {
-          double bytes = bytesOf(node.op->getOperand(1)) * sp *
+          double bytes = tensorBytes(node.op->getOperand(1)) * sp *
                          scale / double(tg);
           spComm[i] = cost.collectiveTime(CollectiveKind::AllGather,
                                           bytes, sp, cross);
@@ -484,7 +478,7 @@ llvm::Expected<Plan> makePlan(const PlanGraph &g, const ClusterSpec &cluster,
     for (auto [u, unit] : llvm::enumerate(units))
       for (int i = unit.first; i <= unit.last; ++i)
         unitTime[u] += cw * layout->nodes[i].compute +
-                       cc * (layout->nodes[i].comm + spComm[i]);
+                       cc * (layout->nodes[i].comm + spAt(i));
     std::vector<int> starts = balance(unitTime, pp);
     double boundary = blockBoundaryBytes(g, *layout);
     StageSummary worst;
@@ -500,8 +494,9 @@ llvm::Expected<Plan> makePlan(const PlanGraph &g, const ClusterSpec &cluster,
         for (int i = units[u].first; i <= units[u].last; ++i) {
           const NodeChoice &nc = layout->nodes[i];
           st.compute += nc.compute;
-          st.comm += nc.comm + spComm[i];
+          st.comm += nc.comm + spAt(i);
           st.weightBytes += nc.weightBytes;
+          st.gradSync += nc.gradSync;
           unitBytes += nc.resultBytes;
         }
         st.resultBytes += unitBytes;
@@ -518,9 +513,6 @@ llvm::Expected<Plan> makePlan(const PlanGraph &g, const ClusterSpec &cluster,
               : inFlight * st.resultBytes;
       maxWeights = std::max(maxWeights, st.weightBytes);
       maxActivations = std::max(maxActivations, activations);
-      for (int u = starts[s]; u < end; ++u)
-        for (int i = units[u].first; i <= units[u].last; ++i)
-          st.gradSync += layout->nodes[i].gradSync;
       maxGradSync = std::max(maxGradSync, st.gradSync);
       double mem = st.weightBytes * (opt.train ? stateBytesPerParam / eb : 1) +
                    activations;

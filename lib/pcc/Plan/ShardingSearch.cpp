@@ -19,7 +19,6 @@
 #include "pcc/Dialect/PCC/IR/PCCOps.h"
 
 #include "llvm/ADT/StringSet.h"
-#include "llvm/Support/Timer.h"
 
 #include <Cbc_C_Interface.h>
 
@@ -33,15 +32,6 @@ namespace {
 
 ArrayRef<int64_t> shapeOf(Value v) {
   return cast<RankedTensorType>(v.getType()).getShape();
-}
-
-double bytesOf(Value v) {
-  auto t = cast<RankedTensorType>(v.getType());
-  double n = 1;
-  for (int64_t d : t.getShape())
-    n *= double(d);
-  unsigned bits = t.getElementType().getIntOrFloatBitWidth();
-  return n * std::max(1u, bits / 8);
 }
 
 std::string key(const OpSharding &s, const Mesh &mesh) {
@@ -63,21 +53,17 @@ NodeChoice costOption(const PlanNode &node, OpSharding sharding,
   SmallVector<SmallVector<int64_t>> local, localOut;
   for (auto [v, s] : llvm::zip(op->getOperands(), sharding.operands)) {
     local.push_back(localShape(shapeOf(v), s, mesh));
-    if (v.getDefiningOp<WeightOp>()) {
-      double n = 1;
-      for (int64_t d : local.back())
-        n *= double(d);
-      c.weightBytes +=
-          n * (cast<ShapedType>(v.getType()).getElementTypeBitWidth() / 8);
-    }
+    if (v.getDefiningOp<WeightOp>())
+      c.weightBytes += shapeBytes(
+          local.back(), cast<ShapedType>(v.getType()).getElementType());
   }
   for (auto [v, s] : llvm::zip(op->getResults(), sharding.results)) {
     localOut.push_back(localShape(shapeOf(v), s, mesh));
-    double share = bytesOf(v);
-    for (auto [g, l] : llvm::zip(shapeOf(v), localOut.back()))
-      share = g ? share * double(l) / double(g) : 0;
     if (!isa<ReshapeOp>(op))
-      c.resultBytes += share * in.scale;
+      c.resultBytes +=
+          shapeBytes(localOut.back(),
+                     cast<ShapedType>(v.getType()).getElementType()) *
+          in.scale;
   }
   bool splitWork = llvm::any_of(sharding.results, [](const TensorSharding &t) {
     return !t.isReplicated();
@@ -86,11 +72,11 @@ NodeChoice costOption(const PlanNode &node, OpSharding sharding,
     for (auto [v, s] : llvm::zip(op->getOperands(), sharding.operands))
       if (v.getDefiningOp<WeightOp>() && s.isReplicated())
         c.gradSync += cost.collectiveTime(CollectiveKind::AllReduce,
-                                          bytesOf(v), in.degree, in.crossNode);
+                                          tensorBytes(v), in.degree, in.crossNode);
   OpWork w = opWork(op, local, localOut, in.scale, &node);
   c.compute = cost.kernelTime(w.flops, w.bytes, /*fused=*/node.fusedResult);
   if (!sharding.reduceBeforeBias.empty()) {
-    double bytes = bytesOf(op->getResult(0)) * in.scale;
+    double bytes = tensorBytes(op->getResult(0)) * in.scale;
     double t = cost.collectiveTime(CollectiveKind::AllReduce, bytes, in.degree,
                                    in.crossNode);
     c.comm += t;
@@ -260,7 +246,7 @@ SearchResult searchTensorParallel(const PlanGraph &g, const CostModel &cost,
         continue;
       TensorSharding whole = s;
       whole.partial.clear();
-      double bytes = bytesOf(v) * in.scale;
+      double bytes = tensorBytes(v) * in.scale;
       double t = reshardTime(s, whole, bytes, in.degree, in.crossNode, cost,
                              &c.collectives);
       c.comm += t;
@@ -272,7 +258,7 @@ SearchResult searchTensorParallel(const PlanGraph &g, const CostModel &cost,
     Value v = g.nodes[e.consumer].op->getOperand(e.operand);
     return reshardTime(options[e.producer][a].sharding.results[e.result],
                        options[e.consumer][bIdx].sharding.operands[e.operand],
-                       bytesOf(v) * in.scale, in.degree, in.crossNode, cost);
+                       tensorBytes(v) * in.scale, in.degree, in.crossNode, cost);
   };
 
   bool anyChoice = llvm::any_of(options, [](const auto &o) {
@@ -329,28 +315,20 @@ SearchResult searchTensorParallel(const PlanGraph &g, const CostModel &cost,
           budgetCoef.push_back(0);
           ++vars;
         }
-      for (int a = 0; a < nu; ++a) {
+      // sum_b e[a][b] = x[u][a] and sum_a e[a][b] = x[v][b].
+      auto marginal = [&](int count, int stride, int offset, int x) {
         std::vector<int> cols;
-        std::vector<double> coefs;
-        for (int c = 0; c < nv; ++c) {
-          cols.push_back(base + a * nv + c);
-          coefs.push_back(1);
-        }
-        cols.push_back(firstVar[e.producer] + a);
+        for (int k = 0; k < count; ++k)
+          cols.push_back(base + offset + k * stride);
+        cols.push_back(x);
+        std::vector<double> coefs(count, 1);
         coefs.push_back(-1);
         Cbc_addRow(model, "", cols.size(), cols.data(), coefs.data(), 'E', 0);
-      }
-      for (int c = 0; c < nv; ++c) {
-        std::vector<int> cols;
-        std::vector<double> coefs;
-        for (int a = 0; a < nu; ++a) {
-          cols.push_back(base + a * nv + c);
-          coefs.push_back(1);
-        }
-        cols.push_back(firstVar[e.consumer] + c);
-        coefs.push_back(-1);
-        Cbc_addRow(model, "", cols.size(), cols.data(), coefs.data(), 'E', 0);
-      }
+      };
+      for (int a = 0; a < nu; ++a)
+        marginal(nv, 1, a * nv, firstVar[e.producer] + a);
+      for (int c = 0; c < nv; ++c)
+        marginal(nu, nv, c, firstVar[e.consumer] + c);
       result.constraints += nu + nv;
     }
     if (in.weightBudget > 0) {
@@ -423,7 +401,7 @@ SearchResult searchTensorParallel(const PlanGraph &g, const CostModel &cost,
       SmallVector<PlannedCollective, 2> colls;
       c.comm += reshardTime(
           options[rp][choice[rp]].sharding.results[ri], c.sharding.operands[k],
-          bytesOf(v) * in.scale, in.degree, in.crossNode, cost, &colls);
+          tensorBytes(v) * in.scale, in.degree, in.crossNode, cost, &colls);
       c.collectives.append(colls.begin(), colls.end());
     }
     for (PlannedCollective &pc : c.collectives)
