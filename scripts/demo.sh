@@ -2,7 +2,7 @@
 # The main job, end to end: export a GPT-2-style decoder from PyTorch, compile
 # it for 8 devices (data x Megatron tensor parallel), run it on 8 MPI ranks
 # against PyTorch's output with --check, time it, and show the per-device
-# program's collectives and the plan file.
+# program's collectives, the plan file and the planner's view (pcc plan).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -27,3 +27,6 @@ echo "== ${mpirun[*]} -np 8 $work/compiled/model --bench 50"
   --threads 1 --bench 50 | tail -1
 echo "== plan ($work/compiled/plan.json)"
 cat "$work/compiled/plan.json"
+echo "== pcc plan --devices 8 --cluster dgx-a100 --compare --explain"
+build/bin/pcc plan "$work/gpt_dynamic/model.onnx" --input-shape batch=8,seq=16 \
+  --devices 8 --cluster dgx-a100 --compare --explain

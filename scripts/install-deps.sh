@@ -12,8 +12,8 @@ PACKAGES=(
   libonnx-dev libprotobuf-dev protobuf-compiler
   # Runtime: MPI and BLAS.
   libopenmpi-dev openmpi-bin libopenblas-dev
-  # ILP solver for the planner.
-  coinor-libcbc-dev
+  # ILP solver for the planner (found through pkg-config).
+  coinor-libcbc-dev pkg-config
   # Unit tests.
   libgtest-dev
   # Test-time helpers: ONNX model generation, torch exports, ONNX backend test data.
