@@ -19,6 +19,7 @@
 #include "pcc/Dialect/PCC/Transforms/Passes.h"
 #include "pcc/Import/ONNXImporter.h"
 #include "pcc/Partition/Passes.h"
+#include "pcc/Partition/Strategy.h"
 #include "pcc/Plan/Calibrate.h"
 #include "pcc/Plan/PlanReport.h"
 
@@ -99,6 +100,15 @@ cl::opt<std::string> tpMode(
     cl::desc("Tensor-parallel scheme: 1d (Megatron), 2d (SUMMA, q x q), "
              "2.5d (Tesseract, q x q x d), 3d (q x q x q); only 1d compiles"),
     cl::init(""), COMPILE_AND_PLAN);
+enum class TensorLayout { Searched, Megatron };
+cl::opt<TensorLayout> tpLayout(
+    "tp-layout", cl::desc("Per-op layouts on a 1d tensor-parallel axis"),
+    cl::values(clEnumValN(TensorLayout::Searched, "searched",
+                          "the planner's exact per-op choice (default)"),
+               clEnumValN(TensorLayout::Megatron, "megatron",
+                          "Megatron-LM's: column- then row-parallel linear "
+                          "layers, vocabulary-parallel embeddings")),
+    cl::init(TensorLayout::Searched), COMPILE_AND_PLAN);
 cl::opt<int> ppDegree("pp", cl::desc("Pipeline stages (plan only)"),
                       cl::init(0), COMPILE_AND_PLAN);
 cl::opt<int> spDegree("sp", cl::desc("Sequence-parallel degree (plan only)"),
@@ -280,11 +290,39 @@ Expected<PlannedModel> planModel(mlir::func::FuncOp fn,
   if (!cluster)
     return cluster.takeError();
   PlannedModel planned{*cluster, pcc::buildPlanGraph(fn), {}};
-  auto plan = pcc::makePlan(planned.graph, planned.cluster, options);
+  pcc::PlanOptions o = options;
+  if (tpLayout == TensorLayout::Megatron)
+    o.tensorLayouts = [&](int64_t dp, int64_t tp) {
+      auto byOp = pcc::megatronShardings(fn, dp, tp);
+      std::vector<pcc::OpSharding> layouts;
+      for (const pcc::PlanNode &n : planned.graph.nodes)
+        layouts.push_back(byOp.lookup(n.op));
+      return layouts;
+    };
+  auto plan = pcc::makePlan(planned.graph, planned.cluster, o);
   if (!plan)
     return plan.takeError();
   planned.plan = std::move(*plan);
   return planned;
+}
+
+/// Records the planner's per-op tensor-axis layouts on the ops, for
+/// ApplyStrategy's tp-layout=planned.
+void annotatePlannedLayouts(const pcc::PlanGraph &graph,
+                            const pcc::SearchResult &layout) {
+  pcc::Mesh planGrid;
+  planGrid.name = "plan";
+  planGrid.shape = {2};
+  planGrid.axisNames = {"tp"};
+  for (auto [i, node] : llvm::enumerate(graph.nodes)) {
+    // Later copies of a repeated block carry costs only; their layout is
+    // their first copy's.
+    const pcc::OpSharding &s =
+        layout.nodes[graph.representative(i)].sharding;
+    if (s.operands.size() == node.op->getNumOperands())
+      pcc::setOperandShardings(node.op, pcc::kPlannedShardingAttr, planGrid,
+                               s.operands);
+  }
 }
 
 int runCalibrate() {
@@ -413,7 +451,19 @@ int main(int argc, char **argv) {
     if (!planOpts->tp)
       tp = ndev / dp;
     ndev = dp * tp;
-  } else if (ndev > 1 && emit != Emit::MlirImport) {
+  }
+  // The planner picks the degrees unless forced, and the per-op layouts on
+  // the tensor axis unless they are Megatron's.
+  bool searchedLayouts = tpLayout == TensorLayout::Searched;
+  if (ndev > 1 && emit != Emit::MlirImport &&
+      (!forced || (tp > 1 && searchedLayouts))) {
+    planOpts->dp = dp;
+    planOpts->tp = tp;
+    if (!forced)
+      planOpts->dp = planOpts->tp = 0;
+    planOpts->pp = planOpts->sp = 1;
+    planOpts->devices = ndev;
+    planOpts->tpMode = pcc::TensorMode::OneD;
     auto planned = planModel(mainFn, *planOpts);
     if (!planned)
       return fail(toString(planned.takeError()));
@@ -423,11 +473,14 @@ int main(int argc, char **argv) {
     planNote = formatv("plan dp {0} x tp {1} on cluster {2}, predicted {3:F3} "
                        "ms per batch; ",
                        dp, tp, planned->cluster.name, best.stepTime * 1e3);
+    if (tp > 1 && searchedLayouts)
+      annotatePlannedLayouts(planned->graph, *best.layout);
   }
   if (ndev > 1 && emit != Emit::MlirImport) {
     mlir::PassManager pm(&context);
-    pm.addPass(pcc::createApplyStrategy(
-        pcc::ApplyStrategyOptions{dp, tp, std::string("1d")}));
+    pm.addPass(pcc::createApplyStrategy(pcc::ApplyStrategyOptions{
+        dp, tp, std::string("1d"),
+        std::string(searchedLayouts ? "planned" : "megatron")}));
     if (emit != Emit::Mlir)
       pm.addPass(pcc::createPartition());
     if (mlir::failed(pm.run(*module)))

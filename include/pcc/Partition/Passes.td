@@ -22,6 +22,12 @@ def ApplyStrategy : Pass<"pcc-apply-strategy", "mlir::ModuleOp"> {
       where a whole value is needed); embedding tables are split by
       vocabulary.
 
+    With `tp-layout=planned`, ops annotated by the planner with
+    `pcc.planned_sharding` (per-operand layouts on a one-axis grid whose
+    axis 0 stands for tp) run on those layouts instead: each is mapped onto
+    the tp axis, merged with the dp splits that reach the op, and pinned on
+    the op as `pcc.operand_sharding`.
+
     Splits that do not divide a dimension are not made: that part of the
     model runs whole on every device of the axis, never wrong.
   }];
@@ -30,6 +36,9 @@ def ApplyStrategy : Pass<"pcc-apply-strategy", "mlir::ModuleOp"> {
     Option<"tp", "tp", "int64_t", "1", "Tensor-parallel degree">,
     Option<"tpMode", "tp-mode", "std::string", "\"1d\"",
            "Tensor-parallel scheme (1d: Megatron)">,
+    Option<"tpLayout", "tp-layout", "std::string", "\"megatron\"",
+           "Per-op layouts on the tp axis: megatron, or planned (the "
+           "planner's pcc.planned_sharding)">,
   ];
   let dependentDialects = ["::pcc::PCCDialect", "::mlir::shard::ShardDialect"];
 }

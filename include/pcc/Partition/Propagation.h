@@ -10,8 +10,9 @@
 namespace pcc {
 
 /// Called before each op's sharding rule with its operands' current layouts.
-/// A strategy may change the layout of operands defined by pcc.weight (the
-/// layout is then recorded on the weight).
+/// A strategy may change them: a weight's new layout is recorded on the
+/// weight; a changed activation layout is pinned on the op
+/// (kOperandShardingAttr) and the partitioner reshards to it.
 using StrategyHook =
     llvm::function_ref<void(mlir::Operation *, llvm::SmallVectorImpl<TensorSharding> &)>;
 

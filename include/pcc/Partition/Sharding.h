@@ -68,6 +68,17 @@ struct Mesh {
 inline constexpr llvm::StringLiteral kShardingAttr = "pcc.sharding";
 /// Attribute of shard.grid naming each axis's role.
 inline constexpr llvm::StringLiteral kAxisNamesAttr = "pcc.axis_names";
+/// On an op: the layouts its operands are resharded to when it runs (one
+/// #pcc.sharding per operand), pinned by a strategy. Without it an op runs
+/// on the layouts its rule derives from its operands' annotations.
+inline constexpr llvm::StringLiteral kOperandShardingAttr =
+    "pcc.operand_sharding";
+/// On an op: the tensor-axis part of the operand layouts the planner chose,
+/// on the planner's one-axis grid (axis 0 is the tp axis). ApplyStrategy
+/// with tp-layout=planned maps it onto the tp axis and merges it with the
+/// data-parallel splits.
+inline constexpr llvm::StringLiteral kPlannedShardingAttr =
+    "pcc.planned_sharding";
 
 ShardingAttr toAttr(mlir::MLIRContext *ctx, const Mesh &mesh,
                     const TensorSharding &s);
@@ -94,6 +105,14 @@ void writeMesh(mlir::ModuleOp module, const Mesh &mesh);
 TensorSharding shardingOf(mlir::Value v);
 /// Records `s` for `v` in the IR.
 void setSharding(mlir::Value v, const Mesh &mesh, const TensorSharding &s);
+
+/// The per-operand layouts in `op`'s attribute `name` (kOperandShardingAttr
+/// or kPlannedShardingAttr); none when absent or not one per operand.
+std::optional<llvm::SmallVector<TensorSharding>>
+operandShardings(mlir::Operation *op, llvm::StringRef name);
+void setOperandShardings(mlir::Operation *op, llvm::StringRef name,
+                         const Mesh &mesh,
+                         llvm::ArrayRef<TensorSharding> layouts);
 
 /// "[[0], [], [1]/3] partial [1]" with axis names, for messages and plans.
 std::string describe(const TensorSharding &s, const Mesh &mesh);

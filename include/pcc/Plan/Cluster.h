@@ -44,6 +44,9 @@ struct ClusterSpec {
   double networkEfficiency = 0.8;
   /// Fixed cost of launching one kernel, in seconds.
   double kernelOverhead = 0;
+  /// The devices are CPU cores (a calibrated host): more ranks than cores
+  /// may run, sharing them.
+  bool sharedCores = false;
 
   int64_t totalDevices() const { return nodes * devicesPerNode; }
   /// Peak for `dtype`, falling back to fp32 when the device lists none.

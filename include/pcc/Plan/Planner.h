@@ -19,6 +19,7 @@
 #include "pcc/Plan/PlanGraph.h"
 #include "pcc/Plan/ShardingSearch.h"
 
+#include <functional>
 #include <memory>
 #include <optional>
 
@@ -38,6 +39,11 @@ struct PlanOptions {
   std::optional<TensorMode> tpMode;
   /// Only plans the code generator can run (dp x 1D tp).
   bool runnableOnly = false;
+  /// When set, 1D tensor-parallel layouts are these (one per graph node,
+  /// for the given data-parallel and tensor degrees) instead of the exact
+  /// search's: how a fixed scheme such as Megatron's is costed.
+  std::function<std::vector<OpSharding>(int64_t dp, int64_t tp)>
+      tensorLayouts;
 };
 
 struct PlanCandidate {

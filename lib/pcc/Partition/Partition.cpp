@@ -249,7 +249,9 @@ Operation *Partitioner::buildLocal(Operation *op, ValueRange operands,
   state.addOperands(operands);
   state.addTypes(types);
   for (NamedAttribute a : op->getAttrs())
-    if (a.getName() != kShardingAttr)
+    if (!llvm::is_contained({kShardingAttr, kOperandShardingAttr,
+                             kPlannedShardingAttr},
+                            a.getName().strref()))
       state.addAttribute(a.getName(), a.getValue());
   auto local = [&](unsigned i) { return cast<RankedTensorType>(types[i]); };
   if (isa<ReshapeOp, ExpandOp>(op))
@@ -283,8 +285,11 @@ Operation *Partitioner::buildLocal(Operation *op, ValueRange operands,
 
 LogicalResult Partitioner::partitionOp(Operation *op) {
   SmallVector<TensorSharding> in;
-  for (Value v : op->getOperands())
-    in.push_back(shardingOf(v));
+  if (auto pinned = operandShardings(op, kOperandShardingAttr))
+    in = std::move(*pinned);
+  else
+    for (Value v : op->getOperands())
+      in.push_back(shardingOf(v));
   OpSharding s = inferOpSharding(op, in, mesh);
   SmallVector<Value> operands;
   for (auto [v, req] : llvm::zip(op->getOperands(), s.operands)) {

@@ -32,9 +32,19 @@ void propagateShardings(func::FuncOp fn, const Mesh &mesh, StrategyHook hook) {
     if (hook) {
       SmallVector<TensorSharding> before = in;
       hook(&op, in);
-      for (auto [v, old, now] : llvm::zip(op.getOperands(), before, in))
-        if (old != now && v.getDefiningOp<WeightOp>())
+      bool pinned = false;
+      for (auto [v, old, now] : llvm::zip(op.getOperands(), before, in)) {
+        if (old == now)
+          continue;
+        if (v.getDefiningOp<WeightOp>())
           setSharding(v, mesh, now);
+        else
+          pinned = true;
+      }
+      // An activation cannot be re-annotated for one user: the op keeps
+      // the layouts it runs on, and the partitioner reshards to them.
+      if (pinned)
+        setOperandShardings(&op, kOperandShardingAttr, mesh, in);
     }
     OpSharding s = inferOpSharding(&op, in, mesh);
     for (auto [r, layout] : llvm::zip(op.getResults(), s.results))

@@ -172,6 +172,30 @@ void setSharding(Value v, const Mesh &mesh, const TensorSharding &s) {
   op->setAttr(kShardingAttr, ArrayAttr::get(ctx, all));
 }
 
+std::optional<SmallVector<TensorSharding>>
+operandShardings(Operation *op, StringRef name) {
+  auto attr = op->getAttrOfType<ArrayAttr>(name);
+  if (!attr || attr.size() != op->getNumOperands())
+    return std::nullopt;
+  SmallVector<TensorSharding> layouts;
+  for (auto [a, v] : llvm::zip(attr, op->getOperands())) {
+    auto s = dyn_cast<ShardingAttr>(a);
+    auto type = dyn_cast<RankedTensorType>(v.getType());
+    if (!s || !type || s.getDims().size() != size_t(type.getRank()))
+      return std::nullopt;
+    layouts.push_back(fromAttr(s));
+  }
+  return layouts;
+}
+
+void setOperandShardings(Operation *op, StringRef name, const Mesh &mesh,
+                         ArrayRef<TensorSharding> layouts) {
+  SmallVector<Attribute> attrs;
+  for (const TensorSharding &s : layouts)
+    attrs.push_back(toAttr(op->getContext(), mesh, s));
+  op->setAttr(name, ArrayAttr::get(op->getContext(), attrs));
+}
+
 std::string describe(const TensorSharding &s, const Mesh &mesh) {
   auto axisName = [&](int64_t a) {
     if (a < static_cast<int64_t>(mesh.axisNames.size()) &&

@@ -1,7 +1,8 @@
-//===- Strategy.cpp - forced data / Megatron tensor parallel strategies ---===//
+//===- Strategy.cpp - forced data / tensor parallel strategies ------------===//
 //
 // The strategy only seeds layouts: the batch split of the model inputs (dp)
-// and the split of each linear layer's or embedding's weight (tp). Everything
+// and, on the tp axis, either Megatron's split of each linear layer's or
+// embedding's weight or the layouts the planner chose per op. Everything
 // else, including where partial sums are reduced, follows from the op
 // sharding rules during propagation.
 //
@@ -10,9 +11,11 @@
 #include "pcc/Dialect/PCC/IR/PCCOps.h"
 #include "pcc/Partition/Passes.h"
 #include "pcc/Partition/Propagation.h"
+#include "pcc/Partition/Strategy.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/IR/IRMapping.h"
 
 using namespace mlir;
 
@@ -105,6 +108,107 @@ struct MegatronHook {
   }
 };
 
+/// The planner's layouts (kPlannedShardingAttr, axis 0 standing for the tp
+/// axis `tp`), merged with the data-parallel splits that reach each op.
+struct PlannedHook {
+  int64_t tp;
+  const Mesh &mesh;
+
+  void operator()(Operation *op, SmallVectorImpl<TensorSharding> &in) const {
+    auto planned = operandShardings(op, kPlannedShardingAttr);
+    if (!planned)
+      return;
+    SmallVector<TensorSharding> merged;
+    for (auto [v, cur, want] : llvm::zip(op->getOperands(), in, *planned)) {
+      TensorSharding m = cur;
+      for (DimSharding &d : m.dims) {
+        llvm::erase(d.axes, tp);
+        if (!d.isSplit())
+          d.groups = 1;
+      }
+      llvm::erase(m.partial, tp);
+      for (auto [d, w] : llvm::zip(m.dims, want.dims)) {
+        if (!w.isSplit())
+          continue;
+        if (d.isSplit() && w.groups != d.groups)
+          return; // cannot stack both splits: keep what propagation gives
+        d.groups = w.groups;
+        d.axes.push_back(tp); // dp major, tp minor
+      }
+      if (!want.partial.empty())
+        m.partial.push_back(tp);
+      if (!divides(shapeOf(v), m, mesh))
+        return;
+      merged.push_back(std::move(m));
+    }
+    in.assign(merged.begin(), merged.end());
+  }
+};
+
+/// The grid of a dp x tp strategy: one axis per degree above 1.
+Mesh strategyMesh(int64_t dp, int64_t tp) {
+  Mesh mesh;
+  if (dp > 1 || tp == 1) {
+    mesh.shape.push_back(dp);
+    mesh.axisNames.push_back("dp");
+  }
+  if (tp > 1) {
+    mesh.shape.push_back(tp);
+    mesh.axisNames.push_back("tp");
+  }
+  return mesh;
+}
+
+/// Splits every input whose leading dimension is the batch (that of the
+/// first input with one) over the dp axis.
+LogicalResult splitBatch(func::FuncOp fn, const Mesh &mesh, int64_t dp) {
+  int64_t axis = mesh.axisNamed("dp");
+  std::optional<int64_t> batch;
+  for (BlockArgument arg : fn.getArguments()) {
+    ArrayRef<int64_t> shape = shapeOf(arg);
+    if (shape.empty())
+      continue;
+    if (!batch) {
+      batch = shape[0];
+      if (*batch % dp) {
+        StringRef name = "input";
+        if (auto n = fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                     "pcc.name"))
+          name = n.getValue();
+        return fn.emitError()
+               << "batch size " << *batch << " of input '" << name
+               << "' does not divide into " << dp
+               << " data-parallel groups; use a --dp that divides it";
+      }
+    }
+    if (shape[0] != *batch)
+      continue;
+    TensorSharding s = TensorSharding::replicated(shape.size());
+    s.dims[0].axes = {axis};
+    setSharding(arg, mesh, s);
+  }
+  if (!batch)
+    return fn.emitError("data parallelism needs an input with a batch "
+                        "dimension");
+  return success();
+}
+
+/// Annotates `fn` for data parallelism `dp` and tensor parallelism `tp`
+/// (Megatron's layouts, or the planner's when `planned`) on `mesh`.
+LogicalResult shardByStrategy(func::FuncOp fn, const Mesh &mesh, int64_t dp,
+                              int64_t tp, bool planned) {
+  if (dp > 1 && failed(splitBatch(fn, mesh, dp)))
+    return failure();
+  int64_t tpAxis = mesh.axisNamed("tp");
+  if (tpAxis >= 0 && planned)
+    propagateShardings(fn, mesh, PlannedHook{tpAxis, mesh});
+  else if (tpAxis >= 0)
+    propagateShardings(fn, mesh, MegatronHook{tpAxis, tp});
+  else
+    propagateShardings(fn, mesh);
+  return success();
+}
+
 struct ApplyStrategyPass : impl::ApplyStrategyBase<ApplyStrategyPass> {
   using ApplyStrategyBase::ApplyStrategyBase;
 
@@ -116,70 +220,82 @@ struct ApplyStrategyPass : impl::ApplyStrategyBase<ApplyStrategyPass> {
                          << ", tp " << tp << ")";
       return signalPassFailure();
     }
+    if (tpLayout != "megatron" && tpLayout != "planned") {
+      module.emitError() << "unknown tp-layout '" << tpLayout
+                         << "' (megatron or planned)";
+      return signalPassFailure();
+    }
     if (tpMode != "1d") {
       module.emitError() << "tensor-parallel mode '" << tpMode
                          << "' cannot run yet (only 1d: Megatron)";
       return signalPassFailure();
     }
-    Mesh mesh;
-    if (dp > 1 || tp == 1) {
-      mesh.shape.push_back(dp);
-      mesh.axisNames.push_back("dp");
-    }
-    if (tp > 1) {
-      mesh.shape.push_back(tp);
-      mesh.axisNames.push_back("tp");
-    }
+    Mesh mesh = strategyMesh(dp, tp);
     writeMesh(module, mesh);
-
     auto fn = module.lookupSymbol<func::FuncOp>("main");
     if (!fn) {
       module.emitError("module has no func.func @main");
       return signalPassFailure();
     }
-    if (dp > 1 && failed(splitBatch(fn, mesh, dp)))
+    if (failed(shardByStrategy(fn, mesh, dp, tp, tpLayout == "planned")))
       return signalPassFailure();
-    int64_t tpAxis = mesh.axisNamed("tp");
-    if (tpAxis >= 0)
-      propagateShardings(fn, mesh, MegatronHook{tpAxis, tp});
-    else
-      propagateShardings(fn, mesh);
-  }
-
-  /// Splits every input whose leading dimension is the batch (that of the
-  /// first input with one) over the dp axis.
-  LogicalResult splitBatch(func::FuncOp fn, const Mesh &mesh, int64_t dp) {
-    int64_t axis = mesh.axisNamed("dp");
-    std::optional<int64_t> batch;
-    for (BlockArgument arg : fn.getArguments()) {
-      ArrayRef<int64_t> shape = shapeOf(arg);
-      if (shape.empty())
-        continue;
-      if (!batch) {
-        batch = shape[0];
-        if (*batch % dp) {
-          StringRef name = "input";
-          if (auto n = fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
-                                                       "pcc.name"))
-            name = n.getValue();
-          return fn.emitError()
-                 << "batch size " << *batch << " of input '" << name
-                 << "' does not divide into " << dp
-                 << " data-parallel groups; use a --dp that divides it";
-        }
-      }
-      if (shape[0] != *batch)
-        continue;
-      TensorSharding s = TensorSharding::replicated(shape.size());
-      s.dims[0].axes = {axis};
-      setSharding(arg, mesh, s);
-    }
-    if (!batch)
-      return fn.emitError("data parallelism needs an input with a batch "
-                          "dimension");
-    return success();
   }
 };
 
 } // namespace
+
+/// `s` on the tp axis alone: dp splits dropped, tp renumbered to axis 0.
+TensorSharding onTensorAxis(TensorSharding s, int64_t dpAxis, int64_t tpAxis) {
+  auto renumber = [&](SmallVectorImpl<int64_t> &axes) {
+    llvm::erase(axes, dpAxis);
+    for (int64_t &a : axes)
+      a = a == tpAxis ? 0 : a;
+  };
+  for (DimSharding &d : s.dims) {
+    renumber(d.axes);
+    if (!d.isSplit())
+      d.groups = 1;
+  }
+  renumber(s.partial);
+  return s;
+}
+
+llvm::DenseMap<Operation *, OpSharding>
+megatronShardings(func::FuncOp fn, int64_t dp, int64_t tp) {
+  Mesh mesh = strategyMesh(dp, tp);
+  int64_t dpAxis = dp > 1 ? mesh.axisNamed("dp") : -1;
+  int64_t tpAxis = mesh.axisNamed("tp");
+  // Propagation annotates the IR: work on a copy.
+  IRMapping map;
+  func::FuncOp copy = fn.clone(map);
+  llvm::DenseMap<Operation *, OpSharding> result;
+  if (failed(shardByStrategy(copy, mesh, dp, tp, /*planned=*/false))) {
+    copy.erase();
+    return result;
+  }
+  fn.walk([&](Operation *op) {
+    if (op == fn || isa<WeightOp, ConstantOp, func::ReturnOp>(op))
+      return;
+    Operation *c = map.lookupOrNull(op);
+    if (!c)
+      return;
+    SmallVector<TensorSharding> in;
+    if (auto pinned = operandShardings(c, kOperandShardingAttr))
+      in = std::move(*pinned);
+    else
+      for (Value v : c->getOperands())
+        in.push_back(shardingOf(v));
+    OpSharding s = inferOpSharding(c, in, mesh);
+    for (auto *list : {&s.operands, &s.results})
+      for (TensorSharding &t : *list)
+        t = onTensorAxis(t, dpAxis, tpAxis);
+    llvm::erase(s.reduceBeforeBias, dpAxis);
+    for (int64_t &a : s.reduceBeforeBias)
+      a = a == tpAxis ? 0 : a;
+    result[op] = std::move(s);
+  });
+  copy.erase();
+  return result;
+}
+
 } // namespace pcc

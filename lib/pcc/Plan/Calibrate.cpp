@@ -113,6 +113,7 @@ Expected<ClusterSpec> calibrateHost(const CalibrateOptions &o,
   c.name = "host";
   c.nodes = 1;
   c.devicesPerNode = std::max(1u, std::thread::hardware_concurrency());
+  c.sharedCores = true;
   c.deviceName = formatv("CPU core ({0} per node)", c.devicesPerNode);
   log << "calibrate: SGEMM 1024^3, 1 thread ... ";
   double flops = sgemmRate();

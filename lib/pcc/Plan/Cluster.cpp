@@ -120,6 +120,8 @@ std::string clusterToJSON(const ClusterSpec &c) {
                                   {"memory", c.memoryEfficiency},
                                   {"network", c.networkEfficiency}}},
       {"kernel_overhead_us", c.kernelOverhead / kMicro}};
+  if (c.sharedCores)
+    root["shared_cores"] = true;
   std::string out;
   raw_string_ostream os(out);
   os << formatv("{0:2}", json::Value(std::move(root))) << "\n";
@@ -189,6 +191,7 @@ Expected<ClusterSpec> parseCluster(StringRef text, StringRef origin) {
     return std::move(e);
   if (Error e = link("inter_node", c.interNode))
     return std::move(e);
+  c.sharedCores = root->getBoolean("shared_cores").value_or(false);
   if (const json::Object *eff = root->getObject("efficiency")) {
     for (auto [key, field] :
          {std::pair<StringRef, double *>{"gemm", &c.gemmEfficiency},

@@ -29,10 +29,10 @@ CostModel::CostModel(const ClusterSpec &cluster, std::string dtype,
     : spec(cluster), dtypeName(std::move(dtype)) {
   flopRate = spec.peak(dtypeName) * spec.gemmEfficiency;
   byteRate = spec.memoryBandwidth * spec.memoryEfficiency;
-  // A calibrated host is one node whose "devices" are cores: ranks beyond
-  // the cores share them.
-  if (spec.nodes == 1 && devices > spec.devicesPerNode) {
-    double share = double(spec.devicesPerNode) / double(devices);
+  // A calibrated host's "devices" are cores: ranks beyond the cores share
+  // them.
+  if (spec.sharedCores && devices > spec.totalDevices()) {
+    double share = double(spec.totalDevices()) / double(devices);
     flopRate *= share;
     byteRate *= share;
   }

@@ -331,7 +331,7 @@ llvm::Expected<Plan> makePlan(const PlanGraph &g, const ClusterSpec &cluster,
   int64_t n = opt.devices;
   if (n < 1)
     return fail("--devices must be at least 1");
-  if (n > cluster.totalDevices())
+  if (n > cluster.totalDevices() && !cluster.sharedCores)
     return fail(formatv("{0} devices requested but cluster '{1}' has {2}", n,
                         cluster.name, cluster.totalDevices()));
   if (g.nodes.empty())
@@ -349,8 +349,9 @@ llvm::Expected<Plan> makePlan(const PlanGraph &g, const ClusterSpec &cluster,
 
   Plan plan;
   // Exactly searched layouts by (mode, tensor size, depth, scale,
-  // recompute, microbatches, stages).
-  std::map<std::tuple<int, int64_t, int64_t, double, bool, int64_t, int64_t>,
+  // recompute, microbatches, stages, data-parallel size).
+  std::map<std::tuple<int, int64_t, int64_t, double, bool, int64_t, int64_t,
+                      int64_t>,
            std::shared_ptr<const SearchResult>>
       layouts;
   std::vector<PlanCandidate> feasible, rejected;
@@ -380,12 +381,14 @@ llvm::Expected<Plan> makePlan(const PlanGraph &g, const ClusterSpec &cluster,
   std::map<std::tuple<int, int64_t, bool, int64_t>,
            std::shared_ptr<const SearchResult>>
       noLayout;
-  auto layoutFor = [&](int64_t pp, int64_t tg, TensorMode mode,
+  // Given layouts (PlanOptions::tensorLayouts) per tensor size.
+  std::map<std::pair<int64_t, int64_t>, std::vector<OpSharding>> fixedLayouts;
+  auto layoutFor = [&](int64_t pp, int64_t dp, int64_t tg, TensorMode mode,
                        std::pair<int64_t, int64_t> grid, int64_t m,
                        bool recompute, double scale, double cw, double cc,
                        bool exact) -> std::shared_ptr<const SearchResult> {
     auto key = std::make_tuple(int(mode), tg, grid.second, scale, recompute,
-                               m, pp);
+                               m, pp, dp);
     auto found = layouts.find(key);
     if (found != layouts.end())
       return found->second;
@@ -409,6 +412,17 @@ llvm::Expected<Plan> makePlan(const PlanGraph &g, const ClusterSpec &cluster,
     // in every stage.
     in.weightBudget = 0.8 * usable * double(pp);
     in.weightFactor = opt.train ? stateBytesPerParam / eb : 1;
+    if (opt.tensorLayouts && tg > 1) {
+      std::vector<OpSharding> &fixed = fixedLayouts[{dp, tg}];
+      if (fixed.empty())
+        fixed = opt.tensorLayouts(dp, tg);
+      in.fixed = &fixed;
+      auto result = std::make_shared<SearchResult>(
+          searchTensorParallel(g, cost, in));
+      if (exact)
+        layouts[key] = result;
+      return result;
+    }
     auto seedKey = std::make_tuple(int(mode), tg, recompute, pp);
     // Whether weights fit the budget depends only on this key: once the
     // exact search finds no layout that fits, none of its candidates do.
@@ -443,7 +457,8 @@ llvm::Expected<Plan> makePlan(const PlanGraph &g, const ClusterSpec &cluster,
     double cw = opt.train ? (recompute ? 4 : 3) : 1;
     double cc = opt.train ? (recompute ? 3 : 2) : 1;
     std::shared_ptr<const SearchResult> layout =
-        layoutFor(pp, tg, mode, gridShape, m, recompute, scale, cw, cc, exact);
+        layoutFor(pp, dp, tg, mode, gridShape, m, recompute, scale, cw, cc,
+                  exact);
     PlanCandidate c;
     c.dp = dp;
     c.pp = pp;

@@ -1,0 +1,24 @@
+//===- Strategy.h - layouts a forced strategy gives each op -----*- C++ -*-===//
+
+#ifndef PCC_PARTITION_STRATEGY_H
+#define PCC_PARTITION_STRATEGY_H
+
+#include "pcc/Partition/ShardingRules.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/DenseMap.h"
+
+namespace pcc {
+
+/// How each op of `fn` runs on the tp axis when ApplyStrategy shards it for
+/// `dp` x `tp` with Megatron-LM's layouts, keyed by op: the layouts on the
+/// (dp, tp) grid with the dp splits dropped, tp as axis 0 of a one-axis
+/// grid (the planner's view). Where the batch and tp splits cannot share a
+/// dimension, ops run whole on tp and the layouts say so. `fn` is not
+/// changed; empty if the batch does not divide by `dp`.
+llvm::DenseMap<mlir::Operation *, OpSharding>
+megatronShardings(mlir::func::FuncOp fn, int64_t dp, int64_t tp);
+
+} // namespace pcc
+
+#endif // PCC_PARTITION_STRATEGY_H
