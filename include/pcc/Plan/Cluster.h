@@ -16,6 +16,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 namespace pcc {
 
@@ -45,8 +46,18 @@ struct ClusterSpec {
   /// Fixed cost of launching one kernel, in seconds.
   double kernelOverhead = 0;
   /// The devices are CPU cores (a calibrated host): more ranks than cores
-  /// may run, sharing them.
+  /// may run, sharing them, and they share the node's memory bandwidth
+  /// (`nodeMemoryBandwidth`, bytes per second for all cores together; 0:
+  /// each core has `memoryBandwidth` to itself).
   bool sharedCores = false;
+  double nodeMemoryBandwidth = 0;
+  /// Fraction of its throughput a shared core keeps when more ranks than
+  /// cores run (time-slicing refills caches and switches contexts).
+  double sharedCoreEfficiency = 1;
+  /// Fraction of the GEMM peak reached by GEMMs whose smallest dimension is
+  /// `first` (sorted; interpolated on a log scale, clamped at the ends);
+  /// empty: every GEMM reaches `gemmEfficiency` of peak.
+  std::vector<std::pair<double, double>> gemmShape;
 
   int64_t totalDevices() const { return nodes * devicesPerNode; }
   /// Peak for `dtype`, falling back to fp32 when the device lists none.

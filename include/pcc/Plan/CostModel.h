@@ -40,8 +40,13 @@ public:
   llvm::StringRef dtype() const { return dtypeName; }
 
   /// Time of one kernel doing `flops` arithmetic and moving `bytes`; a
-  /// `fused` op runs inside its consumer's loop (no launch of its own).
-  double kernelTime(double flops, double bytes, bool fused = false) const;
+  /// `fused` op runs inside its consumer's loop (no launch of its own). A
+  /// GEMM whose smallest dimension is `gemmMinDim` runs at the spec's
+  /// efficiency for that shape.
+  double kernelTime(double flops, double bytes, bool fused = false,
+                    double gemmMinDim = 0) const;
+  /// Fraction of the GEMM rate a GEMM with smallest dimension `dim` gets.
+  double gemmShapeEfficiency(double dim) const;
   /// Time of one collective over `n` devices on a buffer of `bytes` (the
   /// whole buffer: the all-reduced tensor, the gathered result, the
   /// reduce-scattered input), on the inter-node link if `crossNode`.

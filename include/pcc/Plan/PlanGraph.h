@@ -85,6 +85,9 @@ double tensorBytes(mlir::Value v);
 /// `activationScale`, the fraction of the batch the shapes stand for.
 struct OpWork {
   double flops = 0, bytes = 0;
+  /// For a matrix product, its smallest dimension (M, N or K of one GEMM);
+  /// 0 otherwise. Thin GEMMs run below peak (ClusterSpec::gemmShape).
+  double gemmMinDim = 0;
 };
 /// With `fusion`, bytes that stay in registers inside a fused chain are not
 /// counted.

@@ -122,6 +122,16 @@ std::string clusterToJSON(const ClusterSpec &c) {
       {"kernel_overhead_us", c.kernelOverhead / kMicro}};
   if (c.sharedCores)
     root["shared_cores"] = true;
+  if (c.nodeMemoryBandwidth > 0)
+    root["node_memory_bandwidth_gb_s"] = c.nodeMemoryBandwidth / kGB;
+  if (c.sharedCores)
+    root["shared_core_efficiency"] = c.sharedCoreEfficiency;
+  if (!c.gemmShape.empty()) {
+    json::Array table;
+    for (auto [dim, eff] : c.gemmShape)
+      table.push_back(json::Array{dim, eff});
+    root["gemm_efficiency_by_min_dim"] = std::move(table);
+  }
   std::string out;
   raw_string_ostream os(out);
   os << formatv("{0:2}", json::Value(std::move(root))) << "\n";
@@ -192,6 +202,36 @@ Expected<ClusterSpec> parseCluster(StringRef text, StringRef origin) {
   if (Error e = link("inter_node", c.interNode))
     return std::move(e);
   c.sharedCores = root->getBoolean("shared_cores").value_or(false);
+  if (root->get("node_memory_bandwidth_gb_s"))
+    if (Error e = number(*root, "node_memory_bandwidth_gb_s", kGB,
+                         c.nodeMemoryBandwidth, ""))
+      return std::move(e);
+  if (std::optional<double> v = root->getNumber("shared_core_efficiency")) {
+    if (!(*v > 0 && *v <= 1))
+      return parseError(origin, "'shared_core_efficiency' must be in (0, 1]");
+    c.sharedCoreEfficiency = *v;
+  }
+  if (const json::Value *t = root->get("gemm_efficiency_by_min_dim")) {
+    const json::Array *rows = t->getAsArray();
+    auto bad = [&] {
+      return parseError(origin, "'gemm_efficiency_by_min_dim' must be a list "
+                                "of [dimension > 0, efficiency in (0, 1]] "
+                                "pairs");
+    };
+    if (!rows)
+      return bad();
+    for (const json::Value &row : *rows) {
+      const json::Array *pair = row.getAsArray();
+      if (!pair || pair->size() != 2)
+        return bad();
+      std::optional<double> dim = (*pair)[0].getAsNumber();
+      std::optional<double> eff = (*pair)[1].getAsNumber();
+      if (!dim || !eff || !(*dim > 0) || !(*eff > 0 && *eff <= 1))
+        return bad();
+      c.gemmShape.push_back({*dim, *eff});
+    }
+    llvm::sort(c.gemmShape);
+  }
   if (const json::Object *eff = root->getObject("efficiency")) {
     for (auto [key, field] :
          {std::pair<StringRef, double *>{"gemm", &c.gemmEfficiency},

@@ -3,6 +3,8 @@
 #include "pcc/Plan/CostModel.h"
 
 #include <algorithm>
+#include <cmath>
+#include <iterator>
 
 namespace pcc {
 
@@ -32,14 +34,36 @@ CostModel::CostModel(const ClusterSpec &cluster, std::string dtype,
   // A calibrated host's "devices" are cores: ranks beyond the cores share
   // them.
   if (spec.sharedCores && devices > spec.totalDevices()) {
-    double share = double(spec.totalDevices()) / double(devices);
+    double share = double(spec.totalDevices()) / double(devices) *
+                   spec.sharedCoreEfficiency;
     flopRate *= share;
     byteRate *= share;
   }
+  // Cores streaming at once split the node's memory bandwidth.
+  if (spec.sharedCores && spec.nodeMemoryBandwidth > 0)
+    byteRate = std::min(byteRate, spec.nodeMemoryBandwidth *
+                                      spec.memoryEfficiency /
+                                      double(std::max<int64_t>(1, devices)));
 }
 
-double CostModel::kernelTime(double flops, double bytes, bool fused) const {
-  return std::max(flops / flopRate, bytes / byteRate) +
+double CostModel::gemmShapeEfficiency(double dim) const {
+  const auto &t = spec.gemmShape;
+  if (t.empty() || dim <= 0)
+    return 1;
+  if (dim <= t.front().first)
+    return t.front().second;
+  if (dim >= t.back().first)
+    return t.back().second;
+  auto hi = std::upper_bound(t.begin(), t.end(), std::make_pair(dim, 2.0));
+  auto lo = std::prev(hi);
+  double f = std::log(dim / lo->first) / std::log(hi->first / lo->first);
+  return lo->second + f * (hi->second - lo->second);
+}
+
+double CostModel::kernelTime(double flops, double bytes, bool fused,
+                             double gemmMinDim) const {
+  double rate = flopRate * gemmShapeEfficiency(gemmMinDim);
+  return std::max(flops / rate, bytes / byteRate) +
          (fused ? 0 : spec.kernelOverhead);
 }
 

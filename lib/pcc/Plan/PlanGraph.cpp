@@ -185,13 +185,25 @@ OpWork opWork(Operation *op, ArrayRef<SmallVector<int64_t>> operandShapes,
       w.bytes += shapeBytes(shape, elementOf(v)) * activationScale;
   double out = resultShapes.empty() ? 0 : product(resultShapes.front());
   if (isa<MatMulOp>(op)) {
-    ArrayRef<int64_t> lhs = operandShapes[0];
+    ArrayRef<int64_t> lhs = operandShapes[0], rhs = operandShapes[1];
+    ArrayRef<int64_t> res = resultShapes.front();
     double k = lhs.empty() ? 1 : double(lhs.back());
     w.flops = 2 * out * k;
+    if (!res.empty()) {
+      // A 2-D right operand is one GEMM over all leading rows; otherwise a
+      // batch of GEMMs, each with the last two dimensions.
+      double n = double(res.back());
+      double m = rhs.size() == 2 ? out / std::max(1.0, n)
+                                 : (res.size() >= 2 ? double(res[res.size() - 2]) : 1);
+      w.gemmMinDim = std::min({m * activationScale, n, k});
+    }
   } else if (auto g = dyn_cast<GemmOp>(op)) {
     ArrayRef<int64_t> a = operandShapes[0];
     double k = double(g.getTransA() ? a[0] : a[1]);
     w.flops = 2 * out * k + out;
+    ArrayRef<int64_t> res = resultShapes.front();
+    w.gemmMinDim =
+        std::min({double(res[0]) * activationScale, double(res[1]), k});
   } else if (isa<ConvOp>(op)) {
     ArrayRef<int64_t> weight = operandShapes[1];
     w.flops = 2 * out * product(weight.drop_front());

@@ -74,7 +74,8 @@ NodeChoice costOption(const PlanNode &node, OpSharding sharding,
         c.gradSync += cost.collectiveTime(CollectiveKind::AllReduce,
                                           tensorBytes(v), in.degree, in.crossNode);
   OpWork w = opWork(op, local, localOut, in.scale, &node);
-  c.compute = cost.kernelTime(w.flops, w.bytes, /*fused=*/node.fusedResult);
+  c.compute = cost.kernelTime(w.flops, w.bytes, /*fused=*/node.fusedResult,
+                              w.gemmMinDim);
   if (!sharding.reduceBeforeBias.empty()) {
     double bytes = tensorBytes(op->getResult(0)) * in.scale;
     double t = cost.collectiveTime(CollectiveKind::AllReduce, bytes, in.degree,
