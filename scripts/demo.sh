@@ -14,12 +14,12 @@ mpirun=(mpirun --oversubscribe -q)
 export OMPI_MCA_btl_vader_single_copy_mechanism=${OMPI_MCA_btl_vader_single_copy_mechanism:-none}
 [ "$(id -u)" = 0 ] && mpirun+=(--allow-run-as-root)
 /usr/bin/python3 test/models/export_models.py "$work" --only gpt gpt_dynamic
-echo "== pcc $work/gpt_dynamic/model.onnx --input-shape batch=8,seq=16 --dp 2 --tp 4 -o $work/compiled"
+echo "== pcc $work/gpt_dynamic/model.onnx --input-shape batch=8,seq=16 --dp 2 --tp 4 --tp-layout megatron -o $work/compiled"
 build/bin/pcc "$work/gpt_dynamic/model.onnx" --input-shape batch=8,seq=16 \
-  --dp 2 --tp 4 -o "$work/compiled"
+  --dp 2 --tp 4 --tp-layout megatron -o "$work/compiled"
 echo "== collectives in the per-device program (--emit=mlir-spmd)"
 build/bin/pcc "$work/gpt_dynamic/model.onnx" --input-shape batch=8,seq=16 \
-  --dp 2 --tp 4 --emit=mlir-spmd | grep -o 'shard\.all_[a-z]* [^:]*' | sort | uniq -c
+  --dp 2 --tp 4 --tp-layout megatron --emit=mlir-spmd | grep -o 'shard\.all_[a-z]* [^:]*' | sort | uniq -c
 echo "== ${mpirun[*]} -np 8 $work/compiled/model --check (reference: PyTorch)"
 "${mpirun[@]}" -np 8 "$work/compiled/model" --check "$work/gpt/test_data_set_0" --threads 1
 echo "== ${mpirun[*]} -np 8 $work/compiled/model --bench 50"

@@ -72,6 +72,65 @@ TEST(CostModel, RooflineKernels) {
               1e-9);
 }
 
+/// A calibrated-host-like spec: 2 cores, 100 GFLOP/s, 10 GB/s each.
+ClusterSpec host() {
+  ClusterSpec c;
+  c.name = "host";
+  c.devicesPerNode = 2;
+  c.sharedCores = true;
+  c.peakFlops["fp32"] = 100e9;
+  c.memoryBytes = 8e9;
+  c.memoryBandwidth = 10e9;
+  c.intraNode = c.interNode = {1e9, 1e-6};
+  c.gemmEfficiency = c.memoryEfficiency = c.networkEfficiency = 1;
+  return c;
+}
+
+TEST(CostModel, ThinGemmsFollowTheCalibratedTable) {
+  ClusterSpec c = host();
+  c.gemmShape = {{16, 0.25}, {256, 1.0}};
+  CostModel m(c, "fp32", 1);
+  EXPECT_DOUBLE_EQ(m.gemmShapeEfficiency(0), 1);     // not a GEMM
+  EXPECT_DOUBLE_EQ(m.gemmShapeEfficiency(8), 0.25);  // clamped below
+  EXPECT_DOUBLE_EQ(m.gemmShapeEfficiency(4096), 1);  // clamped above
+  EXPECT_NEAR(m.gemmShapeEfficiency(64), 0.625, 1e-12); // half way in log
+  EXPECT_NEAR(m.kernelTime(1e9, 0, /*fused=*/true, 16), 1e9 / 25e9, 1e-12);
+  // The table round-trips through JSON, sorted.
+  c.gemmShape = {{256, 1.0}, {16, 0.25}};
+  auto back = parseCluster(clusterToJSON(c), "t.json");
+  ASSERT_TRUE(bool(back)) << llvm::toString(back.takeError());
+  ASSERT_EQ(back->gemmShape.size(), 2u);
+  EXPECT_DOUBLE_EQ(back->gemmShape[0].first, 16);
+  EXPECT_TRUE(back->sharedCores);
+  auto bad = parseCluster(R"({"name": "x", "nodes": 1, "devices_per_node": 1,
+      "peak_tflops": {"fp32": 1}, "memory_gib": 1,
+      "memory_bandwidth_gb_s": 1,
+      "intra_node": {"bandwidth_gb_s": 1, "latency_us": 1},
+      "inter_node": {"bandwidth_gb_s": 1, "latency_us": 1},
+      "gemm_efficiency_by_min_dim": [[16, 2]]})",
+                          "bad.json");
+  ASSERT_FALSE(bool(bad));
+  EXPECT_NE(llvm::toString(bad.takeError()).find("gemm_efficiency_by_min_dim"),
+            std::string::npos);
+}
+
+TEST(CostModel, RanksBeyondTheCoresShareThem) {
+  ClusterSpec c = host();
+  c.sharedCoreEfficiency = 0.8;
+  c.nodeMemoryBandwidth = 15e9;
+  double flops = 1e9;
+  // Two ranks on two cores: each core whole; the node's bandwidth split.
+  EXPECT_NEAR(CostModel(c, "fp32", 2).kernelTime(flops, 0, true), 0.01, 1e-12);
+  EXPECT_NEAR(CostModel(c, "fp32", 2).kernelTime(0, 1e9, true), 1e9 / 7.5e9,
+              1e-12);
+  // Four ranks: half a core each, at the measured shared efficiency.
+  EXPECT_NEAR(CostModel(c, "fp32", 4).kernelTime(flops, 0, true),
+              flops / (100e9 * 0.5 * 0.8), 1e-12);
+  // GPUs are never shared.
+  ClusterSpec gpu = preset("dgx-a100");
+  EXPECT_FALSE(gpu.sharedCores);
+}
+
 TEST(Planner, GroupsCrossNodesByStride) {
   ClusterSpec c = preset("dgx-a100"); // 8 per node
   EXPECT_FALSE(groupCrossesNodes(1, 8, c));
