@@ -457,10 +457,8 @@ int main(int argc, char **argv) {
   bool searchedLayouts = tpLayout == TensorLayout::Searched;
   if (ndev > 1 && emit != Emit::MlirImport &&
       (!forced || (tp > 1 && searchedLayouts))) {
-    planOpts->dp = dp;
-    planOpts->tp = tp;
-    if (!forced)
-      planOpts->dp = planOpts->tp = 0;
+    planOpts->dp = forced ? dp : 0;
+    planOpts->tp = forced ? tp : 0;
     planOpts->pp = planOpts->sp = 1;
     planOpts->devices = ndev;
     planOpts->tpMode = pcc::TensorMode::OneD;

@@ -38,6 +38,11 @@ OpSharding inferOpSharding(mlir::Operation *op,
                            llvm::ArrayRef<TensorSharding> operands,
                            const Mesh &mesh);
 
+/// How an annotated op runs: its rule applied to its pinned operand layouts
+/// (kOperandShardingAttr) if a strategy pinned them, else to its operands'
+/// annotations.
+OpSharding annotatedOpSharding(mlir::Operation *op, const Mesh &mesh);
+
 } // namespace pcc
 
 #endif // PCC_PARTITION_SHARDINGRULES_H

@@ -284,13 +284,7 @@ Operation *Partitioner::buildLocal(Operation *op, ValueRange operands,
 }
 
 LogicalResult Partitioner::partitionOp(Operation *op) {
-  SmallVector<TensorSharding> in;
-  if (auto pinned = operandShardings(op, kOperandShardingAttr))
-    in = std::move(*pinned);
-  else
-    for (Value v : op->getOperands())
-      in.push_back(shardingOf(v));
-  OpSharding s = inferOpSharding(op, in, mesh);
+  OpSharding s = annotatedOpSharding(op, mesh);
   SmallVector<Value> operands;
   for (auto [v, req] : llvm::zip(op->getOperands(), s.operands)) {
     auto l = operandFor(v, req, op->getLoc());

@@ -560,4 +560,14 @@ OpSharding inferOpSharding(Operation *op, ArrayRef<TensorSharding> in,
   return out;
 }
 
+OpSharding annotatedOpSharding(Operation *op, const Mesh &mesh) {
+  SmallVector<TensorSharding> in;
+  if (auto pinned = operandShardings(op, kOperandShardingAttr))
+    in = std::move(*pinned);
+  else
+    for (Value v : op->getOperands())
+      in.push_back(shardingOf(v));
+  return inferOpSharding(op, in, mesh);
+}
+
 } // namespace pcc

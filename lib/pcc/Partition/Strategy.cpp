@@ -108,6 +108,17 @@ struct MegatronHook {
   }
 };
 
+/// `s` with grid axis `axis` removed from its splits and partial sums.
+TensorSharding withoutAxis(TensorSharding s, int64_t axis) {
+  for (DimSharding &d : s.dims) {
+    llvm::erase(d.axes, axis);
+    if (!d.isSplit())
+      d.groups = 1;
+  }
+  llvm::erase(s.partial, axis);
+  return s;
+}
+
 /// The planner's layouts (kPlannedShardingAttr, axis 0 standing for the tp
 /// axis `tp`), merged with the data-parallel splits that reach each op.
 struct PlannedHook {
@@ -120,13 +131,7 @@ struct PlannedHook {
       return;
     SmallVector<TensorSharding> merged;
     for (auto [v, cur, want] : llvm::zip(op->getOperands(), in, *planned)) {
-      TensorSharding m = cur;
-      for (DimSharding &d : m.dims) {
-        llvm::erase(d.axes, tp);
-        if (!d.isSplit())
-          d.groups = 1;
-      }
-      llvm::erase(m.partial, tp);
+      TensorSharding m = withoutAxis(cur, tp);
       for (auto [d, w] : llvm::zip(m.dims, want.dims)) {
         if (!w.isSplit())
           continue;
@@ -242,23 +247,23 @@ struct ApplyStrategyPass : impl::ApplyStrategyBase<ApplyStrategyPass> {
   }
 };
 
-} // namespace
+/// Grid axes on the tp axis alone: dp dropped, tp renumbered to axis 0.
+void onTensorAxis(SmallVectorImpl<int64_t> &axes, int64_t dpAxis,
+                  int64_t tpAxis) {
+  llvm::erase(axes, dpAxis);
+  for (int64_t &a : axes)
+    a = a == tpAxis ? 0 : a;
+}
 
-/// `s` on the tp axis alone: dp splits dropped, tp renumbered to axis 0.
 TensorSharding onTensorAxis(TensorSharding s, int64_t dpAxis, int64_t tpAxis) {
-  auto renumber = [&](SmallVectorImpl<int64_t> &axes) {
-    llvm::erase(axes, dpAxis);
-    for (int64_t &a : axes)
-      a = a == tpAxis ? 0 : a;
-  };
-  for (DimSharding &d : s.dims) {
-    renumber(d.axes);
-    if (!d.isSplit())
-      d.groups = 1;
-  }
-  renumber(s.partial);
+  s = withoutAxis(std::move(s), dpAxis);
+  for (DimSharding &d : s.dims)
+    onTensorAxis(d.axes, dpAxis, tpAxis);
+  onTensorAxis(s.partial, dpAxis, tpAxis);
   return s;
 }
+
+} // namespace
 
 llvm::DenseMap<Operation *, OpSharding>
 megatronShardings(func::FuncOp fn, int64_t dp, int64_t tp) {
@@ -279,19 +284,11 @@ megatronShardings(func::FuncOp fn, int64_t dp, int64_t tp) {
     Operation *c = map.lookupOrNull(op);
     if (!c)
       return;
-    SmallVector<TensorSharding> in;
-    if (auto pinned = operandShardings(c, kOperandShardingAttr))
-      in = std::move(*pinned);
-    else
-      for (Value v : c->getOperands())
-        in.push_back(shardingOf(v));
-    OpSharding s = inferOpSharding(c, in, mesh);
+    OpSharding s = annotatedOpSharding(c, mesh);
     for (auto *list : {&s.operands, &s.results})
       for (TensorSharding &t : *list)
         t = onTensorAxis(t, dpAxis, tpAxis);
-    llvm::erase(s.reduceBeforeBias, dpAxis);
-    for (int64_t &a : s.reduceBeforeBias)
-      a = a == tpAxis ? 0 : a;
+    onTensorAxis(s.reduceBeforeBias, dpAxis, tpAxis);
     result[op] = std::move(s);
   });
   copy.erase();
