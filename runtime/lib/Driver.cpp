@@ -2,6 +2,7 @@
 //
 //   [mpirun -np N] model [--inputs DIR] [--outputs DIR] [--check DIR]
 //         [--bench N] [--weights FILE] [--threads N] [--rtol R] [--atol A]
+//         [--timeout S]
 //
 // Input and output files follow ONNX's backend-test layout (input_K.pb,
 // output_K.pb). Every failure is one "error:" line on stderr and exit 1.
@@ -11,8 +12,10 @@
 // reporting. Setup and reporting fail together: each phase ends with an
 // agreement over all ranks, and only the lowest failing rank prints, so a
 // bad argument or file gives one line and no hang. A failure inside a run
-// (a bad token id on one rank) cannot wait for the others, who may be in a
-// collective: that rank prints its error and aborts the job.
+// (a bad token id on one rank, memory exhausted) cannot wait for the others,
+// who may be in a collective: that rank prints its error and aborts the job.
+// A rank that stops answering ends the job after --timeout seconds
+// (HangWatch.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,6 +23,7 @@
 #include "pccrt/Mesh.h"
 #include "pccrt/Model.h"
 #include "pccrt/TensorFile.h"
+#include "pccrt/WeightsFile.h"
 
 #include <algorithm>
 #include <chrono>
@@ -28,6 +32,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
+#include <new>
 #include <string>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -43,7 +48,11 @@ struct Options {
   int bench = 0;
   int threads = 0;
   double rtol = 1e-3, atol = 1e-4;
+  double timeout = 600;
 };
+
+/// What the process is doing, for out-of-memory reports.
+const char *phase = "starting";
 
 /// A failure in a phase that all ranks finish together.
 struct Fatal {
@@ -71,12 +80,14 @@ void agree(const std::string &error) {
 }
 
 /// Runs `phase` on every rank and agrees on its outcome.
-template <typename F> void together(F phase) {
+template <typename F> void together(F work) {
   std::string error;
   try {
-    phase();
+    work();
   } catch (const Fatal &f) {
     error = f.message;
+  } catch (const std::bad_alloc &) {
+    error = std::string("out of memory while ") + phase;
   }
   agree(error);
 }
@@ -90,7 +101,9 @@ const char *kUsage =
     "                 satisfy |got - want| <= atol + rtol * |want|\n"
     "  --bench N      time N runs after warm-up; last line is JSON\n"
     "  --weights FILE weights file (default: weights.bin beside the binary)\n"
-    "  --threads N    BLAS threads (default: the library's)\n";
+    "  --threads N    BLAS threads (default: the library's)\n"
+    "  --timeout S    end the job when a rank waits S seconds for others\n"
+    "                 that do not answer (default 600; 0: wait forever)\n";
 
 long parseNumber(const char *flag, const char *text, long lo, long hi) {
   char *end = nullptr;
@@ -125,7 +138,7 @@ Options parseOptions(int argc, char **argv) {
     std::string flag = a.substr(0, eq);
     static const char *const known[] = {"--inputs", "--outputs", "--check",
                                         "--weights", "--bench", "--threads",
-                                        "--rtol", "--atol"};
+                                        "--rtol", "--atol", "--timeout"};
     if (std::find(std::begin(known), std::end(known), flag) == std::end(known))
       die("unknown argument '" + a + "' (see --help)");
     if (eq != std::string::npos) {
@@ -143,6 +156,7 @@ Options parseOptions(int argc, char **argv) {
     else if (flag == "--threads") o.threads = parseNumber("--threads", value.c_str(), 1, 4096);
     else if (flag == "--rtol") o.rtol = parseReal("--rtol", value.c_str());
     else if (flag == "--atol") o.atol = parseReal("--atol", value.c_str());
+    else if (flag == "--timeout") o.timeout = parseReal("--timeout", value.c_str());
     else die("unknown argument '" + a + "' (see --help)");
   }
   if (o.inputs.empty())
@@ -160,23 +174,44 @@ std::string exeDir(const char *argv0) {
   return slash == std::string::npos ? "." : path.substr(0, slash);
 }
 
-/// The weights file, mapped read-only for the life of the process.
-const char *mapWeights(const std::string &path, size_t needed) {
-  if (needed == 0)
-    return nullptr;
+/// The weights file after its header, mapped read-only for the life of the
+/// process. Refuses a file of another build (WeightsFile.h).
+const char *mapWeights(const std::string &path, const ModelInfo &model) {
   int fd = open(path.c_str(), O_RDONLY);
   if (fd < 0)
     die("cannot open weights file '" + path + "': " + std::strerror(errno));
   struct stat st;
-  if (fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) < needed)
-    die("weights file '" + path + "' holds " +
-        std::to_string(static_cast<long long>(st.st_size)) +
-        " bytes, the model needs " + std::to_string(needed));
+  WeightsHeader header;
+  size_t needed = sizeof(WeightsHeader) + model.weightsBytes;
+  bool readable = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+                  pread(fd, &header, sizeof(header), 0) == sizeof(header);
+  if (!readable ||
+      std::memcmp(header.magic, kWeightsMagic, sizeof(kWeightsMagic)) != 0) {
+    close(fd);
+    die("'" + path + "' is not a pcc weights file");
+  }
+  if (header.fingerprint != model.fingerprint ||
+      header.dataBytes != model.weightsBytes ||
+      static_cast<size_t>(st.st_size) != needed) {
+    close(fd);
+    char want[32], got[32];
+    std::snprintf(want, sizeof(want), "%016llx",
+                  static_cast<unsigned long long>(model.fingerprint));
+    std::snprintf(got, sizeof(got), "%016llx",
+                  static_cast<unsigned long long>(header.fingerprint));
+    die("weights file '" + path + "' belongs to another build (fingerprint " +
+        got + ", this program's is " + want +
+        "); use the weights.bin written with this program");
+  }
+  if (model.weightsBytes == 0) {
+    close(fd);
+    return nullptr;
+  }
   void *p = mmap(nullptr, needed, PROT_READ, MAP_PRIVATE, fd, 0);
   close(fd);
   if (p == MAP_FAILED)
-    die("cannot map weights file '" + path + "'");
-  return static_cast<const char *>(p);
+    die("cannot map weights file '" + path + "': " + std::strerror(errno));
+  return static_cast<const char *>(p) + sizeof(WeightsHeader);
 }
 
 std::string shapeString(const std::vector<int64_t> &shape) {
@@ -314,7 +349,7 @@ bool checkOutput(int k, const TensorDesc &desc, const HostTensor &got,
 
 } // namespace
 
-int main(int argc, char **argv) {
+int runModel(int argc, char **argv) {
   const ModelInfo &model = *pcc_model_info();
   Mesh::initProcess(&argc, &argv);
   int64_t devices = 1;
@@ -338,13 +373,15 @@ int main(int argc, char **argv) {
           (Mesh::worldSize() == 1 ? "" : "es"));
     }
     o = parseOptions(argc, argv);
+    Mesh::setTimeout(o.timeout);
   });
   mesh.create(model);
+  phase = "reading weights and inputs";
   together([&] {
     setBlasThreads(o.threads);
     if (o.weights.empty())
       o.weights = exeDir(argv[0]) + "/weights.bin";
-    weights = mapWeights(o.weights, model.weightsBytes);
+    weights = mapWeights(o.weights, model);
     for (int k = 0; k < model.numInputs; ++k)
       inputs.push_back(loadInput(o.inputs, k, model.inputs[k], mesh));
     std::string extra =
@@ -359,20 +396,24 @@ int main(int argc, char **argv) {
 
   std::vector<HostTensor> outputs(model.numOutputs);
   std::vector<void *> outPtrs;
-  for (int k = 0; k < model.numOutputs; ++k) {
-    const TensorDesc &d = model.outputs[k];
-    outputs[k].dtype = d.dtype;
-    outputs[k].shape = localShape(d, mesh);
-    outputs[k].bytes.resize(outputs[k].numElements() * dtypeSize(d.dtype));
-    outPtrs.push_back(outputs[k].bytes.data());
-  }
-
   size_t arenaBytes = (model.arenaBytes + 63) / 64 * 64;
-  char *arena = static_cast<char *>(std::aligned_alloc(64, arenaBytes ? arenaBytes : 64));
+  char *arena = nullptr;
+  phase = "allocating outputs and scratch";
   together([&] {
+    for (int k = 0; k < model.numOutputs; ++k) {
+      const TensorDesc &d = model.outputs[k];
+      outputs[k].dtype = d.dtype;
+      outputs[k].shape = localShape(d, mesh);
+      outputs[k].bytes.resize(outputs[k].numElements() * dtypeSize(d.dtype));
+      outPtrs.push_back(outputs[k].bytes.data());
+    }
+    arena = static_cast<char *>(
+        std::aligned_alloc(64, arenaBytes ? arenaBytes : 64));
     if (!arena)
-      die("cannot allocate " + std::to_string(arenaBytes) + " bytes of scratch");
+      die("cannot allocate " + std::to_string(arenaBytes) +
+          " bytes of scratch");
   });
+  phase = "running the model";
 
   auto runOnce = [&] {
     model.run(inPtrs.data(), outPtrs.data(), arena, weights, mesh);
@@ -391,11 +432,13 @@ int main(int argc, char **argv) {
   };
   runOnce();
 
+  phase = "assembling outputs";
   std::vector<HostTensor> global;
   for (int k = 0; k < model.numOutputs; ++k)
     global.push_back(assemble(model, model.outputs[k], outputs[k]));
 
   int status = 0;
+  phase = "writing and checking outputs";
   together([&] {
     if (!root)
       return;
@@ -418,15 +461,16 @@ int main(int argc, char **argv) {
   std::fflush(stdout);
   status = Mesh::sumOverWorld(status) ? 1 : 0;
 
+  phase = "running the model";
   if (o.bench > 0) {
     for (int i = 0; i < std::min(o.bench, 3); ++i)
       runOnce();
     std::vector<double> ms;
     for (int i = 0; i < o.bench; ++i) {
-      Mesh::sumOverWorld(0); // start together
+      Mesh::barrier(); // start together
       auto t0 = std::chrono::steady_clock::now();
       runOnce();
-      Mesh::sumOverWorld(0); // the step ends when the slowest rank is done
+      Mesh::barrier(); // the step ends when the slowest rank is done
       auto t1 = std::chrono::steady_clock::now();
       ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
     }
@@ -447,4 +491,19 @@ int main(int argc, char **argv) {
   std::free(arena);
   Mesh::finalizeProcess();
   return status;
+}
+
+int main(int argc, char **argv) {
+  try {
+    return runModel(argc, argv);
+  } catch (const std::bad_alloc &) {
+    // Other ranks may wait in a collective this rank will never join.
+    if (Mesh::worldSize() > 1)
+      std::fprintf(stderr, "error: rank %d: out of memory while %s\n",
+                   Mesh::worldRank(), phase);
+    else
+      std::fprintf(stderr, "error: out of memory while %s\n", phase);
+    std::fflush(stderr);
+    Mesh::abortWorld(1);
+  }
 }

@@ -2,10 +2,9 @@
 
 #include "pccrt/Mesh.h"
 
-// The C API only: no MPI C++ bindings library at link time.
-#define OMPI_SKIP_MPICXX 1
-#define MPICH_SKIP_MPICXX 1
-#include <mpi.h>
+// The C API only (no MPI C++ bindings library at link time), and every wait
+// through HangWatch so that a hung rank ends the job.
+#include "HangWatch.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -68,12 +67,27 @@ void Mesh::initProcess(int *argc, char ***argv) {
   MPI_Init(argc, argv);
   // Errors in collectives come back as codes, reported by the caller.
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  startHangWatch();
   mpiActive = true;
 }
 
+void Mesh::setTimeout(double seconds) { setWaitTimeout(seconds); }
+
+void Mesh::barrier() {
+  if (!mpiActive)
+    return;
+  MPI_Request r;
+  MPI_Ibarrier(MPI_COMM_WORLD, &r);
+  waitFor(r, WaitKind::Barrier);
+}
+
 void Mesh::finalizeProcess() {
-  if (mpiActive)
-    MPI_Finalize();
+  if (!mpiActive)
+    return;
+  // MPI_Finalize waits for every rank without a limit: meet first.
+  barrier();
+  stopHangWatch();
+  MPI_Finalize();
   mpiActive = false;
 }
 
@@ -97,7 +111,9 @@ static int reduceOverWorld(int v, MPI_Op op) {
   if (!mpiActive)
     return v;
   int out = 0;
-  MPI_Allreduce(&v, &out, 1, MPI_INT, op, MPI_COMM_WORLD);
+  MPI_Request r;
+  MPI_Iallreduce(&v, &out, 1, MPI_INT, op, MPI_COMM_WORLD, &r);
+  waitFor(r, WaitKind::Agreement);
   return out;
 }
 
@@ -117,9 +133,11 @@ void Mesh::gatherToRoot(const void *local, size_t bytes, void *all) {
     size_t len = std::min(chunk, bytes - off);
     if (r == 0)
       part.resize(len * n);
-    MPI_Gather(static_cast<const char *>(local) + off, static_cast<int>(len),
-               MPI_BYTE, part.data(), static_cast<int>(len), MPI_BYTE, 0,
-               MPI_COMM_WORLD);
+    MPI_Request req;
+    MPI_Igather(static_cast<const char *>(local) + off, static_cast<int>(len),
+                MPI_BYTE, part.data(), static_cast<int>(len), MPI_BYTE, 0,
+                MPI_COMM_WORLD, &req);
+    waitFor(req, WaitKind::GatherOutputs);
     if (r == 0)
       for (int k = 0; k < n; ++k)
         std::memcpy(static_cast<char *>(all) + k * bytes + off,
@@ -136,6 +154,8 @@ void Mesh::abortWorld(int code) {
 }
 
 void Mesh::create(const ModelInfo &model) {
+  // MPI_Comm_split below cannot time out: make sure every rank is here.
+  barrier();
   rank_ = worldRank();
   shape_.assign(model.meshShape, model.meshShape + model.meshRank);
   coords_.assign(model.meshRank, 0);
@@ -176,8 +196,10 @@ void allReduceSum(Mesh &mesh, int g, DType t, const void *in, void *out,
     std::memcpy(out, in, count * dtypeSize(t));
   if (m.size[g] == 1)
     return;
-  MPI_Allreduce(MPI_IN_PLACE, out, static_cast<int>(count), mpiType(t),
-                MPI_SUM, m.comms[g]);
+  MPI_Request r;
+  MPI_Iallreduce(MPI_IN_PLACE, out, static_cast<int>(count), mpiType(t),
+                 MPI_SUM, m.comms[g], &r);
+  waitFor(r, WaitKind::AllReduce);
 }
 
 void allGather(Mesh &mesh, int g, const void *in, void *out, int64_t outer,
@@ -191,8 +213,10 @@ void allGather(Mesh &mesh, int g, const void *in, void *out, int64_t outer,
   }
   // MPI gathers device by device; reorder to [outer, device, block].
   char *dst = outer == 1 ? static_cast<char *>(out) : m.buffer(n * bytes);
-  MPI_Allgather(in, static_cast<int>(bytes), MPI_BYTE, dst,
-                static_cast<int>(bytes), MPI_BYTE, m.comms[g]);
+  MPI_Request r;
+  MPI_Iallgather(in, static_cast<int>(bytes), MPI_BYTE, dst,
+                 static_cast<int>(bytes), MPI_BYTE, m.comms[g], &r);
+  waitFor(r, WaitKind::AllGather);
   if (outer == 1)
     return;
   char *o = static_cast<char *>(out);
@@ -222,8 +246,10 @@ void reduceScatterSum(Mesh &mesh, int g, DType t, const void *in, void *out,
                     src + (i * n + r) * blockBytes, blockBytes);
     src = packed;
   }
-  MPI_Reduce_scatter_block(src, out, static_cast<int>(outer * blockCount),
-                           mpiType(t), MPI_SUM, m.comms[g]);
+  MPI_Request r;
+  MPI_Ireduce_scatter_block(src, out, static_cast<int>(outer * blockCount),
+                            mpiType(t), MPI_SUM, m.comms[g], &r);
+  waitFor(r, WaitKind::ReduceScatter);
 }
 
 void allSlice(Mesh &mesh, int g, const void *in, void *out, int64_t outer,

@@ -22,12 +22,12 @@
 #include "pcc/Partition/Strategy.h"
 #include "pcc/Plan/Calibrate.h"
 #include "pcc/Plan/PlanReport.h"
+#include "pcc/Support/OutputFiles.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
-#include "mlir/Support/FileUtilities.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
@@ -35,7 +35,6 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
-#include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace llvm;
@@ -156,6 +155,14 @@ cl::opt<std::string> cxxFlags(
 cl::opt<bool> quiet("quiet", cl::desc("Do not print the compile summary"),
                     cl::cat(pccCategory));
 
+cl::opt<std::string> deviceMemory(
+    "device-memory",
+    cl::desc("Memory of one device when compiling: every tensor and each "
+             "device's total must fit (bytes, or with a suffix K, M, G, T "
+             "in powers of 1024; default 64G for CPU ranks)"),
+    cl::value_desc("size"), cl::init(""),
+    cl::sub(cl::SubCommand::getTopLevel()), cl::cat(pccCategory));
+
 /// Prints the first error as one line, "error: MESSAGE at node 'NAME'" or
 /// "error: FILE: MESSAGE", and drops the rest (follow-on noise).
 class OneLineDiagnostics {
@@ -211,6 +218,27 @@ private:
 int fail(const Twine &message) {
   errs() << "error: " << message << "\n";
   return 1;
+}
+
+/// Parses a byte count: digits, optionally followed by K, M, G or T (powers
+/// of 1024, optionally written KiB/KB, ...).
+std::optional<int64_t> parseBytes(StringRef text) {
+  StringRef digits = text.take_while([](char c) { return isDigit(c); });
+  StringRef suffix = text.drop_front(digits.size()).lower();
+  uint64_t value;
+  if (digits.empty() || digits.getAsInteger(10, value))
+    return std::nullopt;
+  int shift = 0;
+  if (!suffix.empty()) {
+    size_t at = StringRef("kmgt").find(suffix[0]);
+    StringRef rest = suffix.drop_front();
+    if (at == StringRef::npos || !(rest.empty() || rest == "b" || rest == "ib"))
+      return std::nullopt;
+    shift = 10 * (at + 1);
+  }
+  if (value == 0 || value > (uint64_t(INT64_MAX) >> shift))
+    return std::nullopt;
+  return int64_t(value << shift);
 }
 
 /// The cluster to plan for: --cluster, else the calibrated host, else the
@@ -343,12 +371,8 @@ int runCalibrate() {
     if (!sys::path::parent_path(path).empty())
       return fail("cannot create the directory of '" + path +
                   "': " + ec.message());
-  std::string err;
-  auto out = mlir::openOutputFile(path, &err);
-  if (!out)
-    return fail(err);
-  out->os() << pcc::clusterToJSON(*spec);
-  out->keep();
+  if (auto err = pcc::writeFileAtomically(path, pcc::clusterToJSON(*spec), {}))
+    return fail(toString(std::move(err)));
   outs() << "pcc: wrote " << path << "\n";
   return 0;
 }
@@ -357,6 +381,7 @@ int runCalibrate() {
 
 int main(int argc, char **argv) {
   InitLLVM y(argc, argv);
+  pcc::installFailureHandlers();
   cl::HideUnrelatedOptions(pccCategory);
   cl::ParseCommandLineOptions(
       argc, argv,
@@ -381,6 +406,13 @@ int main(int argc, char **argv) {
   auto planOpts = planOptions();
   if (!planOpts)
     return fail(toString(planOpts.takeError()));
+  std::optional<int64_t> deviceMemoryBytes;
+  if (!deviceMemory.empty()) {
+    deviceMemoryBytes = parseBytes(deviceMemory);
+    if (!deviceMemoryBytes)
+      return fail("--device-memory expects a size such as 64G or "
+                  "68719476736, got '" + deviceMemory + "'");
+  }
   bool forced = planOpts->dp || planOpts->tp;
   if (!planning) {
     if (planOpts->pp > 1 || planOpts->sp > 1)
@@ -493,6 +525,8 @@ int main(int argc, char **argv) {
     copts.dp = dp;
     copts.tp = tp;
     copts.cxxFlags = cxxFlags;
+    if (deviceMemoryBytes)
+      copts.deviceMemoryBytes = *deviceMemoryBytes;
     pcc::CompileReport report;
     if (mlir::failed(pcc::compileToExecutable(*module, copts, report)))
       return diagnostics.printed ? 1 : fail("compilation failed");
@@ -507,12 +541,13 @@ int main(int argc, char **argv) {
     return 0;
   }
 
-  std::string err;
-  auto out = mlir::openOutputFile(outputPath.empty() ? std::string("-") : outputPath.getValue(), &err);
-  if (!out)
-    return fail(err);
-  module->print(out->os());
-  out->os() << "\n";
-  out->keep();
+  std::string text;
+  raw_string_ostream os(text);
+  module->print(os);
+  os << "\n";
+  if (auto err = pcc::writeFileAtomically(
+          outputPath.empty() ? std::string("-") : outputPath.getValue(), text,
+          {inputFile}))
+    return fail(toString(std::move(err)));
   return 0;
 }

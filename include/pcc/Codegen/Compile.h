@@ -9,8 +9,13 @@
 
 namespace pcc {
 
+/// What one CPU rank is assumed to hold unless --device-memory says
+/// otherwise: 64 GiB.
+inline constexpr int64_t kDefaultCpuDeviceMemory = int64_t(64) << 30;
+
 struct CompileOptions {
-  /// Directory to create (or replace, if it holds an earlier pcc output).
+  /// Directory to create (or replace, if it holds only an earlier pcc
+  /// output: see pcc/Support/OutputFiles.h).
   std::string outputDir = "out";
   /// The ONNX model the module was imported from (weights are read there).
   std::string modelPath;
@@ -19,6 +24,9 @@ struct CompileOptions {
   int dp = 1, tp = 1;
   /// Extra flags for the C++ compiler (e.g. -march=native).
   std::string cxxFlags;
+  /// Memory of one device (a CPU rank): every tensor and each device's total
+  /// must fit (0: no limit).
+  int64_t deviceMemoryBytes = kDefaultCpuDeviceMemory;
 };
 
 struct CompileReport {

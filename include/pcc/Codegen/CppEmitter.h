@@ -49,9 +49,17 @@ struct EmittedModel {
   int64_t collectiveBytes = 0;
 };
 
-/// Emits C++ for `module`; reports unsupported ops or types as errors at the
-/// op's location.
-mlir::FailureOr<EmittedModel> emitCpp(mlir::ModuleOp module);
+struct EmitOptions {
+  /// Bytes one device holds; a tensor or a device's total beyond it is an
+  /// error at the op (0: no limit).
+  int64_t deviceMemoryBytes = 0;
+};
+
+/// Emits C++ for `module`; reports unsupported ops or types, and tensors
+/// beyond a device's memory, as errors at the op's location. The source uses
+/// the macro PCC_BUILD_FINGERPRINT, which the build defines.
+mlir::FailureOr<EmittedModel> emitCpp(mlir::ModuleOp module,
+                                      const EmitOptions &options = {});
 
 } // namespace pcc
 

@@ -1,8 +1,9 @@
 //===- Compile.cpp - build a model executable -----------------------------===//
 //
-// Everything is written into a temporary sibling directory and renamed into
-// place only after the C++ compiler succeeds, so a failed compile never
-// leaves a half-written output directory behind.
+// Everything is written into a staging directory (pcc/Support/OutputFiles.h)
+// and moved into place only after the C++ compiler succeeds, so a failed
+// compile never leaves a half-written output directory behind, and never
+// touches a directory that is not pcc's own.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,15 +12,18 @@
 #include "pcc/Codegen/CppEmitter.h"
 #include "pcc/Config.h"
 #include "pcc/Import/WeightReader.h"
+#include "pcc/Support/OutputFiles.h"
 #include "pccrt/ShardLayout.h"
+#include "pccrt/WeightsFile.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
-#include "llvm/Support/Process.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/Program.h"
+#include "llvm/Support/xxhash.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <chrono>
@@ -28,12 +32,6 @@ using namespace mlir;
 
 namespace pcc {
 namespace {
-
-/// Removes a directory tree (best effort).
-void removeTree(StringRef dir) {
-  if (!dir.empty() && llvm::sys::fs::exists(dir))
-    llvm::sys::fs::remove_directories(dir);
-}
 
 LogicalResult writeFile(Location loc, StringRef path, StringRef contents) {
   std::error_code ec;
@@ -80,12 +78,25 @@ std::string splitBlocks(const WeightsEntry &e, std::string &global) {
   return out;
 }
 
-LogicalResult writeWeights(Location loc, StringRef path,
-                           const EmittedModel &model, StringRef modelPath) {
+/// Folds `bytes` at `offset` into a running fingerprint.
+uint64_t mixFingerprint(uint64_t h, int64_t offset, StringRef bytes) {
+  uint64_t parts[3] = {h, static_cast<uint64_t>(offset),
+                       llvm::xxh3_64bits(bytes)};
+  return llvm::xxh3_64bits(ArrayRef<uint8_t>(
+      reinterpret_cast<const uint8_t *>(parts), sizeof(parts)));
+}
+
+/// Writes the weights file (pccrt/WeightsFile.h). The fingerprint covers the
+/// generated source and every weight byte; returns it.
+FailureOr<uint64_t> writeWeights(Location loc, StringRef path,
+                                 const EmittedModel &model,
+                                 StringRef modelPath) {
   std::error_code ec;
   llvm::raw_fd_ostream os(path, ec);
   if (ec)
     return emitError(loc) << "cannot write '" << path << "': " << ec.message();
+  os.write_zeros(sizeof(pccrt::WeightsHeader));
+  uint64_t fingerprint = llvm::xxh3_64bits(model.source);
   std::unique_ptr<WeightReader> reader;
   int64_t at = 0;
   for (const WeightsEntry &e : model.weights) {
@@ -107,12 +118,25 @@ LogicalResult writeWeights(Location loc, StringRef path,
                             << bytes.size() << " bytes, expected " << expected;
     if (e.numBlocks > 1)
       bytes = splitBlocks(e, bytes);
+    fingerprint = mixFingerprint(fingerprint, e.offset, bytes);
     os.write_zeros(e.offset - at);
     os << bytes;
     at = e.offset + bytes.size();
   }
   os.write_zeros(model.weightsBytes - at);
-  return success();
+  pccrt::WeightsHeader header = {};
+  std::memcpy(header.magic, pccrt::kWeightsMagic, sizeof(header.magic));
+  header.fingerprint = fingerprint;
+  header.dataBytes = model.weightsBytes;
+  os.seek(0);
+  os.write(reinterpret_cast<const char *>(&header), sizeof(header));
+  os.close();
+  if (os.has_error()) {
+    std::string why = os.error().message();
+    os.clear_error();
+    return emitError(loc) << "cannot write '" << path << "': " << why;
+  }
+  return fingerprint;
 }
 
 std::string planJson(const CompileOptions &options, const EmittedModel &m) {
@@ -144,47 +168,29 @@ LogicalResult compileToExecutable(ModuleOp module,
                                   CompileReport &report) {
   Location loc = module.getLoc();
   auto t0 = std::chrono::steady_clock::now();
-  auto emitted = emitCpp(module);
+  EmitOptions emitOptions;
+  emitOptions.deviceMemoryBytes = options.deviceMemoryBytes;
+  auto emitted = emitCpp(module, emitOptions);
   if (failed(emitted))
     return failure();
 
-  // Refuse to replace a directory that is not an earlier pcc output.
-  StringRef outDir = options.outputDir;
-  if (llvm::sys::fs::exists(outDir)) {
-    llvm::SmallString<256> marker(outDir);
-    llvm::sys::path::append(marker, "plan.json");
-    bool empty = true;
-    std::error_code ec;
-    for (llvm::sys::fs::directory_iterator it(outDir, ec), end; it != end && !ec;
-         it.increment(ec)) {
-      empty = false;
-      break;
-    }
-    if (!empty && !llvm::sys::fs::exists(marker))
-      return emitError(loc) << "output directory '" << outDir
-                            << "' exists and is not a pcc output; choose "
-                               "another with -o";
-  }
-  std::string tmp = (outDir + ".pcc-tmp-" +
-                     std::to_string(llvm::sys::Process::getProcessId()))
-                        .str();
-  removeTree(tmp);
-  if (auto ec = llvm::sys::fs::create_directories(tmp))
-    return emitError(loc) << "cannot create '" << tmp << "': " << ec.message();
-  auto fail = [&]() {
-    removeTree(tmp);
-    return failure();
-  };
-  auto in = [&](StringRef name) {
-    llvm::SmallString<256> p(tmp);
-    llvm::sys::path::append(p, name);
-    return std::string(p);
-  };
+  auto staged = StagedDirectory::create(options.outputDir, {options.modelPath});
+  if (!staged)
+    return emitError(loc) << llvm::toString(staged.takeError());
+  auto in = [&](StringRef name) { return staged->file(name); };
 
-  if (failed(writeFile(loc, in("model.cpp"), emitted->source)) ||
-      failed(writeWeights(loc, in("weights.bin"), *emitted, options.modelPath)) ||
+  auto fingerprint =
+      writeWeights(loc, in("weights.bin"), *emitted, options.modelPath);
+  if (failed(fingerprint))
+    return failure();
+  std::string source;
+  llvm::raw_string_ostream(source)
+      << "#define PCC_BUILD_FINGERPRINT 0x"
+      << llvm::format_hex_no_prefix(*fingerprint, 16) << "ull\n"
+      << emitted->source;
+  if (failed(writeFile(loc, in("model.cpp"), source)) ||
       failed(writeFile(loc, in("plan.json"), planJson(options, *emitted))))
-    return fail();
+    return failure();
   auto t1 = std::chrono::steady_clock::now();
 
   // Compile and link.
@@ -216,19 +222,14 @@ LogicalResult compileToExecutable(ModuleOp module,
           break;
         }
     }
-    emitError(loc) << "C++ compilation of the generated model failed ("
-                   << (execError.empty() ? first : execError) << ")";
-    return fail();
+    return emitError(loc) << "C++ compilation of the generated model failed ("
+                          << (execError.empty() ? first : execError) << ")";
   }
   llvm::sys::fs::remove(log);
   auto t2 = std::chrono::steady_clock::now();
 
-  removeTree(outDir);
-  if (auto ec = llvm::sys::fs::rename(tmp, outDir)) {
-    emitError(loc) << "cannot move output into '" << outDir
-                   << "': " << ec.message();
-    return fail();
-  }
+  if (auto err = staged->commit())
+    return emitError(loc) << llvm::toString(std::move(err));
   report.arenaBytes = emitted->arenaBytes;
   report.unsharedBytes = emitted->unsharedBytes;
   report.weightsBytes = emitted->weightsBytes;

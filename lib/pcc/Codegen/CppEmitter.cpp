@@ -119,10 +119,13 @@ bool isElementwise(Operation *op) {
 
 class Emitter {
 public:
-  Emitter(func::FuncOp fn, Mesh mesh) : fn(fn), mesh(std::move(mesh)), os(body) {}
+  Emitter(func::FuncOp fn, Mesh mesh, const EmitOptions &options)
+      : fn(fn), mesh(std::move(mesh)), options(options), os(body) {}
   FailureOr<EmittedModel> run();
 
 private:
+  LogicalResult checkTensorSizes();
+  LogicalResult checkDeviceMemory();
   LogicalResult analyze();
   LogicalResult emitOp(Operation *op);
   LogicalResult emitFusedLoop(Operation *root);
@@ -144,6 +147,7 @@ private:
 
   func::FuncOp fn;
   Mesh mesh;
+  EmitOptions options;
   std::vector<SmallVector<int64_t>> groups;
   std::string body;
   llvm::raw_string_ostream os;
@@ -229,6 +233,50 @@ std::string Emitter::weightPointer(Operation *op) {
           std::to_string(split.dims.size()) + ", split" + id + ")";
   }
   return at;
+}
+
+/// One device must hold each of its tensors; refuse before anything is sized
+/// by them (batch offset tables, the arena).
+LogicalResult Emitter::checkTensorSizes() {
+  int64_t limit = options.deviceMemoryBytes;
+  auto check = [&](Value v, Location loc, StringRef what) -> LogicalResult {
+    if (!limit || tensorBytes(v) <= limit)
+      return success();
+    return emitError(loc) << what << " " << typeOf(v) << " needs "
+                          << tensorBytes(v)
+                          << " bytes on one device, more than the "
+                          << limit << " bytes a device holds (--device-memory)";
+  };
+  for (BlockArgument a : fn.getArguments())
+    if (failed(check(a, a.getLoc(), "input")))
+      return failure();
+  for (Operation &op : fn.getBody().front().without_terminator())
+    for (Value r : op.getResults())
+      if (failed(check(r, op.getLoc(), "result")))
+        return failure();
+  return success();
+}
+
+/// Everything a device holds at once: scratch arena, its weights, and the
+/// inputs (read whole) and outputs.
+LogicalResult Emitter::checkDeviceMemory() {
+  int64_t limit = options.deviceMemoryBytes;
+  int64_t weights = 0, io = 0;
+  for (const WeightsEntry &e : result.weights)
+    weights += e.bytes;
+  for (Type t : fn.getFunctionType().getInputs())
+    io += cast<RankedTensorType>(t).getNumElements() *
+          elementBytes(cast<RankedTensorType>(t).getElementType());
+  for (Value v : fn.getBody().front().getTerminator()->getOperands())
+    io += tensorBytes(v);
+  int64_t total = result.arenaBytes + weights + io;
+  if (!limit || total <= limit)
+    return success();
+  return fn.emitError() << "the model needs " << total
+                        << " bytes on each device (scratch "
+                        << result.arenaBytes << ", weights " << weights
+                        << ", inputs and outputs " << io << "), more than the "
+                        << limit << " bytes a device holds (--device-memory)";
 }
 
 LogicalResult Emitter::analyze() {
@@ -932,7 +980,8 @@ LogicalResult Emitter::emitOp(Operation *op) {
 FailureOr<EmittedModel> Emitter::run() {
   if (fn.getBody().getBlocks().size() != 1)
     return fn.emitError("code generation needs a single-block function");
-  if (failed(analyze()) || failed(declareValues()))
+  if (failed(checkTensorSizes()) || failed(analyze()) ||
+      failed(declareValues()) || failed(checkDeviceMemory()))
     return failure();
   for (Operation *op : ops)
     if (failed(emitOp(op)))
@@ -1029,7 +1078,8 @@ FailureOr<EmittedModel> Emitter::run() {
       << (fnType.getNumResults() ? "outputDescs" : "nullptr") << ", "
       << result.arenaBytes << "u, " << result.weightsBytes << "u, "
       << mesh.shape.size() << ", meshShape, meshAxes, " << groups.size()
-      << ", " << (groups.empty() ? "nullptr" : "groups") << ", run};\n"
+      << ", " << (groups.empty() ? "nullptr" : "groups")
+      << ", run, PCC_BUILD_FINGERPRINT};\n"
       << "  return &info;\n}\n";
   result.source = std::move(src);
   return std::move(result);
@@ -1037,7 +1087,7 @@ FailureOr<EmittedModel> Emitter::run() {
 
 } // namespace
 
-FailureOr<EmittedModel> emitCpp(ModuleOp module) {
+FailureOr<EmittedModel> emitCpp(ModuleOp module, const EmitOptions &options) {
   auto fn = module.lookupSymbol<func::FuncOp>("main");
   if (!fn)
     return module.emitError("module has no func.func @main");
@@ -1048,7 +1098,7 @@ FailureOr<EmittedModel> emitCpp(ModuleOp module) {
     mesh.shape = {1}, mesh.axisNames = {"dp"};
   if (mesh.shape.size() > 4 || mesh.numDevices() > (1 << 20))
     return module.emitError("code generation supports meshes of up to 4 axes");
-  Emitter emitter(fn, mesh);
+  Emitter emitter(fn, mesh, options);
   return emitter.run();
 }
 

@@ -71,8 +71,25 @@ int checkModelHeader(const onnx::ModelProto &model, const Diag &diag) {
     return -1;
   }
   int opset = -1;
+  llvm::StringSet<> domains;
   for (const auto &imp : model.opset_import()) {
-    if (imp.domain().empty() || imp.domain() == "ai.onnx")
+    bool defaultDomain = imp.domain().empty() || imp.domain() == "ai.onnx";
+    std::string domain = defaultDomain ? "" : imp.domain();
+    if (!domains.insert(domain).second) {
+      diag("model imports domain '" + (defaultDomain ? "ai.onnx" : domain) +
+               "' twice",
+           "");
+      return -1;
+    }
+    // Versions are int64 in the file: never let one wrap into range.
+    if (imp.version() < 1 || imp.version() > INT32_MAX) {
+      diag("model imports opset " + std::to_string(imp.version()) +
+               " of domain '" + (defaultDomain ? "ai.onnx" : domain) +
+               "', which no ONNX release defines",
+           "");
+      return -1;
+    }
+    if (defaultDomain)
       opset = static_cast<int>(imp.version());
   }
   // A model may import only other domains; its nodes are then refused one
@@ -161,75 +178,84 @@ static int64_t checkedCount(llvm::ArrayRef<int64_t> dims, std::string &why) {
   return count;
 }
 
-bool checkInitializers(const onnx::GraphProto &graph, llvm::StringRef modelDir,
-                       const Diag &diag) {
-  for (const auto &t : graph.initializer()) {
-    std::string what = "initializer '" + t.name() + "'";
-    if (!elementBytes(t.data_type())) {
-      diag(what + " has unsupported data type " +
-               std::to_string(t.data_type()),
-           "");
+bool checkTensorData(const onnx::TensorProto &t, const std::string &what,
+                     llvm::StringRef modelDir, const Diag &diag) {
+  if (!elementBytes(t.data_type())) {
+    diag(what + " has unsupported data type " + std::to_string(t.data_type()),
+         "");
+    return false;
+  }
+  std::string why;
+  int64_t count = checkedCount(
+      llvm::ArrayRef<int64_t>(t.dims().data(), t.dims().size()), why);
+  if (count < 0) {
+    diag(what + " has " + why, "");
+    return false;
+  }
+  int64_t bits = elementBytes(t.data_type());
+  if (count > std::numeric_limits<int64_t>::max() / bits) {
+    diag(what + " byte size overflows int64", "");
+    return false;
+  }
+  int64_t expected = count * bits;
+  if (auto ext = externalLocation(t)) {
+    ExternalFile file;
+    if (!resolveExternalData(*ext, modelDir, file, why)) {
+      diag(what + ": " + why, "");
       return false;
     }
-    std::string why;
-    int64_t count = checkedCount(
-        llvm::ArrayRef<int64_t>(t.dims().data(), t.dims().size()), why);
-    if (count < 0) {
-      diag(what + " has " + why, "");
-      return false;
-    }
-    int64_t bits = elementBytes(t.data_type());
-    if (count > std::numeric_limits<int64_t>::max() / bits) {
-      diag(what + " byte size overflows int64", "");
-      return false;
-    }
-    int64_t expected = count * bits;
-    if (auto ext = externalLocation(t)) {
-      if (ext->length >= 0 && ext->length != expected) {
-        diag(what + " declares " + std::to_string(ext->length) +
-                 " bytes of external data, but its shape needs " +
-                 std::to_string(expected),
-             "");
-        return false;
-      }
-      if (ext->offset < 0) {
-        diag(what + " has a negative external data offset", "");
-        return false;
-      }
-      llvm::SmallString<256> file(modelDir);
-      llvm::sys::path::append(file, ext->location);
-      uint64_t size;
-      // An absent file is fine (shape-only planning); a present one must be
-      // large enough.
-      if (!llvm::sys::fs::file_size(file, size) &&
-          static_cast<uint64_t>(ext->offset + expected) > size) {
-        diag(what + " reads past the end of external file '" + ext->location +
-                 "'",
-             "");
-        return false;
-      }
-      continue;
-    }
-    int64_t have = -1;
-    if (t.has_raw_data()) {
-      have = t.raw_data().size();
-    } else {
-      // Typed fields hold one entry per element (two per complex value,
-      // which pcc does not support).
-      int64_t n = t.float_data_size() + t.int32_data_size() +
-                  t.int64_data_size() + t.double_data_size() +
-                  t.uint64_data_size();
-      have = n * bits;
-      if (n == 0 && count != 0 && t.string_data_size() == 0)
-        have = 0;
-    }
-    if (have != expected) {
-      diag(what + " holds " + std::to_string(have) +
-               " bytes of data, but its shape needs " +
+    if (ext->length >= 0 && ext->length != expected) {
+      diag(what + " declares " + std::to_string(ext->length) +
+               " bytes of external data, but its shape needs " +
                std::to_string(expected),
            "");
       return false;
     }
+    uint64_t size;
+    // An absent file is fine (shape-only planning); a present one must be
+    // large enough.
+    if (file.exists && !llvm::sys::fs::file_size(file.path, size) &&
+        (ext->offset > std::numeric_limits<int64_t>::max() - expected ||
+         static_cast<uint64_t>(ext->offset + expected) > size)) {
+      diag(what + " reads past the end of external file '" + ext->location +
+               "'",
+           "");
+      return false;
+    }
+    return true;
+  }
+  int64_t have = -1;
+  if (t.has_raw_data()) {
+    have = t.raw_data().size();
+  } else {
+    // Typed fields hold one entry per element (two per complex value,
+    // which pcc does not support).
+    int64_t n = t.float_data_size() + t.int32_data_size() +
+                t.int64_data_size() + t.double_data_size() +
+                t.uint64_data_size();
+    have = n * bits;
+    if (n == 0 && count != 0 && t.string_data_size() == 0)
+      have = 0;
+  }
+  if (have != expected) {
+    diag(what + " holds " + std::to_string(have) +
+             " bytes of data, but its shape needs " + std::to_string(expected),
+         "");
+    return false;
+  }
+  return true;
+}
+
+bool checkInitializers(const onnx::GraphProto &graph, llvm::StringRef modelDir,
+                       const Diag &diag) {
+  llvm::StringSet<> seen;
+  for (const auto &t : graph.initializer()) {
+    if (!seen.insert(t.name()).second) {
+      diag("two initializers are named '" + t.name() + "'", "");
+      return false;
+    }
+    if (!checkTensorData(t, "initializer '" + t.name() + "'", modelDir, diag))
+      return false;
   }
   return true;
 }
@@ -238,15 +264,43 @@ bool sortNodes(const onnx::GraphProto &graph, std::vector<int> &order,
                const Diag &diag) {
   std::unordered_map<std::string, int> producer;
   std::unordered_map<std::string, bool> external;
-  for (const auto &in : graph.input())
+  for (const auto &in : graph.input()) {
+    if (in.name().empty()) {
+      diag("a graph input has no name", "");
+      return false;
+    }
+    // An input that is also an initializer is a default value (IR < 4).
+    if (external.count(in.name())) {
+      diag("two graph inputs are named '" + in.name() + "'", "");
+      return false;
+    }
     external[in.name()] = true;
+  }
   for (const auto &init : graph.initializer())
     external[init.name()] = true;
   int n = graph.node_size();
+  // SSA: every tensor has one writer.
   for (int i = 0; i < n; ++i)
-    for (const auto &out : graph.node(i).output())
-      if (!out.empty())
-        producer[out] = i;
+    for (const auto &out : graph.node(i).output()) {
+      if (out.empty())
+        continue;
+      std::string name = nodeName(graph.node(i), i);
+      if (external.count(out)) {
+        diag("writes '" + out +
+                 "', which is a graph input or initializer; ONNX tensors "
+                 "have one writer",
+             name);
+        return false;
+      }
+      auto [it, inserted] = producer.emplace(out, i);
+      if (!inserted) {
+        diag("writes '" + out + "', which node '" +
+                 nodeName(graph.node(it->second), it->second) +
+                 "' also writes; ONNX tensors have one writer",
+             name);
+        return false;
+      }
+    }
 
   std::vector<int> pending(n, 0);
   std::vector<std::vector<int>> users(n);

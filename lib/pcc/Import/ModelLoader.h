@@ -67,13 +67,36 @@ mlir::FailureOr<mlir::DenseElementsAttr>
 readTensor(const onnx::TensorProto &tensor, llvm::StringRef modelDir,
            mlir::MLIRContext *ctx, const Diag &diag);
 
-/// Location of an external tensor's data, if it has one.
+/// Location of an external tensor's data, if it has one; `problem` says what
+/// is malformed about its entries ("" if nothing).
 struct ExternalLocation {
   std::string location;
   int64_t offset = 0;
   int64_t length = -1;
+  std::string problem;
 };
 std::optional<ExternalLocation> externalLocation(const onnx::TensorProto &t);
+
+/// An external data file resolved under the model's folder.
+struct ExternalFile {
+  std::string path;
+  int64_t offset = 0;
+  /// Absent files are allowed: planning needs shapes only.
+  bool exists = false;
+};
+
+/// Resolves `ext` by ONNX's rule: a relative path without "..", naming a
+/// regular file inside `modelDir` after symbolic links are resolved (or no
+/// file at all). Returns false and says why otherwise. Every reader of
+/// external data goes through here.
+bool resolveExternalData(const ExternalLocation &ext, llvm::StringRef modelDir,
+                         ExternalFile &out, std::string &why);
+
+/// Checks a tensor's type, dims and data size (embedded, or the external
+/// file's location and extent) without reading the data; `what` names it in
+/// messages ("initializer 'w'").
+bool checkTensorData(const onnx::TensorProto &t, const std::string &what,
+                     llvm::StringRef modelDir, const Diag &diag);
 
 /// Maps an ONNX TensorProto data type to an MLIR element type, or null.
 mlir::Type elementTypeFor(int32_t onnxType, mlir::MLIRContext *ctx);

@@ -56,8 +56,9 @@ std::string firstLine(const char *what) {
 class GraphImporter {
 public:
   GraphImporter(MLIRContext &ctx, onnx::ModelProto &model, StringRef path,
-                int opset)
+                int opset, bool shapesRebound)
       : ctx(ctx), model(model), graph(*model.mutable_graph()), path(path),
+        shapesRebound(shapesRebound),
         modelDir(llvm::sys::path::parent_path(path)), opset(opset),
         builder(&ctx) {}
 
@@ -82,12 +83,16 @@ private:
   LogicalResult importNode(const onnx::NodeProto &node, int index);
   LogicalResult importConstantNode(const onnx::NodeProto &node, Location loc);
   LogicalResult crossCheckShapes();
+  LogicalResult checkDeclaredOutput(const onnx::ValueInfoProto &info,
+                                    Value v);
 
   MLIRContext &ctx;
   onnx::ModelProto &model;
   onnx::GraphProto &graph;
   std::string path;
   std::string modelDir;
+  /// --input-shape changed input shapes: declared output dims may be stale.
+  bool shapesRebound;
   int opset;
   OpBuilder builder;
 
@@ -104,9 +109,11 @@ FailureOr<Value> GraphImporter::materializeTensor(const onnx::TensorProto &t,
     // absent external file leaves them as weights (planning still works).
     bool absentExternal = false;
     if (auto ext = externalLocation(t)) {
-      llvm::SmallString<256> file(modelDir);
-      llvm::sys::path::append(file, ext->location);
-      absentExternal = !llvm::sys::fs::exists(file);
+      ExternalFile file;
+      std::string why;
+      if (!resolveExternalData(*ext, modelDir, file, why))
+        return emitError(loc) << "tensor '" << t.name() << "': " << why;
+      absentExternal = !file.exists;
     }
     if (!absentExternal) {
       auto attr = readTensor(t, modelDir, &ctx, diagFn());
@@ -183,9 +190,11 @@ LogicalResult GraphImporter::importConstantNode(const onnx::NodeProto &node,
   if (!elementTypeFor(tensor.data_type(), &ctx))
     return emitError(loc) << "Constant has unsupported data type "
                           << tensor.data_type();
-  for (int64_t d : tensor.dims())
-    if (d < 0)
-      return emitError(loc) << "Constant has negative dimension " << d;
+  bool ok = checkTensorData(
+      tensor, "Constant value", modelDir,
+      [&](const std::string &m, const std::string &) { emitError(loc) << m; });
+  if (!ok)
+    return failure();
   auto v = materializeTensor(tensor, loc);
   if (failed(v))
     return failure();
@@ -259,6 +268,34 @@ LogicalResult GraphImporter::crossCheckShapes() {
   return success();
 }
 
+/// A graph output's declared element type, and its static dims unless input
+/// shapes were rebound, must be what the graph computes.
+LogicalResult
+GraphImporter::checkDeclaredOutput(const onnx::ValueInfoProto &info, Value v) {
+  if (!info.type().has_tensor_type())
+    return success();
+  const auto &tt = info.type().tensor_type();
+  auto type = cast<RankedTensorType>(v.getType());
+  if (tt.elem_type() != 0 &&
+      elementTypeFor(tt.elem_type(), &ctx) != type.getElementType())
+    return emitError(fileLoc())
+           << "graph output '" << info.name() << "' is declared with element "
+           << "type " << tt.elem_type() << " (ONNX code) but the graph "
+           << "computes " << type.getElementType();
+  if (shapesRebound || !tt.has_shape())
+    return success();
+  bool mismatch = tt.shape().dim_size() != type.getRank();
+  for (int i = 0; !mismatch && i < tt.shape().dim_size(); ++i)
+    mismatch = tt.shape().dim(i).has_dim_value() &&
+               tt.shape().dim(i).dim_value() != type.getDimSize(i);
+  if (mismatch)
+    return emitError(fileLoc())
+           << "graph output '" << info.name()
+           << "' is declared with a shape the graph does not compute ("
+           << type << ")";
+  return success();
+}
+
 OwningOpRef<ModuleOp> GraphImporter::run(const std::vector<int> &order) {
   Location loc = fileLoc();
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
@@ -300,7 +337,7 @@ OwningOpRef<ModuleOp> GraphImporter::run(const std::vector<int> &order) {
   SmallVector<Type> resultTypes;
   for (const auto &out : graph.output()) {
     auto v = lookup(out.name(), fileLoc());
-    if (failed(v))
+    if (failed(v) || failed(checkDeclaredOutput(out, *v)))
       return nullptr;
     results.push_back(*v);
     resultTypes.push_back(v->getType());
@@ -439,7 +476,8 @@ OwningOpRef<ModuleOp> importONNXBuffer(llvm::StringRef buffer, bool text,
     graph.clear_value_info();
   }
 
-  GraphImporter importer(context, model, path, opset);
+  GraphImporter importer(context, model, path, opset,
+                         !options.inputShapes.empty());
   return importer.run(order);
 }
 

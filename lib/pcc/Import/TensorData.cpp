@@ -45,15 +45,81 @@ std::optional<ExternalLocation> externalLocation(const onnx::TensorProto &t) {
   if (t.data_location() != onnx::TensorProto::EXTERNAL)
     return std::nullopt;
   ExternalLocation loc;
+  auto number = [&](const std::string &key, const std::string &text,
+                    int64_t &out) {
+    if (llvm::StringRef(text).getAsInteger(10, out) || out < 0)
+      loc.problem = "external data " + key + " '" + text +
+                    "' is not a non-negative integer";
+  };
+  bool hasLocation = false;
   for (const auto &kv : t.external_data()) {
-    if (kv.key() == "location")
+    if (kv.key() == "location") {
       loc.location = kv.value();
-    else if (kv.key() == "offset")
-      loc.offset = std::strtoll(kv.value().c_str(), nullptr, 10);
-    else if (kv.key() == "length")
-      loc.length = std::strtoll(kv.value().c_str(), nullptr, 10);
+      hasLocation = true;
+    } else if (kv.key() == "offset") {
+      number("offset", kv.value(), loc.offset);
+    } else if (kv.key() == "length") {
+      number("length", kv.value(), loc.length);
+    }
   }
+  if (!hasLocation && loc.problem.empty())
+    loc.problem = "external data has no location";
   return loc;
+}
+
+bool resolveExternalData(const ExternalLocation &ext, llvm::StringRef modelDir,
+                         ExternalFile &out, std::string &why) {
+  if (!ext.problem.empty()) {
+    why = ext.problem;
+    return false;
+  }
+  llvm::StringRef loc = ext.location;
+  std::string quoted = "external data location '" + ext.location + "'";
+  if (loc.empty() || loc.contains('\0')) {
+    why = quoted + " is not a file name";
+    return false;
+  }
+  // ONNX's rule: relative, and inside the model's folder. Check the text
+  // first (no "..", which could climb out), then the file it names after
+  // symbolic links.
+  if (llvm::sys::path::is_absolute(loc, llvm::sys::path::Style::posix) ||
+      llvm::sys::path::is_absolute(loc, llvm::sys::path::Style::windows) ||
+      loc.starts_with("\\")) {
+    why = quoted + " is an absolute path; ONNX requires a path relative to "
+                   "the model's folder";
+    return false;
+  }
+  for (llvm::StringRef part :
+       llvm::make_range(llvm::sys::path::begin(loc),
+                        llvm::sys::path::end(loc)))
+    if (part == "..") {
+      why = quoted + " climbs out with '..'; ONNX requires a path inside the "
+                     "model's folder";
+      return false;
+    }
+  llvm::SmallString<256> dir(modelDir.empty() ? "." : modelDir);
+  llvm::SmallString<256> file(dir);
+  llvm::sys::path::append(file, loc);
+  out.path = std::string(file);
+  out.offset = ext.offset;
+  out.exists = llvm::sys::fs::exists(file);
+  if (!out.exists)
+    return true;
+  llvm::SmallString<256> realDir, realFile;
+  bool resolved = !llvm::sys::fs::real_path(dir, realDir) &&
+                  !llvm::sys::fs::real_path(file, realFile);
+  if (resolved && !realDir.ends_with("/"))
+    realDir += "/";
+  if (!resolved || !llvm::StringRef(realFile).starts_with(realDir)) {
+    why = quoted + " resolves outside the model's folder (through a "
+                   "symbolic link)";
+    return false;
+  }
+  if (!llvm::sys::fs::is_regular_file(realFile)) {
+    why = quoted + " is not a regular file";
+    return false;
+  }
+  return true;
 }
 
 FailureOr<DenseElementsAttr> readTensor(const onnx::TensorProto &t,
@@ -68,12 +134,16 @@ FailureOr<DenseElementsAttr> readTensor(const onnx::TensorProto &t,
   int64_t bytes = count * elementBytes(t.data_type());
   std::string raw;
   if (auto ext = externalLocation(t)) {
-    llvm::SmallString<256> file(modelDir);
-    llvm::sys::path::append(file, ext->location);
-    auto buf = llvm::MemoryBuffer::getFileSlice(file, bytes, ext->offset);
+    ExternalFile file;
+    std::string why;
+    if (!resolveExternalData(*ext, modelDir, file, why)) {
+      diag("tensor '" + t.name() + "': " + why, "");
+      return failure();
+    }
+    auto buf = llvm::MemoryBuffer::getFileSlice(file.path, bytes, file.offset);
     if (!buf) {
       diag("cannot read external data of '" + t.name() + "' from '" +
-               std::string(file) + "': " + buf.getError().message(),
+               file.path + "': " + buf.getError().message(),
            "");
       return failure();
     }

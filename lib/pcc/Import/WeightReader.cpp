@@ -60,12 +60,17 @@ bool WeightReader::read(llvm::StringRef name, std::string &bytes,
     count *= d;
   int64_t elem = import::elementBytes(t.data_type());
   if (auto ext = import::externalLocation(t)) {
-    llvm::SmallString<256> file(impl->modelDir);
-    llvm::sys::path::append(file, ext->location);
-    auto buf = llvm::MemoryBuffer::getFileSlice(file, count * elem, ext->offset);
+    import::ExternalFile file;
+    std::string why;
+    if (!import::resolveExternalData(*ext, impl->modelDir, file, why)) {
+      error = "weight '" + name.str() + "': " + why;
+      return false;
+    }
+    auto buf = llvm::MemoryBuffer::getFileSlice(file.path, count * elem,
+                                                file.offset);
     if (!buf) {
-      error = "cannot read weight '" + name.str() + "' from '" +
-              std::string(file) + "': " + buf.getError().message();
+      error = "cannot read weight '" + name.str() + "' from '" + file.path +
+              "': " + buf.getError().message();
       return false;
     }
     bytes.assign((*buf)->getBufferStart(), (*buf)->getBufferSize());

@@ -28,7 +28,13 @@ public:
   /// Initializes MPI when launched by mpirun (or always if `force`); without
   /// it the process is a one-device world.
   static void initProcess(int *argc, char ***argv);
+  /// Meets every rank, then ends MPI.
   static void finalizeProcess();
+  /// Seconds any one wait for other ranks may last before the job ends with
+  /// a message naming the ranks that do not answer; 0 waits forever.
+  static void setTimeout(double seconds);
+  /// Waits until every process gets here.
+  static void barrier();
   static int worldRank();
   static int worldSize();
   static bool usingMPI();

@@ -68,7 +68,7 @@ struct ModelInfo {
   const TensorDesc *outputs;
   /// Bytes of scratch memory the model's buffers need (after reuse).
   size_t arenaBytes;
-  /// Bytes the weights file must hold.
+  /// Bytes of weights after the weights file's header (WeightsFile.h).
   size_t weightsBytes;
   /// The device mesh: one process per device.
   int meshRank;
@@ -82,6 +82,8 @@ struct ModelInfo {
   /// aligned.
   void (*run)(const void *const *inputs, void *const *outputs, char *arena,
               const char *weights, Mesh &mesh);
+  /// Fingerprint of this build; the weights file must carry the same.
+  uint64_t fingerprint;
 };
 
 } // namespace pccrt
