@@ -18,13 +18,8 @@ llvm_config.with_environment("PATH", config.pcc_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.add_tool_substitutions(["pcc", "pcc-opt"], [config.pcc_tools_dir])
 config.substitutions.append(("%python", config.python_onnx))
-# mpirun for e2e tests: as root here, more ranks than cores, and no help
-# banners (the model's own error lines are what tests check).
-mpirun = ["mpirun", "--oversubscribe", "-q"]
-if hasattr(os, "geteuid") and os.geteuid() == 0:
-    mpirun.insert(1, "--allow-run-as-root")
-config.substitutions.append(("%mpirun", " ".join(mpirun)))
-# Containers often forbid the cross-process memory copies OpenMPI's shared
-# memory transport tries first; plain copies work everywhere.
-config.environment["OMPI_MCA_btl_vader_single_copy_mechanism"] = "none"
+# mpirun for e2e tests: a wrapper that isolates each run's OpenMPI session
+# directory and sets the flags every test needs (see the script).
+config.substitutions.append(
+    ("%mpirun", os.path.join(config.pcc_src_root, "test", "e2e", "mpirun.sh")))
 config.substitutions.append(("%pcc_src", config.pcc_src_root))

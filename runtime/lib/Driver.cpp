@@ -190,9 +190,16 @@ const char *mapWeights(const std::string &path, const ModelInfo &model) {
     close(fd);
     die("'" + path + "' is not a pcc weights file");
   }
-  if (header.fingerprint != model.fingerprint ||
-      header.dataBytes != model.weightsBytes ||
+  if (header.fingerprint == model.fingerprint &&
       static_cast<size_t>(st.st_size) != needed) {
+    close(fd);
+    die("weights file '" + path + "' holds " +
+        std::to_string(static_cast<long long>(st.st_size)) +
+        " bytes, this program needs " + std::to_string(needed) +
+        " (truncated or extended)");
+  }
+  if (header.fingerprint != model.fingerprint ||
+      header.dataBytes != model.weightsBytes) {
     close(fd);
     char want[32], got[32];
     std::snprintf(want, sizeof(want), "%016llx",

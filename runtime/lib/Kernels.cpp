@@ -4,7 +4,6 @@
 
 #include <cblas.h>
 
-#include <vector>
 
 namespace pccrt {
 
@@ -69,54 +68,6 @@ void conv2dF32(const float *x, const float *w, const float *bias, float *y,
         for (int64_t o = 0; o < ocg; ++o)
           for (int64_t s = 0; s < spatial; ++s)
             yg[o * spatial + s] += bias[g * ocg + o];
-    }
-  }
-}
-
-namespace {
-/// Copies `n` elements of type T spaced `stride` apart into `out`.
-template <typename T>
-void gatherRow(const char *in, char *out, int64_t n, int64_t stride) {
-  const T *src = reinterpret_cast<const T *>(in);
-  T *dst = reinterpret_cast<T *>(out);
-  for (int64_t i = 0; i < n; ++i)
-    dst[i] = src[i * stride];
-}
-} // namespace
-
-void stridedCopy(size_t elem, const char *in, char *out, int rank,
-                 const int64_t *shape, int64_t base, const int64_t *inStride) {
-  int64_t total = 1;
-  for (int d = 0; d < rank; ++d)
-    total *= shape[d];
-  if (total == 0)
-    return;
-  std::vector<int64_t> coord(rank, 0);
-  int64_t inner = rank ? shape[rank - 1] : 1;
-  int64_t innerStride = rank ? inStride[rank - 1] : 0;
-  for (int64_t done = 0; done < total; done += inner) {
-    int64_t off = base;
-    for (int d = 0; d + 1 < rank; ++d)
-      off += coord[d] * inStride[d];
-    const char *src = in + off * elem;
-    if (innerStride == 1)
-      std::memcpy(out, src, inner * elem);
-    else if (elem == 4)
-      gatherRow<uint32_t>(src, out, inner, innerStride);
-    else if (elem == 8)
-      gatherRow<uint64_t>(src, out, inner, innerStride);
-    else if (elem == 2)
-      gatherRow<uint16_t>(src, out, inner, innerStride);
-    else if (elem == 1)
-      gatherRow<uint8_t>(src, out, inner, innerStride);
-    else
-      for (int64_t i = 0; i < inner; ++i)
-        std::memcpy(out + i * elem, src + i * innerStride * elem, elem);
-    out += inner * elem;
-    for (int d = rank - 2; d >= 0; --d) {
-      if (++coord[d] < shape[d])
-        break;
-      coord[d] = 0;
     }
   }
 }

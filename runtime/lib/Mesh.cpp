@@ -189,6 +189,17 @@ void Mesh::create(const ModelInfo &model) {
 int64_t Mesh::groupIndex(int g) const { return impl_->index[g]; }
 int64_t Mesh::groupSize(int g) const { return impl_->size[g]; }
 
+int64_t groupIndex(const Mesh &mesh, int g) { return mesh.groupIndex(g); }
+int64_t groupSize(const Mesh &mesh, int g) { return mesh.groupSize(g); }
+
+int64_t blockIndex(const Mesh &mesh, int rank, const DimSplit *splits) {
+  int64_t index = 0;
+  for (int d = 0; d < rank; ++d)
+    index = index * splitCount(splits[d], mesh.shape()) +
+            splitIndex(splits[d], mesh.shape(), mesh.coords());
+  return index;
+}
+
 void allReduceSum(Mesh &mesh, int g, DType t, const void *in, void *out,
                   int64_t count) {
   Mesh::Impl &m = mesh.impl();

@@ -155,6 +155,13 @@ cl::opt<std::string> cxxFlags(
 cl::opt<bool> quiet("quiet", cl::desc("Do not print the compile summary"),
                     cl::cat(pccCategory));
 
+cl::opt<unsigned> codegenUnitBytes(
+    "codegen-unit-bytes",
+    cl::desc("Generated source per C++ translation unit before splitting "
+             "(testing aid: small values split small models)"),
+    cl::init(pcc::CompileOptions().unitBytes), cl::Hidden,
+    cl::sub(cl::SubCommand::getTopLevel()), cl::cat(pccCategory));
+
 cl::opt<std::string> deviceMemory(
     "device-memory",
     cl::desc("Memory of one device when compiling: every tensor and each "
@@ -527,6 +534,7 @@ int main(int argc, char **argv) {
     copts.cxxFlags = cxxFlags;
     if (deviceMemoryBytes)
       copts.deviceMemoryBytes = *deviceMemoryBytes;
+    copts.unitBytes = std::max(1u, unsigned(codegenUnitBytes));
     pcc::CompileReport report;
     if (mlir::failed(pcc::compileToExecutable(*module, copts, report)))
       return diagnostics.printed ? 1 : fail("compilation failed");

@@ -3,6 +3,8 @@
 #ifndef PCC_CODEGEN_COMPILE_H
 #define PCC_CODEGEN_COMPILE_H
 
+#include "pcc/Codegen/CppEmitter.h"
+
 #include "mlir/IR/BuiltinOps.h"
 
 #include <string>
@@ -24,6 +26,10 @@ struct CompileOptions {
   int dp = 1, tp = 1;
   /// Extra flags for the C++ compiler (e.g. -march=native).
   std::string cxxFlags;
+  /// C++ compilers run at once for large models (0: one per core).
+  unsigned jobs = 0;
+  /// Generated source per translation unit (see EmitOptions).
+  size_t unitBytes = EmitOptions().unitBytes;
   /// Memory of one device (a CPU rank): every tensor and each device's total
   /// must fit (0: no limit).
   int64_t deviceMemoryBytes = kDefaultCpuDeviceMemory;

@@ -34,8 +34,16 @@ struct WeightsEntry {
   int64_t stride = 0;
 };
 
+/// One generated translation unit.
+struct EmittedSource {
+  std::string name, text;
+};
+
 struct EmittedModel {
-  std::string source;
+  /// model.cpp (the model's tables, run() and pcc_model_info()), then, for
+  /// large models, model_K.cpp files holding run()'s parts, which compile in
+  /// parallel.
+  std::vector<EmittedSource> sources;
   std::vector<WeightsEntry> weights;
   int64_t weightsBytes = 0;
   /// Scratch arena after liveness-based reuse, and what it would be without.
@@ -53,6 +61,9 @@ struct EmitOptions {
   /// Bytes one device holds; a tensor or a device's total beyond it is an
   /// error at the op (0: no limit).
   int64_t deviceMemoryBytes = 0;
+  /// Generated source per translation unit before the code is split into
+  /// several, which compile in parallel.
+  size_t unitBytes = 256 << 10;
 };
 
 /// Emits C++ for `module`; reports unsupported ops or types, and tensors

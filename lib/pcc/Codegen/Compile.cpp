@@ -27,6 +27,8 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <chrono>
+#include <csignal>
+#include <thread>
 
 using namespace mlir;
 
@@ -96,7 +98,9 @@ FailureOr<uint64_t> writeWeights(Location loc, StringRef path,
   if (ec)
     return emitError(loc) << "cannot write '" << path << "': " << ec.message();
   os.write_zeros(sizeof(pccrt::WeightsHeader));
-  uint64_t fingerprint = llvm::xxh3_64bits(model.source);
+  uint64_t fingerprint = 0;
+  for (const EmittedSource &unit : model.sources)
+    fingerprint = mixFingerprint(fingerprint, 0, unit.text);
   std::unique_ptr<WeightReader> reader;
   int64_t at = 0;
   for (const WeightsEntry &e : model.weights) {
@@ -161,6 +165,120 @@ std::string planJson(const CompileOptions &options, const EmittedModel &m) {
   return s;
 }
 
+/// One compiler run, its output captured in `log`.
+struct CompilerJob {
+  SmallVector<std::string> args;
+  std::string log;
+};
+
+/// The first real diagnostic in a compiler log (the linker's summary line
+/// comes last).
+std::string firstDiagnostic(StringRef log) {
+  if (auto buf = llvm::MemoryBuffer::getFile(log))
+    for (StringRef line : llvm::split((*buf)->getBuffer(), '\n'))
+      if ((line.contains("error") || line.contains("undefined reference")) &&
+          !line.contains("collect2"))
+        return line.trim().str();
+  return "see the compiler output";
+}
+
+/// Runs `jobs`, `parallel` at a time, each to completion or failure; stops
+/// at the first failure. Everything shares one deadline.
+LogicalResult runCompilerJobs(Location loc, ArrayRef<CompilerJob> jobs,
+                              unsigned parallel) {
+  constexpr unsigned kDeadlineSeconds = 600;
+  auto start = std::chrono::steady_clock::now();
+  std::vector<std::pair<llvm::sys::ProcessInfo, size_t>> running;
+  size_t next = 0;
+  auto fail = [&](size_t job, StringRef why) {
+    for (auto &[pi, j] : running) {
+      ::kill(pi.Pid, SIGKILL);
+      llvm::sys::Wait(pi, std::nullopt);
+    }
+    return emitError(loc) << "C++ compilation of the generated model failed ("
+                          << (why.empty() ? firstDiagnostic(jobs[job].log)
+                                          : why.str())
+                          << ")";
+  };
+  while (next < jobs.size() || !running.empty()) {
+    while (next < jobs.size() && running.size() < parallel) {
+      const CompilerJob &job = jobs[next];
+      SmallVector<StringRef> args(job.args.begin(), job.args.end());
+      std::optional<StringRef> redirects[] = {std::nullopt, StringRef(job.log),
+                                              StringRef(job.log)};
+      std::string error;
+      bool failedToStart = false;
+      auto pi = llvm::sys::ExecuteNoWait(args[0], args, std::nullopt,
+                                         redirects, 0, &error, &failedToStart);
+      if (failedToStart)
+        return fail(next, error);
+      running.emplace_back(pi, next++);
+    }
+    auto [pi, job] = running.front();
+    running.erase(running.begin());
+    unsigned spent = std::chrono::duration_cast<std::chrono::seconds>(
+                         std::chrono::steady_clock::now() - start)
+                         .count();
+    std::string error;
+    auto done = llvm::sys::Wait(
+        pi, std::max<unsigned>(1, kDeadlineSeconds - std::min(spent, 599u)),
+        &error);
+    if (done.ReturnCode != 0)
+      return fail(job, done.ReturnCode == -2 && error.empty()
+                           ? "the compiler crashed or ran past 600 s"
+                           : error);
+    llvm::sys::fs::remove(jobs[job].log);
+  }
+  return success();
+}
+
+/// Compiles and links the generated units into the staged `model`: one
+/// compiler run for one unit; otherwise each unit to an object in parallel,
+/// then a link.
+LogicalResult buildExecutable(Location loc, const StagedDirectory &staged,
+                              ArrayRef<EmittedSource> sources,
+                              const CompileOptions &options) {
+  SmallVector<std::string> common = {PCC_CXX_COMPILER, "-std=c++17", "-O3",
+                                     "-w",
+                                     std::string("-I") + PCC_RUNTIME_INCLUDE_DIR};
+  for (StringRef flag : llvm::split(StringRef(options.cxxFlags), ' '))
+    if (!flag.empty())
+      common.push_back(flag.str());
+  auto linkFlags = [&](SmallVector<std::string> &args) {
+    args.append({"-o", staged.file("model"), PCC_RUNTIME_LIBRARY});
+    for (StringRef flag : llvm::split(StringRef(PCC_RUNTIME_LINK_FLAGS), ' '))
+      if (!flag.empty())
+        args.push_back(flag.str());
+  };
+  if (sources.size() == 1) {
+    CompilerJob job{common, staged.file("compile.log")};
+    job.args.push_back(staged.file(sources[0].name));
+    linkFlags(job.args);
+    return runCompilerJobs(loc, job, 1);
+  }
+  std::vector<CompilerJob> compiles;
+  CompilerJob link{{PCC_CXX_COMPILER}, staged.file("link.log")};
+  for (const EmittedSource &unit : sources) {
+    std::string object = staged.file(unit.name + ".o");
+    CompilerJob job{common, staged.file(unit.name + ".log")};
+    job.args.append({"-c", staged.file(unit.name), "-o", object});
+    compiles.push_back(std::move(job));
+    link.args.push_back(object);
+  }
+  for (StringRef flag : llvm::split(StringRef(options.cxxFlags), ' '))
+    if (!flag.empty())
+      link.args.push_back(flag.str());
+  linkFlags(link.args);
+  unsigned parallel = options.jobs ? options.jobs
+                                   : std::max(1u, std::thread::hardware_concurrency());
+  if (failed(runCompilerJobs(loc, compiles, parallel)) ||
+      failed(runCompilerJobs(loc, link, 1)))
+    return failure();
+  for (const EmittedSource &unit : sources)
+    llvm::sys::fs::remove(staged.file(unit.name + ".o"));
+  return success();
+}
+
 } // namespace
 
 LogicalResult compileToExecutable(ModuleOp module,
@@ -170,6 +288,7 @@ LogicalResult compileToExecutable(ModuleOp module,
   auto t0 = std::chrono::steady_clock::now();
   EmitOptions emitOptions;
   emitOptions.deviceMemoryBytes = options.deviceMemoryBytes;
+  emitOptions.unitBytes = options.unitBytes;
   auto emitted = emitCpp(module, emitOptions);
   if (failed(emitted))
     return failure();
@@ -183,49 +302,19 @@ LogicalResult compileToExecutable(ModuleOp module,
       writeWeights(loc, in("weights.bin"), *emitted, options.modelPath);
   if (failed(fingerprint))
     return failure();
-  std::string source;
-  llvm::raw_string_ostream(source)
+  std::string fingerprintLine;
+  llvm::raw_string_ostream(fingerprintLine)
       << "#define PCC_BUILD_FINGERPRINT 0x"
-      << llvm::format_hex_no_prefix(*fingerprint, 16) << "ull\n"
-      << emitted->source;
-  if (failed(writeFile(loc, in("model.cpp"), source)) ||
-      failed(writeFile(loc, in("plan.json"), planJson(options, *emitted))))
+      << llvm::format_hex_no_prefix(*fingerprint, 16) << "ull\n";
+  for (auto [i, unit] : llvm::enumerate(emitted->sources))
+    if (failed(writeFile(loc, in(unit.name),
+                         (i == 0 ? fingerprintLine : "") + unit.text)))
+      return failure();
+  if (failed(writeFile(loc, in("plan.json"), planJson(options, *emitted))))
     return failure();
   auto t1 = std::chrono::steady_clock::now();
-
-  // Compile and link.
-  std::string includeFlag = std::string("-I") + PCC_RUNTIME_INCLUDE_DIR;
-  SmallVector<std::string> args = {PCC_CXX_COMPILER, "-std=c++17", "-O3", "-w",
-                                   includeFlag, in("model.cpp"), "-o",
-                                   in("model"), PCC_RUNTIME_LIBRARY};
-  for (StringRef flag : llvm::split(StringRef(PCC_RUNTIME_LINK_FLAGS), ' '))
-    if (!flag.empty())
-      args.push_back(flag.str());
-  for (StringRef flag : llvm::split(StringRef(options.cxxFlags), ' '))
-    if (!flag.empty())
-      args.insert(args.begin() + 3, flag.str());
-  SmallVector<StringRef> argRefs(args.begin(), args.end());
-  std::string log = in("compile.log");
-  std::optional<StringRef> redirects[] = {std::nullopt, StringRef(log),
-                                          StringRef(log)};
-  std::string execError;
-  int rc = llvm::sys::ExecuteAndWait(args[0], argRefs, std::nullopt, redirects,
-                                     /*SecondsToWait=*/600, 0, &execError);
-  if (rc != 0) {
-    std::string first = "see the compiler output";
-    if (auto buf = llvm::MemoryBuffer::getFile(log)) {
-      // The first real diagnostic: the linker's summary line comes last.
-      for (StringRef line : llvm::split((*buf)->getBuffer(), '\n'))
-        if ((line.contains("error") || line.contains("undefined reference")) &&
-            !line.contains("collect2")) {
-          first = line.trim().str();
-          break;
-        }
-    }
-    return emitError(loc) << "C++ compilation of the generated model failed ("
-                          << (execError.empty() ? first : execError) << ")";
-  }
-  llvm::sys::fs::remove(log);
+  if (failed(buildExecutable(loc, *staged, emitted->sources, options)))
+    return failure();
   auto t2 = std::chrono::steady_clock::now();
 
   if (auto err = staged->commit())

@@ -23,6 +23,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
@@ -93,13 +94,38 @@ int onnxCode(Type t) {
 }
 
 std::string floatLiteral(double v, Type t) {
+  // Compiler builtins: generated code includes no <limits>.
+  std::string f = t.isF32() ? "f" : "";
   if (std::isnan(v))
-    return "std::numeric_limits<" + cppType(t) + ">::quiet_NaN()";
+    return "__builtin_nan" + f + "(\"\")";
   if (std::isinf(v))
-    return std::string(v < 0 ? "-" : "") + "std::numeric_limits<" +
-           cppType(t) + ">::infinity()";
+    return std::string(v < 0 ? "-" : "") + "__builtin_inf" + f + "()";
   std::string s = llvm::formatv("{0:e17}", v).str();
   return t.isF32() ? "static_cast<float>(" + s + ")" : s;
+}
+
+/// A C++ string literal holding `s`: names come from the model file and
+/// may hold any byte. Octal escapes, which never run into the next character.
+std::string cppString(StringRef s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\' || c == '?' || c < 0x20 || c >= 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\%03o", c);
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+/// `s` with every byte that could end a line comment replaced.
+std::string commentText(StringRef s) {
+  std::string out;
+  for (unsigned char c : s)
+    out += c < 0x20 || c >= 0x7f || c == '\\' ? '?' : char(c);
+  return out;
 }
 
 std::string joinInts(ArrayRef<int64_t> v) {
@@ -132,7 +158,20 @@ private:
   FailureOr<std::string> scalarExpr(Operation *op,
                                     ArrayRef<std::string> operands);
   LogicalResult emitKernel(Operation *op);
-  std::string ptr(Value v) { return names.lookup(v); }
+  /// The C++ name of `v`'s storage; the current part declares it.
+  std::string ptr(Value v) {
+    std::string name = names.lookup(v);
+    used.insert(name);
+    return name;
+  }
+  /// Records the declaration of `name` (text written by `write`).
+  void declare(const std::string &name, function_ref<void()> write);
+  /// Ends the current part function: its code, after the declarations of
+  /// every name it uses.
+  void closePart();
+  /// The translation units: model.cpp, then model_K.cpp for large models.
+  std::vector<EmittedSource> assembleSources(const std::string &tables);
+  std::string modelTables();
   std::string elemType(Value v) {
     return cppType(typeOf(v).getElementType());
   }
@@ -151,6 +190,12 @@ private:
   std::vector<SmallVector<int64_t>> groups;
   std::string body;
   llvm::raw_string_ostream os;
+  /// Declarations by name, in declaration order, and the names the current
+  /// part uses.
+  llvm::StringMap<std::string> declOf;
+  llvm::StringMap<int64_t> declIndex;
+  llvm::StringSet<> used;
+  std::vector<std::string> parts;
   EmittedModel result;
 
   SmallVector<Operation *> ops;
@@ -364,13 +409,20 @@ FailureOr<std::string> Emitter::scalarExpr(Operation *op,
   Type inElem = typeOf(op->getOperand(0)).getElementType();
   std::string T = cppType(elem);
   bool isFloat = isa<FloatType>(inElem);
-  auto call = [&](StringRef fnName) {
-    return ("std::" + fnName + "(" + a[0] + ")").str();
+  // Math through compiler builtins (generated code includes no <cmath>):
+  // the float form for f32, else the double form.
+  auto builtin = [&](StringRef fnName, ArrayRef<std::string> args) {
+    std::string out = "__builtin_" + fnName.str() + (elem.isF32() ? "f" : "");
+    for (auto [i, arg] : llvm::enumerate(args))
+      out += (i ? ", " : "(") + (isFloat ? arg : "double(" + arg + ")");
+    return out + ")";
   };
+  auto call = [&](StringRef fnName) { return builtin(fnName, a[0]); };
   return llvm::TypeSwitch<Operation *, FailureOr<std::string>>(op)
       .Case([&](NegOp) { return "-" + a[0]; })
       .Case([&](AbsOp) {
-        return isFloat ? call("fabs") : "(" + a[0] + " < 0 ? -" + a[0] + " : " + a[0] + ")";
+        return isFloat ? call("fabs")
+                       : "(" + a[0] + " < 0 ? -" + a[0] + " : " + a[0] + ")";
       })
       .Case([&](ExpOp) { return call("exp"); })
       .Case([&](LogOp) { return call("log"); })
@@ -383,7 +435,8 @@ FailureOr<std::string> Emitter::scalarExpr(Operation *op,
       .Case([&](SinOp) { return call("sin"); })
       .Case([&](CosOp) { return call("cos"); })
       .Case([&](SigmoidOp) {
-        return "(" + T + "(1) / (" + T + "(1) + std::exp(-" + a[0] + ")))";
+        return "(" + T + "(1) / (" + T + "(1) + " + builtin("exp", "-" + a[0]) +
+               "))";
       })
       .Case([&](ReluOp) {
         return "(" + a[0] + " < " + T + "(0) ? " + T + "(0) : " + a[0] + ")";
@@ -391,11 +444,13 @@ FailureOr<std::string> Emitter::scalarExpr(Operation *op,
       .Case([&](NotOp) { return "!" + a[0]; })
       .Case([&](GeluOp g) {
         if (g.getApproximate() == "tanh")
-          return T + "(0.5) * " + a[0] + " * (" + T + "(1) + std::tanh(" + T +
-                 "(0.7978845608028654) * (" + a[0] + " + " + T +
-                 "(0.044715) * " + a[0] + " * " + a[0] + " * " + a[0] + ")))";
-        return T + "(0.5) * " + a[0] + " * (" + T + "(1) + std::erf(" + a[0] +
-               " * " + T + "(0.7071067811865476)))";
+          return T + "(0.5) * " + a[0] + " * (" + T + "(1) + " +
+                 builtin("tanh", T + "(0.7978845608028654) * (" + a[0] +
+                                     " + " + T + "(0.044715) * " + a[0] +
+                                     " * " + a[0] + " * " + a[0] + ")") +
+                 ")";
+        return T + "(0.5) * " + a[0] + " * (" + T + "(1) + " +
+               builtin("erf", a[0] + " * " + T + "(0.7071067811865476)") + ")";
       })
       .Case([&](LeakyReluOp l) {
         return "(" + a[0] + " < " + T + "(0) ? " +
@@ -403,7 +458,7 @@ FailureOr<std::string> Emitter::scalarExpr(Operation *op,
                a[0] + " : " + a[0] + ")";
       })
       .Case([&](ClipOp c) {
-        return "std::min<" + T + ">(std::max<" + T + ">(" + a[0] + ", " +
+        return "pccMin<" + T + ">(pccMax<" + T + ">(" + a[0] + ", " +
                floatLiteral(c.getMin().convertToDouble(), elem) + "), " +
                floatLiteral(c.getMax().convertToDouble(), elem) + ")";
       })
@@ -422,13 +477,13 @@ FailureOr<std::string> Emitter::scalarExpr(Operation *op,
         return "(" + a[0] + " / " + a[1] + ")";
       })
       .Case([&](PowOp) {
-        return "static_cast<" + T + ">(std::pow(" + a[0] + ", " + a[1] + "))";
+        return "static_cast<" + T + ">(" + builtin("pow", {a[0], a[1]}) + ")";
       })
       .Case([&](MaxOp) {
-        return "std::max<" + T + ">(" + a[0] + ", " + a[1] + ")";
+        return "pccMax<" + T + ">(" + a[0] + ", " + a[1] + ")";
       })
       .Case([&](MinOp) {
-        return "std::min<" + T + ">(" + a[0] + ", " + a[1] + ")";
+        return "pccMin<" + T + ">(" + a[0] + ", " + a[1] + ")";
       })
       .Case([&](EqualOp) { return "(" + a[0] + " == " + a[1] + ")"; })
       .Case([&](LessOp) { return "(" + a[0] + " < " + a[1] + ")"; })
@@ -732,7 +787,8 @@ LogicalResult Emitter::emitKernel(Operation *op) {
     auto axes = op->getAttrOfType<DenseI64ArrayAttr>("axes").asArrayRef();
     std::string T = elemType(in);
     if (axes.empty()) {
-      os << "  std::memcpy(" << out() << ", " << ptr(in) << ", " << tensorBytes(in) << ");\n";
+      os << "  __builtin_memcpy(" << out() << ", " << ptr(in) << ", "
+         << tensorBytes(in) << ");\n";
       return success();
     }
     // Contiguous blocks of axes, reduced last block first.
@@ -789,10 +845,10 @@ LogicalResult Emitter::emitKernel(Operation *op) {
     // This device's block of a table split along the axis.
     if (auto sg = dyn_cast<ShardGatherOp>(op)) {
       int group = groupOf(sg.getGridAxes());
-      os << ", mesh.groupIndex(" << group << ") * " << s[a]
-         << ", mesh.groupSize(" << group << ") * " << s[a];
+      os << ", groupIndex(mesh, " << group << ") * " << s[a]
+         << ", groupSize(mesh, " << group << ") * " << s[a];
     }
-    os << "))\n    return;\n";
+    os << "))\n    return false;\n";
     return success();
   }
   if (isa<shard::AllReduceOp, shard::AllGatherOp, shard::ReduceScatterOp,
@@ -921,6 +977,15 @@ void Emitter::emitStridedCopy(Operation *op, Value in, int64_t base,
      << ");\n";
 }
 
+void Emitter::declare(const std::string &name, function_ref<void()> write) {
+  size_t mark = body.size();
+  write();
+  os.flush();
+  declIndex[name] = declIndex.size();
+  declOf[name] = body.substr(mark);
+  body.resize(mark);
+}
+
 LogicalResult Emitter::declareValues() {
   int64_t counter = 0;
   auto fresh = [&] { return "v" + std::to_string(counter++); };
@@ -934,8 +999,11 @@ LogicalResult Emitter::declareValues() {
     if (failed(checkType(arg, arg.getLoc())))
       return failure();
     std::string name = "in" + std::to_string(arg.getArgNumber());
-    os << "  const " << elemType(arg) << " *" << name << " = static_cast<const "
-       << elemType(arg) << " *>(inputs[" << arg.getArgNumber() << "]);\n";
+    declare(name, [&] {
+      os << "  const " << elemType(arg) << " *" << name
+         << " = static_cast<const " << elemType(arg) << " *>(inputs["
+         << arg.getArgNumber() << "]);\n";
+    });
     names[arg] = name;
   }
   for (Operation *op : ops) {
@@ -945,9 +1013,12 @@ LogicalResult Emitter::declareValues() {
     if (isa<WeightOp, ConstantOp>(op)) {
       Value r = op->getResult(0);
       std::string name = fresh();
-      std::string at = weightPointer(op);
-      os << "  const " << elemType(r) << " *" << name << " = reinterpret_cast<const "
-         << elemType(r) << " *>(weights + " << at << ");\n";
+      declare(name, [&] {
+        std::string at = weightPointer(op);
+        os << "  const " << elemType(r) << " *" << name
+           << " = reinterpret_cast<const " << elemType(r) << " *>(weights + "
+           << at << ");\n";
+      });
       names[r] = name;
       continue;
     }
@@ -960,13 +1031,34 @@ LogicalResult Emitter::declareValues() {
       if (it == bufferIndex.end())
         continue;
       std::string name = fresh();
-      os << "  " << elemType(r) << " *" << name << " = reinterpret_cast<"
-         << elemType(r) << " *>(arena + " << buffers[it->second].offset
-         << ");\n";
+      declare(name, [&] {
+        os << "  " << elemType(r) << " *" << name << " = reinterpret_cast<"
+           << elemType(r) << " *>(arena + " << buffers[it->second].offset
+           << ");\n";
+      });
       names[r] = name;
     }
   }
   return success();
+}
+
+void Emitter::closePart() {
+  os.flush();
+  std::vector<llvm::StringRef> names(used.keys().begin(), used.keys().end());
+  llvm::sort(names, [&](llvm::StringRef a, llvm::StringRef b) {
+    return declIndex.lookup(a) < declIndex.lookup(b);
+  });
+  std::string text;
+  llvm::raw_string_ostream f(text);
+  f << "bool part" << parts.size()
+    << "(const void *const *inputs, void *const *outputs, char *arena,\n"
+    << "           const char *weights, Mesh &mesh) {\n";
+  for (llvm::StringRef n : names)
+    f << declOf.lookup(n);
+  f << body << "  return true;\n}\n\n";
+  parts.push_back(std::move(text));
+  body.clear();
+  used.clear();
 }
 
 LogicalResult Emitter::emitOp(Operation *op) {
@@ -977,31 +1069,38 @@ LogicalResult Emitter::emitOp(Operation *op) {
   return emitKernel(op);
 }
 
+/// Source bytes per part function: compilers optimise small functions in
+/// about linear time but large ones far worse. (Parts are grouped into units
+/// of EmitOptions::unitBytes, which compile in parallel.)
+constexpr size_t kPartBytes = 16 << 10;
+
 FailureOr<EmittedModel> Emitter::run() {
   if (fn.getBody().getBlocks().size() != 1)
     return fn.emitError("code generation needs a single-block function");
   if (failed(checkTensorSizes()) || failed(analyze()) ||
       failed(declareValues()) || failed(checkDeviceMemory()))
     return failure();
-  for (Operation *op : ops)
+  for (Operation *op : ops) {
     if (failed(emitOp(op)))
       return failure();
+    if (body.size() >= std::min(kPartBytes, options.unitBytes))
+      closePart();
+  }
   Operation *ret = fn.getBody().front().getTerminator();
   for (auto [k, v] : llvm::enumerate(ret->getOperands()))
-    os << "  std::memcpy(outputs[" << k << "], " << ptr(v) << ", "
+    os << "  __builtin_memcpy(outputs[" << k << "], " << ptr(v) << ", "
        << tensorBytes(v) << ");\n";
+  closePart();
 
-  // Assemble the translation unit.
-  std::string src;
-  llvm::raw_string_ostream out(src);
-  out << "// Generated by pcc from " << fn->getParentOfType<ModuleOp>()
-                                            ->getAttrOfType<StringAttr>("pcc.source")
-                                            .getValue()
-      << ". Do not edit.\n"
-      << "#include \"pccrt/Kernels.h\"\n#include \"pccrt/Mesh.h\"\n"
-      << "#include \"pccrt/Model.h\"\n\n"
-      << "#include <algorithm>\n#include <cmath>\n#include <cstring>\n"
-      << "#include <limits>\n\nusing namespace pccrt;\n\nnamespace {\n\n";
+  result.sources = assembleSources(modelTables());
+  return std::move(result);
+}
+
+/// The model's tables: shapes and layouts of inputs and outputs, the mesh
+/// and its communication groups.
+std::string Emitter::modelTables() {
+  std::string text;
+  llvm::raw_string_ostream out(text);
   auto describe = [&](StringRef prefix, ArrayRef<Type> types,
                       function_ref<StringRef(unsigned)> nameOf,
                       function_ref<TensorSharding(unsigned)> layoutOf) {
@@ -1022,7 +1121,7 @@ FailureOr<EmittedModel> Emitter::run() {
     out << "const TensorDesc " << prefix << "Descs[] = {\n";
     for (auto [i, t] : llvm::enumerate(types)) {
       auto rt = cast<RankedTensorType>(t);
-      out << "  {\"" << nameOf(i) << "\", static_cast<DType>("
+      out << "  {" << cppString(nameOf(i)) << ", static_cast<DType>("
           << onnxCode(rt.getElementType()) << "), " << rt.getRank() << ", "
           << prefix << "Shape" << i << ", "
           << (layoutOf(i).isReplicated() ? std::string("nullptr")
@@ -1057,7 +1156,7 @@ FailureOr<EmittedModel> Emitter::run() {
   out << "const int64_t meshShape[] = {" << joinInts(mesh.shape) << "};\n"
       << "const char *const meshAxes[] = {";
   for (const std::string &n : mesh.axisNames)
-    out << "\"" << n << "\", ";
+    out << cppString(n) << ", ";
   out << "};\n";
   if (!groups.empty()) {
     out << "const GroupDesc groups[] = {\n";
@@ -1068,21 +1167,66 @@ FailureOr<EmittedModel> Emitter::run() {
     }
     out << "};\n";
   }
-  out << "\nvoid run(const void *const *inputs, void *const *outputs, char *arena,\n"
-      << "         const char *weights, Mesh &mesh) {\n"
-      << body << "}\n\n} // namespace\n\n"
-      << "extern \"C\" const ModelInfo *pcc_model_info() {\n"
-      << "  static const ModelInfo info = {\"main\", " << fnType.getNumInputs()
-      << ", " << (fnType.getNumInputs() ? "inputDescs" : "nullptr") << ", "
-      << fnType.getNumResults() << ", "
-      << (fnType.getNumResults() ? "outputDescs" : "nullptr") << ", "
-      << result.arenaBytes << "u, " << result.weightsBytes << "u, "
-      << mesh.shape.size() << ", meshShape, meshAxes, " << groups.size()
-      << ", " << (groups.empty() ? "nullptr" : "groups")
-      << ", run, PCC_BUILD_FINGERPRINT};\n"
-      << "  return &info;\n}\n";
-  result.source = std::move(src);
-  return std::move(result);
+  return text;
+}
+
+std::vector<EmittedSource>
+Emitter::assembleSources(const std::string &tables) {
+  std::string source =
+      fn->getParentOfType<ModuleOp>()->getAttrOfType<StringAttr>("pcc.source")
+          .getValue()
+          .str();
+  std::string prologue =
+      "// Generated by pcc from " + commentText(source) + ". Do not edit.\n" +
+      "#include \"pccrt/Kernels.h\"\n\nusing namespace pccrt;\n\n"
+      "namespace pcc_model {\n\n";
+  const char *params = "(const void *const *inputs, void *const *outputs, "
+                       "char *arena, const char *weights, Mesh &mesh)";
+
+  // Parts go into units of about kUnitBytes; a small model is one unit.
+  size_t total = 0;
+  for (const std::string &p : parts)
+    total += p.size();
+  std::vector<EmittedSource> units(1);
+  std::string main = prologue;
+  if (total <= options.unitBytes) {
+    for (const std::string &p : parts)
+      main += p;
+  } else {
+    for (size_t i = 0; i < parts.size(); ++i) {
+      if (units.size() == 1 || units.back().text.size() >= options.unitBytes) {
+        units.push_back({"model_" + std::to_string(units.size()) + ".cpp",
+                         prologue});
+      }
+      units.back().text += parts[i];
+    }
+    for (size_t i = 1; i < units.size(); ++i)
+      units[i].text += "} // namespace pcc_model\n";
+    for (size_t i = 0; i < parts.size(); ++i)
+      main += "bool part" + std::to_string(i) + params + ";\n";
+    main += "\n";
+  }
+  main += tables;
+  main += std::string("\nvoid run") + params + " {\n";
+  for (size_t i = 0; i < parts.size(); ++i)
+    main += "  if (!part" + std::to_string(i) +
+            "(inputs, outputs, arena, weights, mesh))\n    return;\n";
+  auto fnType = fn.getFunctionType();
+  llvm::raw_string_ostream m(main);
+  m << "}\n\n} // namespace pcc_model\n\n"
+    << "extern \"C\" const ModelInfo *pcc_model_info() {\n"
+    << "  using namespace pcc_model;\n"
+    << "  static const ModelInfo info = {\"main\", " << fnType.getNumInputs()
+    << ", " << (fnType.getNumInputs() ? "inputDescs" : "nullptr") << ", "
+    << fnType.getNumResults() << ", "
+    << (fnType.getNumResults() ? "outputDescs" : "nullptr") << ", "
+    << result.arenaBytes << "u, " << result.weightsBytes << "u, "
+    << mesh.shape.size() << ", meshShape, meshAxes, " << groups.size()
+    << ", " << (groups.empty() ? "nullptr" : "groups")
+    << ", run, PCC_BUILD_FINGERPRINT};\n"
+    << "  return &info;\n}\n";
+  units[0] = {"model.cpp", std::move(main)};
+  return units;
 }
 
 } // namespace

@@ -35,7 +35,17 @@ bool parseModel(llvm::StringRef buffer, bool text, onnx::ModelProto &model,
   if (text) {
     std::string copy = buffer.str();
     onnx::OnnxParser parser(copy.c_str());
-    auto status = parser.Parse(model);
+    onnx::Common::Status status;
+    // The parser reads numbers with std::stol and friends, which throw on
+    // malformed or out-of-range literals instead of returning a status.
+    try {
+      status = parser.Parse(model);
+    } catch (const std::exception &e) {
+      diag(std::string("failed to parse ONNX text: malformed number (") +
+               e.what() + ")",
+           "");
+      return false;
+    }
     if (!status.IsOK()) {
       std::string msg = status.ErrorMessage();
       diag("failed to parse ONNX text: " +

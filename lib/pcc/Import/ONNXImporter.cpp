@@ -13,11 +13,10 @@
 
 #include "ImportContext.h"
 #include "ModelLoader.h"
+#include "OnnxAnalysis.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Verifier.h"
-#include "onnx/checker.h"
-#include "onnx/shape_inference/implementation.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -44,15 +43,6 @@ const llvm::StringMap<Converter> &converters() {
 
 namespace {
 
-/// First line of an exception message, without ONNX's bracketed prefixes.
-std::string firstLine(const char *what) {
-  llvm::StringRef msg = llvm::StringRef(what).split('\n').first.trim();
-  while (msg.consume_front("[")) {
-    msg = msg.split(']').second.trim();
-  }
-  return msg.str();
-}
-
 class GraphImporter {
 public:
   GraphImporter(MLIRContext &ctx, onnx::ModelProto &model, StringRef path,
@@ -63,6 +53,8 @@ public:
         builder(&ctx) {}
 
   OwningOpRef<ModuleOp> run(const std::vector<int> &order);
+  /// Checks pcc's types against every static shape ONNX inferred.
+  LogicalResult crossCheckShapes(ArrayRef<onnx::ValueInfoProto> inferred);
 
   void diag(const std::string &message, const std::string &node) {
     emitError(node.empty() ? fileLoc() : nodeLoc(node)) << message;
@@ -82,7 +74,6 @@ private:
                                      Location loc);
   LogicalResult importNode(const onnx::NodeProto &node, int index);
   LogicalResult importConstantNode(const onnx::NodeProto &node, Location loc);
-  LogicalResult crossCheckShapes();
   LogicalResult checkDeclaredOutput(const onnx::ValueInfoProto &info,
                                     Value v);
 
@@ -238,8 +229,9 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node,
   return success();
 }
 
-LogicalResult GraphImporter::crossCheckShapes() {
-  for (const auto &info : graph.value_info()) {
+LogicalResult
+GraphImporter::crossCheckShapes(ArrayRef<onnx::ValueInfoProto> inferred) {
+  for (const auto &info : inferred) {
     auto it = values.find(info.name());
     if (it == values.end() || !info.type().has_tensor_type() ||
         !info.type().tensor_type().has_shape())
@@ -347,7 +339,7 @@ OwningOpRef<ModuleOp> GraphImporter::run(const std::vector<int> &order) {
   for (auto [i, out] : llvm::enumerate(graph.output()))
     func.setResultAttr(i, "pcc.name", builder.getStringAttr(out.name()));
 
-  if (failed(crossCheckShapes()) || failed(mlir::verify(*module)))
+  if (failed(mlir::verify(*module)))
     return nullptr;
   return module;
 }
@@ -364,6 +356,23 @@ std::string legacySemantics(const onnx::NodeProto &node, int opset) {
   }
   if (node.op_type() == "Reshape" && opset < 5)
     return "Reshape with a shape attribute (opset < 5) is not supported";
+  return "";
+}
+
+/// Attributes no supported op takes; returns why, or "".
+std::string unsupportedAttribute(const onnx::NodeProto &node) {
+  using AP = onnx::AttributeProto;
+  for (const auto &a : node.attribute()) {
+    if (!a.ref_attr_name().empty())
+      return "attribute '" + a.name() +
+             "' refers to a function's attribute outside a function";
+    if (a.type() == AP::GRAPH || a.type() == AP::GRAPHS ||
+        a.type() == AP::SPARSE_TENSOR || a.type() == AP::SPARSE_TENSORS ||
+        a.has_g() || a.graphs_size() || a.has_sparse_tensor() ||
+        a.sparse_tensors_size())
+      return "attribute '" + a.name() + "' holds a graph or a sparse tensor, " +
+             "which '" + node.op_type() + "' does not take";
+  }
   return "";
 }
 
@@ -422,13 +431,12 @@ OwningOpRef<ModuleOp> importONNXBuffer(llvm::StringRef buffer, bool text,
 
   // Node-level checks: pcc support first (clearer than schema errors for ops
   // pcc lacks), then ONNX's schema checker.
-  onnx::checker::CheckerContext checkerCtx;
-  checkerCtx.set_ir_version(static_cast<int>(model.ir_version()));
-  std::unordered_map<std::string, int> imports;
-  for (const auto &imp : model.opset_import())
-    imports[imp.domain()] = static_cast<int>(imp.version());
-  checkerCtx.set_opset_imports(imports);
-  onnx::checker::LexicalScopeContext scope;
+  if (graph.sparse_initializer_size()) {
+    diag("sparse initializers are not supported ('" +
+             graph.sparse_initializer(0).values().name() + "')",
+         "");
+    return nullptr;
+  }
   for (int index : order) {
     const auto &node = graph.node(index);
     std::string name = nodeName(node, index);
@@ -455,30 +463,26 @@ OwningOpRef<ModuleOp> importONNXBuffer(llvm::StringRef buffer, bool text,
       diag(legacy, name);
       return nullptr;
     }
-    try {
-      onnx::checker::check_node(node, checkerCtx, scope);
-    } catch (const std::exception &e) {
-      diag("invalid node: " + firstLine(e.what()), name);
+    if (auto bad = unsupportedAttribute(node); !bad.empty()) {
+      diag(bad, name);
       return nullptr;
     }
   }
 
-  // ONNX's own inference fills value_info for the cross-check after import.
-  // Its errors are not fatal here: pcc's inference reports the same problems
-  // at the offending node, with a precise message.
-  try {
-    onnx::ShapeInferenceOptions inferOptions(/*check_type=*/false,
-                                             /*strict_mode=*/0,
-                                             /*data_prop=*/true);
-    onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(),
-                                       inferOptions);
-  } catch (const std::exception &) {
-    graph.clear_value_info();
+  // ONNX's checker and shape inference run in a child process; its shapes
+  // cross-check pcc's own inference once the graph is imported.
+  OnnxAnalysis analysis(model, order);
+  if (auto rejected = analysis.checkNodes()) {
+    diag(rejected->message, nodeName(graph.node(rejected->node),
+                                     rejected->node));
+    return nullptr;
   }
-
   GraphImporter importer(context, model, path, opset,
                          !options.inputShapes.empty());
-  return importer.run(order);
+  OwningOpRef<ModuleOp> module = importer.run(order);
+  if (!module || failed(importer.crossCheckShapes(analysis.inferredShapes())))
+    return nullptr;
+  return module;
 }
 
 OwningOpRef<ModuleOp> importONNXFile(llvm::StringRef path, MLIRContext &context,

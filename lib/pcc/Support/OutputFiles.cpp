@@ -26,6 +26,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <dirent.h>
+#include <exception>
 #include <unistd.h>
 
 using namespace llvm;
@@ -106,6 +107,16 @@ void onInterrupt(int sig) {
   removeAllStaging();
   signal(sig, SIG_DFL);
   raise(sig);
+}
+
+/// An exception nothing caught (from ONNX, protobuf or the standard
+/// library): the same one line as a crash, instead of the C++ runtime's.
+[[noreturn]] void onTerminate() {
+  removeAllStaging();
+  writeStderr("error: internal error: pcc stopped on an unexpected "
+              "exception; nothing was written. Please report it with the "
+              "model\n");
+  _exit(70);
 }
 
 void onOutOfMemory(void *, const char *reason, bool) {
@@ -236,6 +247,7 @@ void installFailureHandlers() {
 #endif
   for (int sig : {SIGINT, SIGTERM, SIGHUP})
     signal(sig, onInterrupt);
+  std::set_terminate(onTerminate);
   remove_bad_alloc_error_handler();
   install_bad_alloc_error_handler(onOutOfMemory);
 }

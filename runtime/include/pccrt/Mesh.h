@@ -11,7 +11,9 @@
 #ifndef PCCRT_MESH_H
 #define PCCRT_MESH_H
 
+#include "pccrt/Kernels.h"
 #include "pccrt/Model.h"
+#include "pccrt/ShardLayout.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -67,32 +69,6 @@ private:
   std::vector<GroupDesc> groups_;
   std::unique_ptr<Impl> impl_;
 };
-
-/// Index of this device's block among all blocks of a tensor split as
-/// `splits` (row-major over the dims' block counts): where its shard of a
-/// weight lies in the weights file.
-inline int64_t blockIndex(const Mesh &mesh, int rank, const DimSplit *splits) {
-  int64_t index = 0;
-  for (int d = 0; d < rank; ++d)
-    index = index * splitCount(splits[d], mesh.shape()) +
-            splitIndex(splits[d], mesh.shape(), mesh.coords());
-  return index;
-}
-
-/// out = sum over group `g` of in (in may equal out), count elements.
-void allReduceSum(Mesh &mesh, int g, DType t, const void *in, void *out,
-                  int64_t count);
-/// in is [outer, block]; out is [outer, n * block] with device r's block at
-/// position r (block in bytes).
-void allGather(Mesh &mesh, int g, const void *in, void *out, int64_t outer,
-               int64_t blockBytes);
-/// in is [outer, n * block]; out is this device's block [outer, block] of
-/// the sum over group `g` (block in elements).
-void reduceScatterSum(Mesh &mesh, int g, DType t, const void *in, void *out,
-                      int64_t outer, int64_t blockCount);
-/// in is [outer, n * block]; out is this device's block (no communication).
-void allSlice(Mesh &mesh, int g, const void *in, void *out, int64_t outer,
-              int64_t blockBytes);
 
 } // namespace pccrt
 

@@ -10,8 +10,6 @@
 #ifndef PCCRT_MODEL_H
 #define PCCRT_MODEL_H
 
-#include "pccrt/ShardLayout.h"
-
 #include <cstddef>
 #include <cstdint>
 
@@ -32,6 +30,13 @@ enum class DType : int32_t {
   U32 = 12,
   U64 = 13,
   BF16 = 16,
+};
+
+/// How one dimension is split; numAxes == 0 means whole on every device.
+struct DimSplit {
+  int32_t numAxes;
+  int32_t axes[4];
+  int64_t groups;
 };
 
 /// Bytes per element of `t`, or 0 if unknown.

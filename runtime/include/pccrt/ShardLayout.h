@@ -12,19 +12,14 @@
 #ifndef PCCRT_SHARDLAYOUT_H
 #define PCCRT_SHARDLAYOUT_H
 
+#include "pccrt/Model.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <vector>
 
 namespace pccrt {
-
-/// How one dimension is split; numAxes == 0 means whole on every device.
-struct DimSplit {
-  int32_t numAxes;
-  int32_t axes[4];
-  int64_t groups;
-};
 
 /// Row-major coordinates of `index` in a grid of `rank` dims: a device's
 /// place in the mesh, or a block's place among a tensor's blocks.

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Write malformed (and two deliberately valid) ONNX inputs for importer tests.
+"""Write malformed (and a few deliberately valid) ONNX inputs for importer tests.
 
 Usage: make_bad_inputs.py OUTDIR
 
@@ -196,6 +196,111 @@ def main(argv):
     write_model("external_ok.onnx", matmul_model(
         external_tensor("w", [8, 4], "external_ok.bin", len(pad), w_ext.nbytes),
         8, 4, "external_ok"), "OK")
+
+    # --- hostile models: reading outside the model's folder -----------------
+    def ext_model(fname, location, substring, **kw):
+        write_model(fname, matmul_model(
+            external_tensor("w", [8, 4], location, **kw), 8, 4,
+            fname.split(".")[0]), substring)
+
+    ext_model("escape_dotdot.onnx", "../../../etc/passwd", "climbs out with '..'")
+    ext_model("escape_absolute.onnx", "/etc/passwd", "absolute path")
+    link = os.path.join(out, "escape_link.bin")
+    if os.path.lexists(link):
+        os.remove(link)
+    os.symlink("/etc/passwd", link)
+    ext_model("escape_symlink.onnx", "escape_link.bin",
+              "outside the model's folder")
+    fifo = os.path.join(out, "fifo.bin")
+    if not os.path.exists(fifo):
+        os.mkfifo(fifo)
+    ext_model("external_fifo.onnx", "fifo.bin", "not a regular file")
+    bad_offset = external_tensor("w", [8, 4], "absent.bin")
+    e = bad_offset.external_data.add()
+    e.key, e.value = "offset", "abc"
+    write_model("external_bad_offset.onnx",
+                matmul_model(bad_offset, 8, 4, "external_bad_offset"),
+                "not a non-negative integer")
+
+    # --- hostile models: what crashed ONNX's shape inference ----------------
+    conv_w = raw_tensor("w", [1, 1, 2, 2], np.ones(4, np.float32).tobytes())
+    write_model("conv_zero_stride.onnx", model(
+        [helper.make_node("Conv", ["x", "w"], ["y"], name="conv0",
+                          strides=[0, 0])],
+        [vi("x", [1, 1, 4, 4])], [vi("y", None)], [conv_w],
+        name="conv_zero_stride"), "stride")
+    write_model("avgpool_zero_stride.onnx", model(
+        [helper.make_node("AveragePool", ["x"], ["y"], name="pool0",
+                          kernel_shape=[2, 2], strides=[2, 0])],
+        [vi("x", [1, 1, 4, 4])], [vi("y", None)], name="avgpool_zero_stride"),
+        "stride")
+    # ONNX's own inference dies on these (data propagation over an empty
+    # shape); it runs in a child process, so pcc still imports them.
+    write_model("onnx_inference_crash.onnx", model(
+        [helper.make_node("Add", ["a", "b"], ["y"], name="add0")], [],
+        [vi("y", None, TensorProto.INT64)],
+        [raw_tensor("a", [0], b"", TensorProto.INT64),
+         raw_tensor("b", [1], np.int64(1).tobytes(), TensorProto.INT64)],
+        name="onnx_inference_crash"), "OK")
+    write_model("onnx_inference_crash2.onnx", model(
+        [helper.make_node("Shape", ["x"], ["s"], name="shape0"),
+         helper.make_node("Mul", ["s", "two"], ["y"], name="mul0")],
+        [vi("x", [])], [vi("y", None, TensorProto.INT64)],
+        [raw_tensor("two", [1], np.int64(2).tobytes(), TensorProto.INT64)],
+        name="onnx_inference_crash2", opsets=opset(15)), "OK")
+
+    # --- hostile models: structural lies ------------------------------------
+    write_model("two_writers.onnx", model(
+        [helper.make_node("Relu", ["x"], ["y"], name="relu0"),
+         helper.make_node("Neg", ["x"], ["y"], name="neg0")],
+        [vi("x", [2, 3])], [vi("y", [2, 3])], name="two_writers"),
+        "which node 'relu0' also writes")
+    write_model("writes_graph_input.onnx", model(
+        [helper.make_node("Relu", ["x"], ["x"], name="relu0")],
+        [vi("x", [2, 3])], [vi("x", [2, 3])], name="writes_graph_input"),
+        "graph input or initializer")
+    write_model("opset_wraps.onnx", model(
+        [helper.make_node("Relu", ["x"], ["y"], name="relu0")],
+        [vi("x", [2, 3])], [vi("y", [2, 3])], name="opset_wraps",
+        opsets=opset(2**32 + 14)), "which no onnx release defines")
+    write_model("opset_twice.onnx", model(
+        [helper.make_node("Relu", ["x"], ["y"], name="relu0")],
+        [vi("x", [2, 3])], [vi("y", [2, 3])], name="opset_twice",
+        opsets=opset(14) + [helper.make_opsetid("ai.onnx", 13)]), "twice")
+    write_model("duplicate_initializer.onnx", model(
+        [helper.make_node("Add", ["x", "w"], ["y"], name="add0")],
+        [vi("x", [2])], [vi("y", [2])],
+        [raw_tensor("w", [2], np.zeros(2, np.float32).tobytes()),
+         raw_tensor("w", [3], np.zeros(3, np.float32).tobytes())],
+        name="duplicate_initializer"), "two initializers are named 'w'")
+    write_model("output_shape_lie.onnx", model(
+        [helper.make_node("Relu", ["x"], ["y"], name="relu0")],
+        [vi("x", [2, 3])], [vi("y", [5])], name="output_shape_lie"),
+        "declared with a shape")
+    write_model("output_type_lie.onnx", model(
+        [helper.make_node("Relu", ["x"], ["y"], name="relu0")],
+        [vi("x", [2, 3])], [vi("y", [2, 3], TensorProto.INT64)],
+        name="output_type_lie"), "element type")
+    write_model("constant_short_data.onnx", model(
+        [helper.make_node("Constant", [], ["c"], name="const0",
+                          value=raw_tensor("c", [2], b"\0" * 7,
+                                           TensorProto.INT64)),
+         helper.make_node("Reshape", ["x", "c"], ["y"], name="reshape0")],
+        [vi("x", [2, 3])], [vi("y", None)], name="constant_short_data"),
+        "holds 7 bytes")
+    sparse = helper.make_sparse_tensor(
+        helper.make_tensor("v", TensorProto.FLOAT, [1], [1.0]),
+        raw_tensor("ix", [1], b"\0" * 7, TensorProto.INT64), [4])
+    write_model("sparse_attribute.onnx", model(
+        [helper.make_node("Constant", [], ["y"], name="const0",
+                          sparse_value=sparse)],
+        [], [vi("y", [4])], name="sparse_attribute"), "sparse tensor")
+    # ONNX's text parser throws on malformed numbers instead of failing.
+    write_bytes("bad_number.onnxtxt",
+                b"<ir_version: 8, opset_import: [\"\" : 14]>\n"
+                b"g (float[2] x) => (float[2] y)\n"
+                b"<float[2] w = {0.5, .5}>\n{\n  y = Add(x, w)\n}\n",
+                "malformed number")
 
     with open(os.path.join(out, "expected.txt"), "w") as f:
         for fname, sub in expected:
