@@ -354,6 +354,11 @@ Results convertSlice(NodeContext &c) {
     int64_t dim = in.getDimSize(*axis), step = steps[i];
     if (step == 0)
       return c.error() << "Slice step is zero";
+    // A step longer than the axis picks at most one element; clamping it
+    // keeps every later index computation (here, folders, generated code)
+    // within int64.
+    int64_t reach = std::max<int64_t>(dim, 1);
+    step = std::clamp<int64_t>(step, -reach, reach);
     int64_t start = starts[i], end = ends[i];
     if (start < 0)
       start += dim;
@@ -363,11 +368,11 @@ Results convertSlice(NodeContext &c) {
     if (step > 0) {
       start = std::clamp<int64_t>(start, 0, dim);
       end = std::clamp<int64_t>(end, 0, dim);
-      size = end > start ? (end - start + step - 1) / step : 0;
+      size = end > start ? 1 + (end - start - 1) / step : 0;
     } else {
       start = std::clamp<int64_t>(start, 0, dim - 1);
       end = std::clamp<int64_t>(end, -1, dim - 1);
-      size = start > end ? (start - end - step - 1) / -step : 0;
+      size = start > end ? 1 + (start - end - 1) / -step : 0;
     }
     outStart[*axis] = size ? start : 0;
     outSize[*axis] = size;

@@ -167,6 +167,18 @@ Attribute foldElementwise(ArrayRef<Attribute> operands, Type resultType,
   return writeLiteral(rt, f, i);
 }
 
+// Integer arithmetic wraps in two's complement, as ONNX runtimes and the
+// generated code do; computing it in unsigned keeps the folder free of
+// undefined behaviour on hostile constants.
+double wrapAdd(double a, double b) { return a + b; }
+double wrapSub(double a, double b) { return a - b; }
+double wrapMul(double a, double b) { return a * b; }
+double wrapNeg(double a) { return -a; }
+int64_t wrapAdd(int64_t a, int64_t b) { return int64_t(uint64_t(a) + uint64_t(b)); }
+int64_t wrapSub(int64_t a, int64_t b) { return int64_t(uint64_t(a) - uint64_t(b)); }
+int64_t wrapMul(int64_t a, int64_t b) { return int64_t(uint64_t(a) * uint64_t(b)); }
+int64_t wrapNeg(int64_t a) { return int64_t(0 - uint64_t(a)); }
+
 template <typename Fn>
 Attribute foldSame(ArrayRef<Attribute> operands, Type resultType, Fn fn) {
   return foldElementwise(
@@ -248,7 +260,7 @@ OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
 
 OpFoldResult NegOp::fold(FoldAdaptor adaptor) {
   return foldSame(adaptor.getOperands(), getType(),
-                  [](auto a) { return -a[0]; });
+                  [](auto a) { return wrapNeg(a[0]); });
 }
 
 OpFoldResult SqrtOp::fold(FoldAdaptor adaptor) {
@@ -296,9 +308,9 @@ OpFoldResult CastOp::fold(FoldAdaptor adaptor) {
     return foldSame(adaptor.getOperands(), getType(),                          \
                     [](auto a) { return EXPR; });                              \
   }
-PCC_FOLD_SAME(AddOp, a[0] + a[1])
-PCC_FOLD_SAME(SubOp, a[0] - a[1])
-PCC_FOLD_SAME(MulOp, a[0] * a[1])
+PCC_FOLD_SAME(AddOp, wrapAdd(a[0], a[1]))
+PCC_FOLD_SAME(SubOp, wrapSub(a[0], a[1]))
+PCC_FOLD_SAME(MulOp, wrapMul(a[0], a[1]))
 PCC_FOLD_SAME(MaxOp, std::max(a[0], a[1]))
 PCC_FOLD_SAME(MinOp, std::min(a[0], a[1]))
 PCC_FOLD_SAME(AndOp, (a[0] != 0) && (a[1] != 0))

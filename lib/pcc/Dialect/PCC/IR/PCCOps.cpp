@@ -8,6 +8,7 @@
 
 #include "pcc/Dialect/PCC/IR/PCCOps.h"
 
+#include "llvm/Support/MathExtras.h"
 #include "mlir/IR/OpImplementation.h"
 
 using namespace mlir;
@@ -120,9 +121,11 @@ LogicalResult SliceOp::verify() {
       return emitOpError() << "step of axis " << d << " is zero";
     if (size == 0)
       continue;
-    int64_t last = start + (size - 1) * step;
+    int64_t last, span;
     int64_t dim = type.getDimSize(d);
-    if (start < 0 || start >= dim || last < 0 || last >= dim)
+    if (size < 0 || llvm::MulOverflow(size - 1, step, span) ||
+        llvm::AddOverflow(start, span, last) || start < 0 || start >= dim ||
+        last < 0 || last >= dim)
       return emitOpError() << "axis " << d << " reads outside [0, " << dim
                            << ")";
   }
