@@ -1,18 +1,20 @@
-// ApplyStrategy with tp-layout=planned runs each op on the layouts the
+// pcc-apply-plan with tensor_layout = "planned" runs each op on the layouts the
 // planner recorded (pcc.planned_sharding, axis 0 standing for tp): here a
 // sequence split on tp. The planned layout is mapped onto the tp axis,
 // merged with the dp batch split, pinned on the op, and the partitioner
 // reshards to it (a free slice) instead of following the operands; the
 // result stays split (the runtime assembles it).
-// RUN: pcc-opt %s --pcc-apply-strategy="dp=2 tp=2 tp-layout=planned" | FileCheck %s --check-prefix=ANNOT
-// RUN: pcc-opt %s --pcc-apply-strategy="dp=2 tp=2 tp-layout=planned" --pcc-partition | FileCheck %s --check-prefix=SPMD
-// RUN: not pcc-opt %s --pcc-apply-strategy="tp=2 tp-layout=bogus" 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: sed -e 's/AXES/"dp", "tp"/' -e 's/SIZES/2, 2/' -e 's/LAYOUT/planned/' %s | pcc-opt --pcc-apply-plan | FileCheck %s --check-prefix=ANNOT
+// RUN: sed -e 's/AXES/"dp", "tp"/' -e 's/SIZES/2, 2/' -e 's/LAYOUT/planned/' %s | pcc-opt --pcc-apply-plan --pcc-partition | FileCheck %s --check-prefix=SPMD
+// RUN: sed -e 's/AXES/"tp"/' -e 's/SIZES/2/' -e 's/LAYOUT/bogus/' %s | not pcc-opt --pcc-apply-plan 2>&1 | FileCheck %s --check-prefix=BAD
 
-func.func @main(%x: tensor<4x8x16xf32>) -> tensor<4x8x32xf32> {
-  %w = pcc.weight "fc.w" : tensor<16x32xf32>
-  %y = pcc.matmul %x, %w {pcc.planned_sharding = [#pcc.sharding<@plan, [[], [0], []]>, #pcc.sharding<@plan, [[], []]>]} : (tensor<4x8x16xf32>, tensor<16x32xf32>) -> tensor<4x8x32xf32>
-  %z = pcc.relu %y {pcc.planned_sharding = [#pcc.sharding<@plan, [[], [0], []]>]} : tensor<4x8x32xf32>
-  return %z : tensor<4x8x32xf32>
+module attributes {pcc.plan = #pcc.plan<axes = [AXES], sizes = [SIZES], tensor_mode = "1d", tensor_layout = "LAYOUT", microbatches = 1, train = false, recompute = false>} {
+  func.func @main(%x: tensor<4x8x16xf32>) -> tensor<4x8x32xf32> {
+    %w = pcc.weight "fc.w" : tensor<16x32xf32>
+    %y = pcc.matmul %x, %w {pcc.planned_sharding = [#pcc.sharding<@plan, [[], [0], []]>, #pcc.sharding<@plan, [[], []]>]} : (tensor<4x8x16xf32>, tensor<16x32xf32>) -> tensor<4x8x32xf32>
+    %z = pcc.relu %y {pcc.planned_sharding = [#pcc.sharding<@plan, [[], [0], []]>]} : tensor<4x8x32xf32>
+    return %z : tensor<4x8x32xf32>
+  }
 }
 
 // ANNOT: pcc.matmul
@@ -29,4 +31,4 @@ func.func @main(%x: tensor<4x8x16xf32>) -> tensor<4x8x32xf32> {
 // SPMD-NOT: pcc.planned_sharding
 // SPMD-NOT: shard.all_gather
 
-// BAD: unknown tp-layout 'bogus' (megatron or planned)
+// BAD: unknown tensor_layout 'bogus' (megatron or planned)

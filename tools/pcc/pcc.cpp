@@ -15,19 +15,16 @@
 //===----------------------------------------------------------------------===//
 
 #include "pcc/Codegen/Compile.h"
+#include "pcc/Driver/Driver.h"
 #include "pcc/Dialect/PCC/IR/PCCDialect.h"
-#include "pcc/Dialect/PCC/Transforms/Passes.h"
 #include "pcc/Import/ONNXImporter.h"
-#include "pcc/Partition/Passes.h"
-#include "pcc/Partition/Strategy.h"
-#include "pcc/Plan/Calibrate.h"
+#include "pcc/Calibrate/Calibrate.h"
 #include "pcc/Plan/PlanReport.h"
 #include "pcc/Support/OutputFiles.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
-#include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
@@ -248,16 +245,6 @@ std::optional<int64_t> parseBytes(StringRef text) {
   return int64_t(value << shift);
 }
 
-/// The cluster to plan for: --cluster, else the calibrated host, else the
-/// dgx-a100 preset.
-Expected<pcc::ClusterSpec> chosenCluster() {
-  if (!clusterName.empty())
-    return pcc::loadCluster(clusterName);
-  if (sys::fs::exists(pcc::hostClusterPath()))
-    return pcc::loadCluster("host");
-  return pcc::loadCluster("dgx-a100");
-}
-
 /// Degrees and mode from the flags (0 = not forced).
 Expected<pcc::PlanOptions> planOptions() {
   auto err = [](const Twine &m) {
@@ -270,8 +257,6 @@ Expected<pcc::PlanOptions> planOptions() {
     if (given(*f) && *f < 1)
       return err("--" + f->ArgStr + " must be at least 1, got " +
                  Twine(int(*f)));
-  if (devices < 1)
-    return err("--devices must be at least 1, got " + Twine(int(devices)));
   o.dp = dpDegree;
   o.tp = tpDegree;
   o.pp = ppDegree;
@@ -283,22 +268,10 @@ Expected<pcc::PlanOptions> planOptions() {
       return err("--tp-mode must be 1d, 2d, 2.5d or 3d, got '" + tpMode + "'");
   }
   o.devices = devices;
-  // Forced degrees without --devices: the devices they need (unset ones
-  // count as 1).
-  if (!devices.getNumOccurrences() && (o.dp || o.tp || o.pp || o.sp))
-    o.devices = std::max<int64_t>(1, o.dp) * std::max<int64_t>(1, o.tp) *
-                std::max<int64_t>(1, o.pp) * std::max<int64_t>(1, o.sp);
-  int64_t forcedProduct = 1;
-  bool allForced = o.dp && o.tp && o.pp && o.sp;
-  for (int64_t d : {o.dp, o.tp, o.pp, o.sp})
-    forcedProduct *= std::max<int64_t>(1, d);
-  if (o.devices % forcedProduct ||
-      (allForced && forcedProduct != o.devices))
-    return err(formatv("forced degrees (dp {0}, tp {1}, pp {2}, sp {3}) do "
-                       "not multiply to --devices {4}",
-                       std::max<int64_t>(1, o.dp), std::max<int64_t>(1, o.tp),
-                       std::max<int64_t>(1, o.pp), std::max<int64_t>(1, o.sp),
-                       o.devices));
+  auto completed = pcc::completeDegrees(o, devices.getNumOccurrences() > 0);
+  if (!completed)
+    return completed.takeError();
+  o = *completed;
   o.train = train;
   if (recompute == "none")
     o.recompute = false;
@@ -312,52 +285,44 @@ Expected<pcc::PlanOptions> planOptions() {
   return o;
 }
 
-struct PlannedModel {
-  pcc::ClusterSpec cluster;
-  pcc::PlanGraph graph;
-  pcc::Plan plan;
-};
-
-/// Plans `fn` on the chosen cluster.
-Expected<PlannedModel> planModel(mlir::func::FuncOp fn,
-                                 const pcc::PlanOptions &options) {
-  auto cluster = chosenCluster();
-  if (!cluster)
-    return cluster.takeError();
-  PlannedModel planned{*cluster, pcc::buildPlanGraph(fn), {}};
-  pcc::PlanOptions o = options;
-  if (tpLayout == TensorLayout::Megatron)
-    o.tensorLayouts = [&](int64_t dp, int64_t tp) {
-      auto byOp = pcc::megatronShardings(fn, dp, tp);
-      std::vector<pcc::OpSharding> layouts;
-      for (const pcc::PlanNode &n : planned.graph.nodes)
-        layouts.push_back(byOp.lookup(n.op));
-      return layouts;
-    };
-  auto plan = pcc::makePlan(planned.graph, planned.cluster, o);
-  if (!plan)
-    return plan.takeError();
-  planned.plan = std::move(*plan);
-  return planned;
+pcc::TensorLayouts tensorLayouts() {
+  return tpLayout == TensorLayout::Megatron ? pcc::TensorLayouts::Megatron
+                                            : pcc::TensorLayouts::Planned;
 }
 
-/// Records the planner's per-op tensor-axis layouts on the ops, for
-/// ApplyStrategy's tp-layout=planned.
-void annotatePlannedLayouts(const pcc::PlanGraph &graph,
-                            const pcc::SearchResult &layout) {
-  pcc::Mesh planGrid;
-  planGrid.name = "plan";
-  planGrid.shape = {2};
-  planGrid.axisNames = {"tp"};
-  for (auto [i, node] : llvm::enumerate(graph.nodes)) {
-    // Later copies of a repeated block carry costs only; their layout is
-    // their first copy's.
-    const pcc::OpSharding &s =
-        layout.nodes[graph.representative(i)].sharding;
-    if (s.operands.size() == node.op->getNumOperands())
-      pcc::setOperandShardings(node.op, pcc::kPlannedShardingAttr, planGrid,
-                               s.operands);
-  }
+/// `pcc plan`: plans `fn` and prints the report in the chosen format.
+int printPlan(mlir::func::FuncOp fn, const pcc::PlanOptions &options) {
+  auto cluster = pcc::chooseCluster(clusterName);
+  if (!cluster)
+    return fail(toString(cluster.takeError()));
+  auto planned = pcc::planModel(fn, *cluster, options, tensorLayouts());
+  if (!planned)
+    return fail(toString(planned.takeError()));
+  const auto &[spec, graph, plan] = *planned;
+  pcc::ReportOptions report;
+  report.modelPath = inputFile;
+  report.compare = compare;
+  report.explain = explainPlan;
+  if (outputFormat == Format::Json)
+    pcc::printPlanJSON(outs(), graph, spec, options, plan, report);
+  else if (outputFormat == Format::Dot)
+    pcc::printPlanDot(outs(), graph, plan);
+  else
+    pcc::printPlanText(outs(), graph, spec, options, plan, report);
+  return 0;
+}
+
+/// --emit: the module as text, to -o or stdout.
+int writeText(mlir::ModuleOp module) {
+  std::string text;
+  raw_string_ostream os(text);
+  module.print(os);
+  os << "\n";
+  if (auto err = pcc::writeFileAtomically(
+          outputPath.empty() ? std::string("-") : outputPath.getValue(), text,
+          {inputFile}))
+    return fail(toString(std::move(err)));
+  return 0;
 }
 
 int runCalibrate() {
@@ -420,142 +385,56 @@ int main(int argc, char **argv) {
       return fail("--device-memory expects a size such as 64G or "
                   "68719476736, got '" + deviceMemory + "'");
   }
-  bool forced = planOpts->dp || planOpts->tp;
-  if (!planning) {
-    if (planOpts->pp > 1 || planOpts->sp > 1)
-      return fail("--pp and --sp are planned by `pcc plan` but cannot be "
-                  "compiled yet (only --dp and --tp with --tp-mode 1d)");
-    if (planOpts->tpMode && *planOpts->tpMode != pcc::TensorMode::OneD)
-      return fail("--tp-mode " + tpMode +
-                  " is planned by `pcc plan` but cannot be compiled yet (only "
-                  "1d, Megatron)");
-    int64_t dp = std::max<int64_t>(1, planOpts->dp);
-    int64_t tp = std::max<int64_t>(1, planOpts->tp);
-    if (forced && devices.getNumOccurrences() && dp * tp != devices)
-      return fail("--dp " + Twine(dp) + " x --tp " + Twine(tp) + " is " +
-                  Twine(dp * tp) + " devices, but --devices is " +
-                  Twine(int(devices)));
-    planOpts->runnableOnly = true;
-  }
-  int ndev = planOpts->devices;
 
   mlir::MLIRContext context;
   context.disableMultithreading();
   context.printOpOnDiagnostic(false);
   OneLineDiagnostics diagnostics(context);
 
-  auto module = pcc::importONNXFile(inputFile, context, options);
-  if (!module) {
-    if (!diagnostics.printed)
-      return fail("import of '" + inputFile + "' failed");
-    return 1;
-  }
-  if (emit != Emit::MlirImport || planning) {
-    mlir::PassManager pm(&context);
-    pcc::buildImportCleanupPipeline(pm);
-    if (mlir::failed(pm.run(*module)))
-      return diagnostics.printed ? 1 : fail("cleanup pipeline failed");
-  }
+  auto module = pcc::loadModel(inputFile, context, options,
+                               /*cleanup=*/emit != Emit::MlirImport ||
+                                   planning);
+  if (!module)
+    return diagnostics.printed ? 1
+                               : fail("import of '" + inputFile + "' failed");
   auto mainFn = module->lookupSymbol<mlir::func::FuncOp>("main");
   if (!mainFn)
     return fail("the model has no main function");
 
-  if (planning) {
-    auto planned = planModel(mainFn, *planOpts);
-    if (!planned)
-      return fail(toString(planned.takeError()));
-    const auto &[cluster, graph, plan] = *planned;
-    pcc::ReportOptions report;
-    report.modelPath = inputFile;
-    report.compare = compare;
-    report.explain = explainPlan;
-    if (outputFormat == Format::Json)
-      pcc::printPlanJSON(outs(), graph, cluster, *planOpts, plan, report);
-    else if (outputFormat == Format::Dot)
-      pcc::printPlanDot(outs(), graph, plan);
-    else
-      pcc::printPlanText(outs(), graph, cluster, *planOpts, plan, report);
-    return 0;
-  }
+  if (planning)
+    return printPlan(mainFn, *planOpts);
+  if (emit == Emit::MlirImport)
+    return writeText(*module);
 
-  // Devices > 1: the forced strategy, or the planner's best plan among
-  // those the code generator runs; then partition into the per-device
-  // program.
-  int dp = std::max<int64_t>(1, planOpts->dp);
-  int tp = std::max<int64_t>(1, planOpts->tp);
-  std::string planNote;
-  if (forced) {
-    if (!planOpts->dp)
-      dp = ndev / tp;
-    if (!planOpts->tp)
-      tp = ndev / dp;
-    ndev = dp * tp;
-  }
-  // The planner picks the degrees unless forced, and the per-op layouts on
-  // the tensor axis unless they are Megatron's.
-  bool searchedLayouts = tpLayout == TensorLayout::Searched;
-  if (ndev > 1 && emit != Emit::MlirImport &&
-      (!forced || (tp > 1 && searchedLayouts))) {
-    planOpts->dp = forced ? dp : 0;
-    planOpts->tp = forced ? tp : 0;
-    planOpts->pp = planOpts->sp = 1;
-    planOpts->devices = ndev;
-    planOpts->tpMode = pcc::TensorMode::OneD;
-    auto planned = planModel(mainFn, *planOpts);
-    if (!planned)
-      return fail(toString(planned.takeError()));
-    const pcc::PlanCandidate &best = planned->plan.best;
-    dp = best.dp;
-    tp = best.tp;
-    planNote = formatv("plan dp {0} x tp {1} on cluster {2}, predicted {3:F3} "
-                       "ms per batch; ",
-                       dp, tp, planned->cluster.name, best.stepTime * 1e3);
-    if (tp > 1 && searchedLayouts)
-      annotatePlannedLayouts(planned->graph, *best.layout);
-  }
-  if (ndev > 1 && emit != Emit::MlirImport) {
-    mlir::PassManager pm(&context);
-    pm.addPass(pcc::createApplyStrategy(pcc::ApplyStrategyOptions{
-        dp, tp, std::string("1d"),
-        std::string(searchedLayouts ? "planned" : "megatron")}));
-    if (emit != Emit::Mlir)
-      pm.addPass(pcc::createPartition());
-    if (mlir::failed(pm.run(*module)))
-      return diagnostics.printed ? 1 : fail("partitioning failed");
-  }
+  auto chosen = pcc::choosePlan(*module, *planOpts, tensorLayouts(),
+                                clusterName);
+  if (!chosen)
+    return fail(toString(chosen.takeError()));
+  if (chosen->plan.devices() > 1 &&
+      mlir::failed(pcc::applyPlan(*module, emit != Emit::Mlir)))
+    return diagnostics.printed ? 1 : fail("partitioning failed");
+  if (emit != Emit::None)
+    return writeText(*module);
 
-  if (emit == Emit::None) {
-    pcc::CompileOptions copts;
-    copts.outputDir = outputPath.empty() ? std::string("out") : outputPath.getValue();
-    copts.modelPath = inputFile;
-    copts.devices = ndev;
-    copts.dp = dp;
-    copts.tp = tp;
-    copts.cxxFlags = cxxFlags;
-    if (deviceMemoryBytes)
-      copts.deviceMemoryBytes = *deviceMemoryBytes;
-    copts.unitBytes = std::max(1u, unsigned(codegenUnitBytes));
-    pcc::CompileReport report;
-    if (mlir::failed(pcc::compileToExecutable(*module, copts, report)))
-      return diagnostics.printed ? 1 : fail("compilation failed");
-    if (!quiet)
-      outs() << "pcc: wrote " << copts.outputDir << "/model (" << planNote
-             << report.kernelCalls << " kernel calls, " << report.fusedLoops
-             << " fused loops over " << report.fusedOps << " ops; scratch "
-             << report.arenaBytes << " bytes (" << report.unsharedBytes
-             << " without reuse), weights " << report.weightsBytes
-             << " bytes; C++ compile " << format("%.1f", report.cxxSeconds)
-             << " s)\n";
-    return 0;
-  }
-
-  std::string text;
-  raw_string_ostream os(text);
-  module->print(os);
-  os << "\n";
-  if (auto err = pcc::writeFileAtomically(
-          outputPath.empty() ? std::string("-") : outputPath.getValue(), text,
-          {inputFile}))
-    return fail(toString(std::move(err)));
+  pcc::CompileOptions copts;
+  copts.outputDir =
+      outputPath.empty() ? std::string("out") : outputPath.getValue();
+  copts.modelPath = inputFile;
+  copts.devices = chosen->plan.devices();
+  copts.cxxFlags = cxxFlags;
+  if (deviceMemoryBytes)
+    copts.deviceMemoryBytes = *deviceMemoryBytes;
+  copts.unitBytes = std::max(1u, unsigned(codegenUnitBytes));
+  pcc::CompileReport report;
+  if (mlir::failed(pcc::compileModel(*module, copts, report)))
+    return diagnostics.printed ? 1 : fail("compilation failed");
+  if (!quiet)
+    outs() << "pcc: wrote " << copts.outputDir << "/model (" << chosen->note
+           << report.kernelCalls << " kernel calls, " << report.fusedLoops
+           << " fused loops over " << report.fusedOps << " ops; scratch "
+           << report.arenaBytes << " bytes (" << report.unsharedBytes
+           << " without reuse), weights " << report.weightsBytes
+           << " bytes; C++ compile " << format("%.1f", report.cxxSeconds)
+           << " s)\n";
   return 0;
 }

@@ -7,6 +7,7 @@
 
 #include "mlir/IR/BuiltinOps.h"
 
+#include <functional>
 #include <string>
 
 namespace pcc {
@@ -19,11 +20,17 @@ struct CompileOptions {
   /// Directory to create (or replace, if it holds only an earlier pcc
   /// output: see pcc/Support/OutputFiles.h).
   std::string outputDir = "out";
-  /// The ONNX model the module was imported from (weights are read there).
+  /// The model the module was imported from (named in plan.json; never
+  /// inside the output directory).
   std::string modelPath;
+  /// The bytes behind `pcc.weight "name"` (dense, little-endian, bools one
+  /// byte each); false with `error` set when missing or unreadable. The back
+  /// end knows no model format: the driver reads them through the importer
+  /// (pcc/Import/WeightReader.h).
+  std::function<bool(llvm::StringRef name, std::string &bytes,
+                     std::string &error)>
+      readWeight;
   int devices = 1;
-  /// The strategy the module was partitioned with (plan.json).
-  int dp = 1, tp = 1;
   /// Extra flags for the C++ compiler (e.g. -march=native).
   std::string cxxFlags;
   /// C++ compilers run at once for large models (0: one per core).

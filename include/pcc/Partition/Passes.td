@@ -5,41 +5,33 @@
 
 include "mlir/Pass/PassBase.td"
 
-def ApplyStrategy : Pass<"pcc-apply-strategy", "mlir::ModuleOp"> {
-  let summary = "Create the device grid for a forced strategy and shard the model by it";
+def ApplyPlan : Pass<"pcc-apply-plan", "mlir::ModuleOp"> {
+  let summary = "Create the device grid of the module's plan and shard the model by it";
   let description = [{
-    Creates `shard.grid @mesh` with one axis per parallel dimension larger
-    than 1 (named by `pcc.axis_names`: "dp", "tp"), then annotates every value
-    with a `#pcc.sharding`:
+    Reads the module's plan (`pcc.plan = #pcc.plan<...>`: see PCCAttrs.td),
+    creates `shard.grid @mesh` with its axes (named by `pcc.axis_names`:
+    "dp", "tp"), then annotates every value with a `#pcc.sharding`:
 
     - data parallel (`dp`): every model input whose leading dimension is the
       batch is split over the dp axis; everything downstream follows;
-    - Megatron 1D tensor parallel (`tp`, `tp-mode=1d`): a linear layer whose
-      input is whole on the tp axis is made column-parallel (its weight's
-      output columns split; a fused Q|K|V projection is split per group so
-      each device holds whole heads), and one whose input arrives split on
-      its contracted dimension becomes row-parallel (a partial sum, reduced
-      where a whole value is needed); embedding tables are split by
-      vocabulary.
-
-    With `tp-layout=planned`, ops annotated by the planner with
-    `pcc.planned_sharding` (per-operand layouts on a one-axis grid whose
-    axis 0 stands for tp) run on those layouts instead: each is mapped onto
-    the tp axis, merged with the dp splits that reach the op, and pinned on
-    the op as `pcc.operand_sharding`.
+    - Megatron 1D tensor parallel (`tp`, `tensor_layout = "megatron"`): a
+      linear layer whose input is whole on the tp axis is made
+      column-parallel (its weight's output columns split; a fused Q|K|V
+      projection is split per group so each device holds whole heads), and
+      one whose input arrives split on its contracted dimension becomes
+      row-parallel (a partial sum, reduced where a whole value is needed);
+      embedding tables are split by vocabulary.
+    - with `tensor_layout = "planned"`, ops annotated by the planner with
+      `pcc.planned_sharding` (per-operand layouts on the tp axis alone,
+      written as axis 0) run on those layouts instead: each is mapped onto
+      the tp axis, merged with the dp splits that reach the op, and pinned on
+      the op as `pcc.operand_sharding`.
 
     Splits that do not divide a dimension are not made: that part of the
-    model runs whole on every device of the axis, never wrong.
+    model runs whole on every device of the axis, never wrong. Plans this
+    pass cannot apply yet (pipeline or sequence axes, 2D/2.5D/3D tensor
+    modes) are errors naming the part that cannot run.
   }];
-  let options = [
-    Option<"dp", "dp", "int64_t", "1", "Data-parallel degree">,
-    Option<"tp", "tp", "int64_t", "1", "Tensor-parallel degree">,
-    Option<"tpMode", "tp-mode", "std::string", "\"1d\"",
-           "Tensor-parallel scheme (1d: Megatron)">,
-    Option<"tpLayout", "tp-layout", "std::string", "\"megatron\"",
-           "Per-op layouts on the tp axis: megatron, or planned (the "
-           "planner's pcc.planned_sharding)">,
-  ];
   let dependentDialects = ["::pcc::PCCDialect", "::mlir::shard::ShardDialect"];
 }
 

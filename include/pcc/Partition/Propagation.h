@@ -3,7 +3,7 @@
 #ifndef PCC_PARTITION_PROPAGATION_H
 #define PCC_PARTITION_PROPAGATION_H
 
-#include "pcc/Partition/Sharding.h"
+#include "pcc/Sharding/Sharding.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 

@@ -3,14 +3,19 @@
 #ifndef PCC_PARTITION_STRATEGY_H
 #define PCC_PARTITION_STRATEGY_H
 
-#include "pcc/Partition/ShardingRules.h"
+#include "pcc/Sharding/ParallelPlan.h"
+#include "pcc/Sharding/ShardingRules.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseMap.h"
 
 namespace pcc {
 
-/// How each op of `fn` runs on the tp axis when ApplyStrategy shards it for
+/// Why pcc-apply-plan cannot apply `plan` yet (the parts of a plan the
+/// partitioner does not implement), or nothing when it can.
+std::optional<std::string> whyPlanCannotBeApplied(const ParallelPlan &plan);
+
+/// How each op of `fn` runs on the tp axis when pcc-apply-plan shards it for
 /// `dp` x `tp` with Megatron-LM's layouts, keyed by op: the layouts on the
 /// (dp, tp) grid with the dp splits dropped, tp as axis 0 of a one-axis
 /// grid (the planner's view). Where the batch and tp splits cannot share a

@@ -13,6 +13,8 @@
 #ifndef PCC_PLAN_PLANGRAPH_H
 #define PCC_PLAN_PLANGRAPH_H
 
+#include "pcc/Dialect/PCC/IR/TensorUtils.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/SmallVector.h"
 
@@ -74,11 +76,6 @@ struct PlanGraph {
 };
 
 PlanGraph buildPlanGraph(mlir::func::FuncOp fn);
-
-/// Bytes of a tensor of `shape` with elements of type `element`, and of a
-/// ranked tensor value.
-double shapeBytes(llvm::ArrayRef<int64_t> shape, mlir::Type element);
-double tensorBytes(mlir::Value v);
 
 /// Forward FLOPs and bytes of `op` when its operands and results have the
 /// given shapes (global or per device). Everything but weights is scaled by

@@ -18,16 +18,13 @@
 #include "pcc/Plan/Cluster.h"
 #include "pcc/Plan/PlanGraph.h"
 #include "pcc/Plan/ShardingSearch.h"
+#include "pcc/Sharding/ParallelPlan.h"
 
 #include <functional>
 #include <memory>
 #include <optional>
 
 namespace pcc {
-
-enum class TensorMode { OneD, TwoD, TwoPointFiveD, ThreeD };
-llvm::StringRef tensorModeName(TensorMode mode);
-std::optional<TensorMode> parseTensorMode(llvm::StringRef name);
 
 struct PlanOptions {
   int64_t devices = 1;
@@ -37,7 +34,10 @@ struct PlanOptions {
   /// Forced degrees (0 = searched) and tensor mode.
   int64_t dp = 0, pp = 0, tp = 0, sp = 0, microbatches = 0;
   std::optional<TensorMode> tpMode;
-  /// Only plans the code generator can run (dp x 1D tp).
+  /// What the back end runs (Codegen/Target.h): why a plan cannot run, or
+  /// nothing. Unset: no candidate counts as runnable.
+  std::function<std::optional<std::string>(const ParallelPlan &)> cannotRun;
+  /// Search only plans the back end runs.
   bool runnableOnly = false;
   /// When set, 1D tensor-parallel layouts are these (one per graph node,
   /// for the given data-parallel and tensor degrees) instead of the exact
@@ -67,6 +67,8 @@ struct PlanCandidate {
   std::shared_ptr<const SearchResult> layout;
 
   std::string label() const;
+  /// The plan object of this candidate (per-op layouts excluded).
+  ParallelPlan toPlan(bool train) const;
 };
 
 struct Plan {
@@ -82,9 +84,9 @@ llvm::Expected<Plan> makePlan(const PlanGraph &graph,
                               const ClusterSpec &cluster,
                               const PlanOptions &options);
 
-/// Mesh rank layout: ranks are row-major over (pp, dp, sp, tensor axes), the
-/// tensor axes fastest. True if a group of `size` ranks `stride` apart spans
-/// more than one node.
+/// Ranks are row-major over the mesh axes in kAxisRoles order (Sharding.h):
+/// (pp, dp, sp, tensor axes), the tensor axes fastest. True if a group of
+/// `size` ranks `stride` apart spans more than one node.
 bool groupCrossesNodes(int64_t stride, int64_t size,
                        const ClusterSpec &cluster);
 

@@ -17,7 +17,7 @@
 #ifndef PCC_PLAN_SHARDINGSEARCH_H
 #define PCC_PLAN_SHARDINGSEARCH_H
 
-#include "pcc/Partition/ShardingRules.h"
+#include "pcc/Sharding/ShardingRules.h"
 #include "pcc/Plan/CostModel.h"
 #include "pcc/Plan/PlanGraph.h"
 
@@ -80,9 +80,9 @@ SearchResult searchTensorParallel(const PlanGraph &graph,
                                   const SearchInput &input);
 
 /// Time and collectives of turning layout `from` into `to` for a tensor of
-/// `bytes` (whole) on a one-axis mesh of `degree` devices.
+/// `bytes` (whole) on `mesh`: the steps of planReshard, priced one by one.
 double reshardTime(const TensorSharding &from, const TensorSharding &to,
-                   double bytes, int64_t degree, bool crossNode,
+                   double bytes, const Mesh &mesh, bool crossNode,
                    const CostModel &cost,
                    llvm::SmallVectorImpl<PlannedCollective> *out = nullptr);
 

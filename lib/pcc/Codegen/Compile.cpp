@@ -8,10 +8,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "pcc/Codegen/Compile.h"
+#include "pcc/Sharding/ParallelPlan.h"
 
 #include "pcc/Codegen/CppEmitter.h"
 #include "pcc/Config.h"
-#include "pcc/Import/WeightReader.h"
 #include "pcc/Support/OutputFiles.h"
 #include "pccrt/ShardLayout.h"
 #include "pccrt/WeightsFile.h"
@@ -92,7 +92,7 @@ uint64_t mixFingerprint(uint64_t h, int64_t offset, StringRef bytes) {
 /// generated source and every weight byte; returns it.
 FailureOr<uint64_t> writeWeights(Location loc, StringRef path,
                                  const EmittedModel &model,
-                                 StringRef modelPath) {
+                                 const CompileOptions &options) {
   std::error_code ec;
   llvm::raw_fd_ostream os(path, ec);
   if (ec)
@@ -101,17 +101,14 @@ FailureOr<uint64_t> writeWeights(Location loc, StringRef path,
   uint64_t fingerprint = 0;
   for (const EmittedSource &unit : model.sources)
     fingerprint = mixFingerprint(fingerprint, 0, unit.text);
-  std::unique_ptr<WeightReader> reader;
   int64_t at = 0;
   for (const WeightsEntry &e : model.weights) {
     std::string bytes, error;
     if (!e.weightName.empty()) {
-      if (!reader) {
-        reader = WeightReader::open(modelPath, error);
-        if (!reader)
-          return emitError(loc) << error;
-      }
-      if (!reader->read(e.weightName, bytes, error))
+      if (!options.readWeight)
+        return emitError(loc) << "no weights to read '" << e.weightName
+                              << "' from";
+      if (!options.readWeight(e.weightName, bytes, error))
         return emitError(loc) << error;
     } else {
       bytes = constantBytes(e.constant);
@@ -143,15 +140,24 @@ FailureOr<uint64_t> writeWeights(Location loc, StringRef path,
   return fingerprint;
 }
 
-std::string planJson(const CompileOptions &options, const EmittedModel &m) {
+/// plan.json: the module's plan (one device when it has none) and what the
+/// code generator made of it.
+std::string planJson(ModuleOp module, const CompileOptions &options,
+                     const EmittedModel &m) {
+  ParallelPlan plan =
+      readPlan(module).value_or(ParallelPlan::withDegrees(1, 1, 1, 1));
   std::string s;
   llvm::raw_string_ostream os(s);
   os << "{\n  \"schema\": \"pcc-plan/1\",\n  \"model\": \""
      << llvm::sys::path::filename(options.modelPath) << "\",\n"
      << "  \"devices\": " << options.devices << ",\n"
-     << "  \"mesh\": {\"dp\": " << options.dp << ", \"pp\": 1, \"tp\": "
-     << options.tp << ", \"tp_mode\": \"" << (options.tp > 1 ? "1d" : "none")
-     << "\", \"sp\": 1},\n"
+     << "  \"mesh\": {\"dp\": " << plan.degree("dp") << ", \"pp\": "
+     << plan.degree("pp") << ", \"tp\": " << plan.degree("tp")
+     << ", \"tp_mode\": \""
+     << (plan.degree("tp") > 1 ? tensorModeName(plan.tensorMode) : "none")
+     << "\", \"sp\": " << plan.degree("sp") << ", \"tp_layout\": \""
+     << (plan.tensorLayouts == TensorLayouts::Planned ? "planned" : "megatron")
+     << "\", \"microbatches\": " << plan.microbatches << "},\n"
      << "  \"collectives\": {\"all_reduce\": " << m.allReduces
      << ", \"all_gather\": " << m.allGathers << ", \"reduce_scatter\": "
      << m.reduceScatters << ", \"all_slice\": " << m.allSlices
@@ -299,7 +305,7 @@ LogicalResult compileToExecutable(ModuleOp module,
   auto in = [&](StringRef name) { return staged->file(name); };
 
   auto fingerprint =
-      writeWeights(loc, in("weights.bin"), *emitted, options.modelPath);
+      writeWeights(loc, in("weights.bin"), *emitted, options);
   if (failed(fingerprint))
     return failure();
   std::string fingerprintLine;
@@ -310,7 +316,7 @@ LogicalResult compileToExecutable(ModuleOp module,
     if (failed(writeFile(loc, in(unit.name),
                          (i == 0 ? fingerprintLine : "") + unit.text)))
       return failure();
-  if (failed(writeFile(loc, in("plan.json"), planJson(options, *emitted))))
+  if (failed(writeFile(loc, in("plan.json"), planJson(module, options, *emitted))))
     return failure();
   auto t1 = std::chrono::steady_clock::now();
   if (failed(buildExecutable(loc, *staged, emitted->sources, options)))

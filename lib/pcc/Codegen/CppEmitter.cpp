@@ -15,10 +15,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "pcc/Codegen/CppEmitter.h"
+#include "pcc/Dialect/PCC/IR/TensorUtils.h"
 
 #include "pcc/Codegen/MemoryPlan.h"
 #include "pcc/Dialect/PCC/IR/PCCOps.h"
-#include "pcc/Partition/Sharding.h"
+#include "pcc/Sharding/Sharding.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
@@ -35,15 +36,6 @@ using namespace mlir;
 
 namespace pcc {
 namespace {
-
-RankedTensorType typeOf(Value v) {
-  return cast<RankedTensorType>(v.getType());
-}
-
-int64_t product(ArrayRef<int64_t> dims) {
-  return std::accumulate(dims.begin(), dims.end(), int64_t(1),
-                         std::multiplies<int64_t>());
-}
 
 SmallVector<int64_t> stridesOf(ArrayRef<int64_t> shape) {
   SmallVector<int64_t> s(shape.size(), 1);
@@ -66,15 +58,6 @@ std::string cppType(Type t) {
       return (it.isUnsigned() ? "uint" : "int") + std::to_string(w) + "_t";
   }
   return "";
-}
-
-int64_t elementBytes(Type t) {
-  return t.isInteger(1) ? 1 : (t.getIntOrFloatBitWidth() + 7) / 8;
-}
-
-int64_t tensorBytes(Value v) {
-  auto t = typeOf(v);
-  return t.getNumElements() * elementBytes(t.getElementType());
 }
 
 int onnxCode(Type t) {
@@ -382,8 +365,8 @@ LogicalResult Emitter::analyze() {
     int64_t bytes = 0;
     if (auto conv = dyn_cast<ConvOp>(op)) {
       auto w = typeOf(conv.getFilter()), y = typeOf(conv.getResult());
-      bytes = product(w.getShape().drop_front(1)) *
-              product(y.getShape().drop_front(2)) * 4;
+      bytes = numElements(w.getShape().drop_front(1)) *
+              numElements(y.getShape().drop_front(2)) * 4;
     } else if (auto axes = op->getAttrOfType<DenseI64ArrayAttr>("axes");
                axes && op->getNumOperands() == 1) {
       // Only axis sets with gaps reduce in several passes through scratch.
@@ -532,7 +515,7 @@ LogicalResult Emitter::emitFusedLoop(Operation *root) {
   std::string indent = "    ";
   SmallVector<std::string> leafIdx;
   if (flat || rank == 0) {
-    os << indent << "for (int64_t i = 0; i < " << product(shape)
+    os << indent << "for (int64_t i = 0; i < " << numElements(shape)
        << "; ++i) {\n";
     for (Value v : leaves)
       leafIdx.push_back(typeOf(v).getShape() == shape ? "i" : "0");
@@ -617,7 +600,7 @@ LogicalResult Emitter::emitKernel(Operation *op) {
     int64_t outBatch = typeOf(mm.getResult()).getNumElements() / std::max<int64_t>(m * n, 1);
     if (m * n == 0)
       return success();
-    if (product(rb) == 1 && product(lb) == outBatch) {
+    if (numElements(rb) == 1 && numElements(lb) == outBatch) {
       os << "  gemmF32(false, false, " << outBatch * m << ", " << n << ", "
          << k << ", 1.0f, " << ptr(mm.getLhs()) << ", " << k << ", "
          << ptr(mm.getRhs()) << ", " << n << ", 0.0f, " << out() << ", " << n
@@ -738,7 +721,7 @@ LogicalResult Emitter::emitKernel(Operation *op) {
     auto x = typeOf(gap.getInput());
     os << "  globalAvgPoolF32(" << ptr(gap.getInput()) << ", " << out() << ", "
        << x.getDimSize(0) * x.getDimSize(1) << ", "
-       << product(x.getShape().drop_front(2)) << ");\n";
+       << numElements(x.getShape().drop_front(2)) << ");\n";
     return success();
   }
   if (isa<SoftmaxOp, LogSoftmaxOp>(op)) {
@@ -746,14 +729,14 @@ LogicalResult Emitter::emitKernel(Operation *op) {
     ArrayRef<int64_t> s = typeOf(in).getShape();
     int64_t a = op->getAttrOfType<IntegerAttr>("axis").getInt();
     os << "  softmax<" << elemType(in) << ">(" << ptr(in) << ", " << out()
-       << ", " << product(s.take_front(a)) << ", " << s[a] << ", "
-       << product(s.drop_front(a + 1)) << ", "
+       << ", " << numElements(s.take_front(a)) << ", " << s[a] << ", "
+       << numElements(s.drop_front(a + 1)) << ", "
        << (isa<LogSoftmaxOp>(op) ? "true" : "false") << ");\n";
     return success();
   }
   if (auto ln = dyn_cast<LayerNormOp>(op)) {
     ArrayRef<int64_t> s = typeOf(ln.getInput()).getShape();
-    int64_t n = product(s.drop_front(ln.getAxis()));
+    int64_t n = numElements(s.drop_front(ln.getAxis()));
     int64_t sn = typeOf(ln.getScale()).getNumElements();
     int64_t bn = ln.getBias() ? typeOf(ln.getBias()).getNumElements() : 1;
     if ((sn != n && sn != 1) || (bn != n && bn != 1))
@@ -762,7 +745,7 @@ LogicalResult Emitter::emitKernel(Operation *op) {
     os << "  layerNorm<" << elemType(ln.getInput()) << ">(" << ptr(ln.getInput())
        << ", " << ptr(ln.getScale()) << ", " << sn << ", "
        << (ln.getBias() ? ptr(ln.getBias()) : "nullptr") << ", " << bn << ", "
-       << out() << ", " << product(s.take_front(ln.getAxis())) << ", " << n
+       << out() << ", " << numElements(s.take_front(ln.getAxis())) << ", " << n
        << ", " << floatLiteral(ln.getEpsilon().convertToDouble(), Float32Type::get(op->getContext())) << ");\n";
     return success();
   }
@@ -771,7 +754,7 @@ LogicalResult Emitter::emitKernel(Operation *op) {
     os << "  batchNorm<" << elemType(bn.getInput()) << ">(" << ptr(bn.getInput())
        << ", " << ptr(bn.getScale()) << ", " << ptr(bn.getBias()) << ", "
        << ptr(bn.getMean()) << ", " << ptr(bn.getVariance()) << ", " << out()
-       << ", " << s[0] << ", " << s[1] << ", " << product(s.drop_front(2))
+       << ", " << s[0] << ", " << s[1] << ", " << numElements(s.drop_front(2))
        << ", " << floatLiteral(bn.getEpsilon().convertToDouble(), Float32Type::get(op->getContext())) << ");\n";
     return success();
   }
@@ -803,9 +786,9 @@ LogicalResult Emitter::emitKernel(Operation *op) {
     int64_t half = tensorBytes(in);
     for (size_t bi = blocks.size(); bi-- > 0;) {
       auto [lo, hi] = blocks[bi];
-      int64_t outer = product(ArrayRef(shape).take_front(lo));
-      int64_t n = product(ArrayRef(shape).slice(lo, hi - lo));
-      int64_t inner = product(ArrayRef(shape).drop_front(hi));
+      int64_t outer = numElements(ArrayRef(shape).take_front(lo));
+      int64_t n = numElements(ArrayRef(shape).slice(lo, hi - lo));
+      int64_t inner = numElements(ArrayRef(shape).drop_front(hi));
       std::string dst;
       if (bi == 0) {
         dst = out();
@@ -827,8 +810,8 @@ LogicalResult Emitter::emitKernel(Operation *op) {
     ArrayRef<int64_t> s = typeOf(in).getShape();
     int64_t a = op->getAttrOfType<IntegerAttr>("axis").getInt();
     os << "  argReduce<" << elemType(in) << ">(" << (isa<ArgMaxOp>(op) ? "true" : "false")
-       << ", " << ptr(in) << ", " << out() << ", " << product(s.take_front(a))
-       << ", " << s[a] << ", " << product(s.drop_front(a + 1)) << ");\n";
+       << ", " << ptr(in) << ", " << out() << ", " << numElements(s.take_front(a))
+       << ", " << s[a] << ", " << numElements(s.drop_front(a + 1)) << ");\n";
     return success();
   }
   if (isa<GatherOp, ShardGatherOp>(op)) {
@@ -839,9 +822,9 @@ LogicalResult Emitter::emitKernel(Operation *op) {
     os << "  if (!gather(" << elementBytes(typeOf(table).getElementType())
        << ", reinterpret_cast<const char *>(" << ptr(table) << "), "
        << ptr(indices) << ", reinterpret_cast<char *>(" << out() << "), "
-       << product(s.take_front(a)) << ", " << s[a] << ", "
+       << numElements(s.take_front(a)) << ", " << s[a] << ", "
        << typeOf(indices).getNumElements() << ", "
-       << product(s.drop_front(a + 1));
+       << numElements(s.drop_front(a + 1));
     // This device's block of a table split along the axis.
     if (auto sg = dyn_cast<ShardGatherOp>(op)) {
       int group = groupOf(sg.getGridAxes());
@@ -865,7 +848,7 @@ LogicalResult Emitter::emitKernel(Operation *op) {
     auto split = [&](Value v, StringRef axisName) {
       ArrayRef<int64_t> s = typeOf(v).getShape();
       int64_t a = op->getAttrOfType<IntegerAttr>(axisName).getInt();
-      return std::make_pair(product(s.take_front(a)), product(s.drop_front(a)));
+      return std::make_pair(numElements(s.take_front(a)), numElements(s.drop_front(a)));
     };
     int64_t bytes = tensorBytes(in);
     if (!isa<shard::AllSliceOp>(op))
@@ -930,7 +913,7 @@ LogicalResult Emitter::emitKernel(Operation *op) {
        << "};\n  concat(" << elementBytes(typeOf(c.getResult()).getElementType())
        << ", " << sizes.size() << ", parts" << id << ", sizes" << id
        << ", reinterpret_cast<char *>(" << out() << "), "
-       << product(s.take_front(a)) << ", " << product(s.drop_front(a + 1))
+       << numElements(s.take_front(a)) << ", " << numElements(s.drop_front(a + 1))
        << ");\n";
     return success();
   }
@@ -946,14 +929,14 @@ LogicalResult Emitter::emitKernel(Operation *op) {
        << elementBytes(typeOf(sp.getInput()).getElementType())
        << ", reinterpret_cast<const char *>(" << ptr(sp.getInput()) << "), "
        << sp.getNumResults() << ", parts" << id << ", sizes" << id << ", "
-       << product(s.take_front(a)) << ", " << product(s.drop_front(a + 1))
+       << numElements(s.take_front(a)) << ", " << numElements(s.drop_front(a + 1))
        << ");\n";
     return success();
   }
   if (auto tr = dyn_cast<TriluOp>(op)) {
     ArrayRef<int64_t> s = typeOf(tr.getInput()).getShape();
     os << "  trilu<" << elemType(tr.getInput()) << ">(" << ptr(tr.getInput())
-       << ", " << out() << ", " << product(s.drop_back(2)) << ", "
+       << ", " << out() << ", " << numElements(s.drop_back(2)) << ", "
        << s[s.size() - 2] << ", " << s.back() << ", "
        << (tr.getUpper() ? "true" : "false") << ", " << tr.getK() << ");\n";
     return success();

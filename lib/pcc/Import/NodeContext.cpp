@@ -1,6 +1,7 @@
 //===- NodeContext.cpp - helpers for ONNX op converters -------------------===//
 
 #include "ImportContext.h"
+#include "pcc/Dialect/PCC/IR/TensorUtils.h"
 
 #include "mlir/IR/Matchers.h"
 
@@ -145,7 +146,7 @@ FailureOr<int64_t> normalizeAxis(const NodeContext &c, int64_t axis,
                                  int64_t rank) {
   if (axis < -rank || axis >= rank)
     return c.error() << "axis " << axis << " out of range for rank " << rank;
-  return axis < 0 ? axis + rank : axis;
+  return pcc::normalizeAxis(axis, rank);
 }
 
 } // namespace pcc::import

@@ -13,8 +13,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "pcc/Dialect/PCC/IR/PCCOps.h"
+#include "pcc/Dialect/PCC/IR/TensorUtils.h"
 #include "pcc/Partition/Passes.h"
-#include "pcc/Partition/ShardingRules.h"
+#include "pcc/Sharding/Reshard.h"
+#include "pcc/Sharding/ShardingRules.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
@@ -31,10 +33,6 @@ namespace pcc {
 
 namespace {
 
-RankedTensorType typeOf(Value v) {
-  return cast<RankedTensorType>(v.getType());
-}
-
 SmallVector<int16_t> gridAxes(ArrayRef<int64_t> axes) {
   return SmallVector<int16_t>(axes.begin(), axes.end());
 }
@@ -49,7 +47,7 @@ private:
   LogicalResult partitionOp(Operation *op);
   FailureOr<Value> operandFor(Value global, const TensorSharding &required,
                               Location loc);
-  Value reshard(Location loc, Value v, TensorSharding from,
+  Value reshard(Location loc, Value v, const TensorSharding &from,
                 const TensorSharding &to);
   Value reshape(Location loc, Value v, ArrayRef<int64_t> shape);
   /// Runs `collective` on dim `d` of local `v` viewed as [groups, rest]
@@ -58,10 +56,6 @@ private:
   Value alongDim(Location loc, Value v, int64_t d, int64_t groups,
                  int64_t mul, int64_t div,
                  function_ref<Value(Value, RankedTensorType, int64_t)> collective);
-  Value gatherDim(Location loc, Value v, int64_t d, ArrayRef<int64_t> axes,
-                  int64_t groups);
-  Value sliceDim(Location loc, Value v, int64_t d, ArrayRef<int64_t> axes,
-                 int64_t groups);
   Operation *buildLocal(Operation *op, ValueRange operands,
                         const OpSharding &s);
 
@@ -101,85 +95,40 @@ Value Partitioner::alongDim(
   return reshape(loc, out, shape);
 }
 
-Value Partitioner::gatherDim(Location loc, Value v, int64_t d,
-                             ArrayRef<int64_t> axes, int64_t groups) {
-  return alongDim(loc, v, d, groups, mesh.size(axes), 1,
-                  [&](Value in, RankedTensorType type, int64_t at) -> Value {
-                    return shard::AllGatherOp::create(
-                        b, loc, type, mesh.name, gridAxes(axes), in,
-                        APInt(64, at));
-                  });
-}
-
-Value Partitioner::sliceDim(Location loc, Value v, int64_t d,
-                            ArrayRef<int64_t> axes, int64_t groups) {
-  return alongDim(loc, v, d, groups, 1, mesh.size(axes),
-                  [&](Value in, RankedTensorType type, int64_t at) -> Value {
-                    return shard::AllSliceOp::create(b, loc, type, in,
-                                                     mesh.name,
-                                                     gridAxes(axes), at);
-                  });
-}
-
-/// Reshards in three steps: sum partial axes (into a split when the target
-/// splits a whole dimension over exactly those axes: reduce_scatter), undo
-/// the splits the target does not share (all_gather of the trailing axes
-/// that differ), then make the target's new splits (all_slice).
-Value Partitioner::reshard(Location loc, Value v, TensorSharding from,
+/// Emits the steps of planReshard (Reshard.h) as shard collectives: the
+/// planner prices exactly these.
+Value Partitioner::reshard(Location loc, Value v, const TensorSharding &from,
                            const TensorSharding &to) {
-  if (from == to)
-    return v;
-  SmallVector<int64_t> sum;
-  for (int64_t a : from.partial)
-    if (!llvm::is_contained(to.partial, a))
-      sum.push_back(a);
-  if (!sum.empty()) {
-    std::optional<int64_t> scatterDim;
-    for (auto [d, f, t] : llvm::enumerate(from.dims, to.dims))
-      if (!f.isSplit() && t.isSplit() && t.axes.size() == sum.size() &&
-          llvm::all_of(t.axes,
-                       [&](int64_t a) { return llvm::is_contained(sum, a); }))
-        scatterDim = d;
-    if (scatterDim) {
-      int64_t d = *scatterDim;
-      const DimSharding &t = to.dims[d];
-      v = alongDim(loc, v, d, t.groups, 1, mesh.size(t.axes),
+  for (const ReshardStep &step : planReshard(from, to)) {
+    int64_t n = mesh.size(step.axes);
+    auto axes = gridAxes(step.axes);
+    switch (step.kind) {
+    case ReshardKind::AllReduce:
+      v = shard::AllReduceOp::create(b, loc, v.getType(), mesh.name, axes, v);
+      break;
+    case ReshardKind::ReduceScatter:
+      v = alongDim(loc, v, step.dim, step.groups, 1, n,
                    [&](Value in, RankedTensorType type, int64_t at) -> Value {
                      return shard::ReduceScatterOp::create(
-                         b, loc, type, mesh.name, gridAxes(t.axes), in,
+                         b, loc, type, mesh.name, axes, in,
                          shard::ReductionKind::Sum, APInt(64, at));
                    });
-      from.dims[d] = t;
-    } else {
-      v = shard::AllReduceOp::create(b, loc, v.getType(), mesh.name,
-                                     gridAxes(sum), v);
+      break;
+    case ReshardKind::AllGather:
+      v = alongDim(loc, v, step.dim, step.groups, n, 1,
+                   [&](Value in, RankedTensorType type, int64_t at) -> Value {
+                     return shard::AllGatherOp::create(
+                         b, loc, type, mesh.name, axes, in, APInt(64, at));
+                   });
+      break;
+    case ReshardKind::AllSlice:
+      v = alongDim(loc, v, step.dim, step.groups, 1, n,
+                   [&](Value in, RankedTensorType type, int64_t at) -> Value {
+                     return shard::AllSliceOp::create(b, loc, type, in,
+                                                      mesh.name, axes, at);
+                   });
+      break;
     }
-    from.partial.assign(to.partial.begin(), to.partial.end());
-  }
-  SmallVector<size_t> keep(from.dims.size(), 0);
-  for (auto [d, f, t] : llvm::enumerate(from.dims, to.dims)) {
-    if (f == t) {
-      keep[d] = f.axes.size();
-      continue;
-    }
-    size_t common = 0;
-    if (f.groups == t.groups)
-      while (common < f.axes.size() && common < t.axes.size() &&
-             f.axes[common] == t.axes[common])
-        ++common;
-    keep[d] = common;
-    if (common < f.axes.size()) {
-      ArrayRef<int64_t> undo = ArrayRef<int64_t>(f.axes).drop_front(common);
-      // Gathering the minor axes of a split keeps the major ones: within
-      // each group the blocks of the remaining axes are contiguous.
-      v = gatherDim(loc, v, d, undo, f.groups);
-    }
-  }
-  for (auto [d, f, t] : llvm::enumerate(from.dims, to.dims)) {
-    if (f == t || keep[d] >= t.axes.size())
-      continue;
-    ArrayRef<int64_t> add = ArrayRef<int64_t>(t.axes).drop_front(keep[d]);
-    v = sliceDim(loc, v, d, add, t.groups);
   }
   return v;
 }
@@ -237,7 +186,7 @@ Operation *Partitioner::buildLocal(Operation *op, ValueRange operands,
 
   if (auto g = dyn_cast<GatherOp>(op)) {
     int64_t rank = typeOf(g.getInput()).getRank();
-    int64_t axis = g.getAxis() < 0 ? g.getAxis() + rank : g.getAxis();
+    int64_t axis = normalizeAxis(g.getAxis(), rank);
     const DimSharding &table = s.operands[0].dims[axis];
     if (table.isSplit())
       return ShardGatherOp::create(
@@ -270,7 +219,7 @@ Operation *Partitioner::buildLocal(Operation *op, ValueRange operands,
   }
   if (auto sp = dyn_cast<SplitOp>(op)) {
     int64_t rank = local(0).getRank();
-    int64_t axis = sp.getAxis() < 0 ? sp.getAxis() + rank : sp.getAxis();
+    int64_t axis = normalizeAxis(sp.getAxis(), rank);
     SmallVector<int64_t> sizes;
     for (unsigned i = 0; i < types.size(); ++i)
       sizes.push_back(local(i).getDimSize(axis));

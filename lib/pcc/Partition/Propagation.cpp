@@ -9,7 +9,7 @@
 
 #include "pcc/Dialect/PCC/IR/PCCOps.h"
 #include "pcc/Partition/Passes.h"
-#include "pcc/Partition/ShardingRules.h"
+#include "pcc/Sharding/ShardingRules.h"
 
 #include "llvm/ADT/DenseMap.h"
 

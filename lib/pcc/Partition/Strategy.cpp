@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "pcc/Dialect/PCC/IR/PCCOps.h"
+#include "pcc/Dialect/PCC/IR/TensorUtils.h"
 #include "pcc/Partition/Passes.h"
 #include "pcc/Partition/Propagation.h"
 #include "pcc/Partition/Strategy.h"
@@ -21,14 +22,10 @@ using namespace mlir;
 
 namespace pcc {
 
-#define GEN_PASS_DEF_APPLYSTRATEGY
+#define GEN_PASS_DEF_APPLYPLAN
 #include "pcc/Partition/Passes.h.inc"
 
 namespace {
-
-ArrayRef<int64_t> shapeOf(Value v) {
-  return cast<RankedTensorType>(v.getType()).getShape();
-}
 
 /// Number of equal pieces the last axis of `v` is later cut into (a fused
 /// Q|K|V projection is split in 3, by a split or by slices), looking through
@@ -41,7 +38,7 @@ int64_t fusedGroups(Value v) {
     bool slices = !v.use_empty();
     for (Operation *user : v.getUsers()) {
       if (auto sp = dyn_cast<SplitOp>(user)) {
-        int64_t axis = sp.getAxis() < 0 ? sp.getAxis() + rank : sp.getAxis();
+        int64_t axis = normalizeAxis(sp.getAxis(), rank);
         if (axis == rank - 1 && llvm::all_equal(sp.getSizes()))
           return sp.getSizes().size();
       }
@@ -79,7 +76,7 @@ struct MegatronHook {
     } else if (auto g = dyn_cast<GatherOp>(op)) {
       // Vocabulary-parallel embedding: each device holds a block of rows.
       int64_t rank = shapeOf(g.getInput()).size();
-      int64_t axis = g.getAxis() < 0 ? g.getAxis() + rank : g.getAxis();
+      int64_t axis = normalizeAxis(g.getAxis(), rank);
       if (axis == 0 && g.getInput().getDefiningOp<WeightOp>() &&
           in[0].isReplicated() && !in[1].usesAxis(tp) &&
           shapeOf(g.getInput())[0] % n == 0) {
@@ -150,20 +147,6 @@ struct PlannedHook {
   }
 };
 
-/// The grid of a dp x tp strategy: one axis per degree above 1.
-Mesh strategyMesh(int64_t dp, int64_t tp) {
-  Mesh mesh;
-  if (dp > 1 || tp == 1) {
-    mesh.shape.push_back(dp);
-    mesh.axisNames.push_back("dp");
-  }
-  if (tp > 1) {
-    mesh.shape.push_back(tp);
-    mesh.axisNames.push_back("tp");
-  }
-  return mesh;
-}
-
 /// Splits every input whose leading dimension is the batch (that of the
 /// first input with one) over the dp axis.
 LogicalResult splitBatch(func::FuncOp fn, const Mesh &mesh, int64_t dp) {
@@ -214,35 +197,29 @@ LogicalResult shardByStrategy(func::FuncOp fn, const Mesh &mesh, int64_t dp,
   return success();
 }
 
-struct ApplyStrategyPass : impl::ApplyStrategyBase<ApplyStrategyPass> {
-  using ApplyStrategyBase::ApplyStrategyBase;
-
+struct ApplyPlanPass : impl::ApplyPlanBase<ApplyPlanPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    int64_t dp = this->dp, tp = this->tp;
-    if (dp < 1 || tp < 1) {
-      module.emitError() << "parallel degrees must be at least 1 (dp " << dp
-                         << ", tp " << tp << ")";
+    std::optional<ParallelPlan> plan = readPlan(module);
+    if (!plan) {
+      module.emitError() << "module has no plan (" << kPlanAttr
+                         << " = #pcc.plan<...>)";
       return signalPassFailure();
     }
-    if (tpLayout != "megatron" && tpLayout != "planned") {
-      module.emitError() << "unknown tp-layout '" << tpLayout
-                         << "' (megatron or planned)";
+    if (auto why = whyPlanCannotBeApplied(*plan)) {
+      module.emitError() << "plan " << plan->describe()
+                         << " cannot run yet: " << *why;
       return signalPassFailure();
     }
-    if (tpMode != "1d") {
-      module.emitError() << "tensor-parallel mode '" << tpMode
-                         << "' cannot run yet (only 1d: Megatron)";
-      return signalPassFailure();
-    }
-    Mesh mesh = strategyMesh(dp, tp);
-    writeMesh(module, mesh);
     auto fn = module.lookupSymbol<func::FuncOp>("main");
     if (!fn) {
       module.emitError("module has no func.func @main");
       return signalPassFailure();
     }
-    if (failed(shardByStrategy(fn, mesh, dp, tp, tpLayout == "planned")))
+    writeMesh(module, plan->mesh);
+    if (failed(shardByStrategy(fn, plan->mesh, plan->degree("dp"),
+                               plan->degree("tp"),
+                               plan->tensorLayouts == TensorLayouts::Planned)))
       return signalPassFailure();
   }
 };
@@ -265,9 +242,24 @@ TensorSharding onTensorAxis(TensorSharding s, int64_t dpAxis, int64_t tpAxis) {
 
 } // namespace
 
+std::optional<std::string> whyPlanCannotBeApplied(const ParallelPlan &plan) {
+  for (auto [role, size] : llvm::zip(plan.mesh.axisNames, plan.mesh.shape))
+    if (size > 1 && role != "dp" && role != "tp")
+      return (role == "pp" ? "pipeline stages (pp) are planned by `pcc plan` "
+                             "but not partitioned"
+                           : "sequence splits (sp) are planned by `pcc plan` "
+                             "but not partitioned")
+                 + std::string(" (only dp and 1d tp run)");
+  if (plan.degree("tp") > 1 && plan.tensorMode != TensorMode::OneD)
+    return "tensor mode " + tensorModeName(plan.tensorMode).str() +
+           " is planned by `pcc plan` but not partitioned (only 1d, "
+           "Megatron, runs)";
+  return std::nullopt;
+}
+
 llvm::DenseMap<Operation *, OpSharding>
 megatronShardings(func::FuncOp fn, int64_t dp, int64_t tp) {
-  Mesh mesh = strategyMesh(dp, tp);
+  Mesh mesh = meshForDegrees({{"dp", dp}, {"tp", tp}});
   int64_t dpAxis = dp > 1 ? mesh.axisNamed("dp") : -1;
   int64_t tpAxis = mesh.axisNamed("tp");
   // Propagation annotates the IR: work on a copy.

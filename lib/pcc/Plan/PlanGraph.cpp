@@ -1,9 +1,10 @@
 //===- PlanGraph.cpp - compute nodes, work per op, repeated blocks --------===//
 
 #include "pcc/Plan/PlanGraph.h"
+#include "pcc/Dialect/PCC/IR/TensorUtils.h"
 
 #include "pcc/Dialect/PCC/IR/PCCOps.h"
-#include "pcc/Partition/ShardingRules.h"
+#include "pcc/Sharding/ShardingRules.h"
 
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/DenseMap.h"
@@ -14,25 +15,6 @@ using namespace mlir;
 namespace pcc {
 
 namespace {
-
-double product(ArrayRef<int64_t> shape) {
-  double n = 1;
-  for (int64_t d : shape)
-    n *= double(d);
-  return n;
-}
-
-int64_t bytesOf(Type element) {
-  if (auto f = dyn_cast<FloatType>(element))
-    return f.getWidth() / 8;
-  if (element.isIntOrIndex())
-    return std::max<int64_t>(1, element.getIntOrFloatBitWidth() / 8);
-  return 4;
-}
-
-Type elementOf(Value v) {
-  return cast<ShapedType>(v.getType()).getElementType();
-}
 
 /// Arithmetic per output element of ops that are not contractions:
 /// transcendental activations and normalisations cost a few operations.
@@ -152,15 +134,6 @@ void markBatchDims(PlanGraph &g) {
 
 } // namespace
 
-double shapeBytes(ArrayRef<int64_t> shape, Type element) {
-  return product(shape) * bytesOf(element);
-}
-
-double tensorBytes(Value v) {
-  auto t = cast<RankedTensorType>(v.getType());
-  return shapeBytes(t.getShape(), t.getElementType());
-}
-
 int PlanGraph::representative(int i) const {
   if (!block.present() || i < block.begin || i >= block.end())
     return i;
@@ -177,13 +150,13 @@ OpWork opWork(Operation *op, ArrayRef<SmallVector<int64_t>> operandShapes,
        llvm::enumerate(op->getOperands(), operandShapes)) {
     if (fusion && k < fusion->fusedOperands.size() && fusion->fusedOperands[k])
       continue;
-    double bytes = shapeBytes(shape, elementOf(v));
+    double bytes = shapeBytes(shape, elementTypeOf(v));
     w.bytes += v.getDefiningOp<WeightOp>() ? bytes : bytes * activationScale;
   }
   if (!(fusion && fusion->fusedResult))
     for (auto [v, shape] : llvm::zip(op->getResults(), resultShapes))
-      w.bytes += shapeBytes(shape, elementOf(v)) * activationScale;
-  double out = resultShapes.empty() ? 0 : product(resultShapes.front());
+      w.bytes += shapeBytes(shape, elementTypeOf(v)) * activationScale;
+  double out = resultShapes.empty() ? 0 : double(numElements(resultShapes.front()));
   if (isa<MatMulOp>(op)) {
     ArrayRef<int64_t> lhs = operandShapes[0], rhs = operandShapes[1];
     ArrayRef<int64_t> res = resultShapes.front();
@@ -206,7 +179,7 @@ OpWork opWork(Operation *op, ArrayRef<SmallVector<int64_t>> operandShapes,
         std::min({double(res[0]) * activationScale, double(res[1]), k});
   } else if (isa<ConvOp>(op)) {
     ArrayRef<int64_t> weight = operandShapes[1];
-    w.flops = 2 * out * product(weight.drop_front());
+    w.flops = 2 * out * double(numElements(weight.drop_front()));
   } else if (isa<TransposeOp, ExpandOp, ConcatOp, SplitOp, SliceOp, GatherOp,
                  ShardGatherOp, CastOp>(op)) {
     w.flops = 0;
@@ -251,7 +224,7 @@ PlanGraph buildPlanGraph(func::FuncOp fn) {
     node.activationMatmul = contraction && activationOperands;
     if (contraction && !dtypeSet) {
       Type e = cast<ShapedType>(op.getResult(0).getType()).getElementType();
-      g.elementBytes = bytesOf(e);
+      g.elementBytes = elementBytes(e);
       g.dtype = e.isBF16() ? "bf16" : e.isF16() ? "fp16" : "fp32";
       dtypeSet = true;
     }

@@ -277,34 +277,22 @@ double blockBoundaryBytes(const PlanGraph &g, const SearchResult &layout) {
 
 } // namespace
 
-StringRef tensorModeName(TensorMode mode) {
-  switch (mode) {
-  case TensorMode::OneD:
-    return "1d";
-  case TensorMode::TwoD:
-    return "2d";
-  case TensorMode::TwoPointFiveD:
-    return "2.5d";
-  case TensorMode::ThreeD:
-    return "3d";
-  }
-  return "?";
-}
-
-std::optional<TensorMode> parseTensorMode(StringRef name) {
-  for (TensorMode m : {TensorMode::OneD, TensorMode::TwoD,
-                       TensorMode::TwoPointFiveD, TensorMode::ThreeD})
-    if (tensorModeName(m) == name)
-      return m;
-  return std::nullopt;
-}
-
 bool groupCrossesNodes(int64_t stride, int64_t size,
                        const ClusterSpec &cluster) {
   if (size <= 1)
     return false;
   int64_t span = stride * size;
   return span > cluster.devicesPerNode || cluster.devicesPerNode % span != 0;
+}
+
+ParallelPlan PlanCandidate::toPlan(bool train) const {
+  ParallelPlan p = ParallelPlan::withDegrees(pp, dp, sp, tp);
+  p.tensorMode = mode;
+  p.tensorLayouts = TensorLayouts::Planned;
+  p.microbatches = microbatches;
+  p.train = train;
+  p.recompute = recompute;
+  return p;
 }
 
 std::string PlanCandidate::label() const {
@@ -356,12 +344,25 @@ llvm::Expected<Plan> makePlan(const PlanGraph &g, const ClusterSpec &cluster,
       layouts;
   std::vector<PlanCandidate> feasible, rejected;
 
-  SmallVector<TensorMode, 4> modes{TensorMode::OneD};
-  if (!opt.runnableOnly)
-    modes.append({TensorMode::TwoD, TensorMode::TwoPointFiveD,
-                  TensorMode::ThreeD});
-  if (opt.tpMode)
-    modes = {*opt.tpMode};
+  // A back end that cannot run some part of a plan is asked once per part,
+  // on a plan with only that part.
+  auto runs = [&](const ParallelPlan &p) {
+    return opt.cannotRun && !opt.cannotRun(p);
+  };
+  auto partRuns = [&](int64_t pp, int64_t sp, int64_t tp, TensorMode mode) {
+    if (!opt.runnableOnly)
+      return true;
+    ParallelPlan p = ParallelPlan::withDegrees(pp, 1, sp, tp);
+    p.tensorMode = mode;
+    p.train = opt.train;
+    return runs(p);
+  };
+  SmallVector<TensorMode, 4> modes;
+  for (TensorMode m : {TensorMode::OneD, TensorMode::TwoD,
+                       TensorMode::TwoPointFiveD, TensorMode::ThreeD})
+    if ((!opt.tpMode || *opt.tpMode == m) &&
+        (m == TensorMode::OneD || partRuns(1, 1, 4, m)))
+      modes.push_back(m);
   SmallVector<bool, 2> recomputes;
   if (!opt.train)
     recomputes = {false};
@@ -470,8 +471,7 @@ llvm::Expected<Plan> makePlan(const PlanGraph &g, const ClusterSpec &cluster,
     c.depth = gridShape.second;
     c.recompute = recompute;
     c.layout = layout;
-    c.runnable = !opt.train && pp == 1 && sp == 1 &&
-                 mode == TensorMode::OneD;
+    c.runnable = runs(c.toPlan(opt.train));
 
     // Sequence parallelism: attention gathers keys and values
     // from the whole sequence (and scatters their gradients).
@@ -584,7 +584,7 @@ llvm::Expected<Plan> makePlan(const PlanGraph &g, const ClusterSpec &cluster,
   };
 
   for (int64_t pp : divisors(n)) {
-    if (!forced(opt.pp, pp) || (opt.runnableOnly && pp > 1) ||
+    if (!forced(opt.pp, pp) || !partRuns(pp, 1, 1, TensorMode::OneD) ||
         pp > int64_t(units.size()))
       continue;
     for (int64_t tg : divisors(n / pp)) {
@@ -597,7 +597,7 @@ llvm::Expected<Plan> makePlan(const PlanGraph &g, const ClusterSpec &cluster,
         if (!grid)
           continue;
         for (int64_t sp : divisors(n / (pp * tg))) {
-          if (!forced(opt.sp, sp) || (opt.runnableOnly && sp > 1) ||
+          if (!forced(opt.sp, sp) || !partRuns(1, sp, 1, TensorMode::OneD) ||
               (sp > 1 && g.sequence % sp))
             continue;
           int64_t dp = n / (pp * tg * sp);

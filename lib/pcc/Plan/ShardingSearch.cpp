@@ -2,9 +2,9 @@
 //
 // Invariants: every option of a node is what inferOpSharding returns for
 // some seed layout of its operands, so the partitioner reproduces it; an
-// edge's cost is what the partitioner's reshard (all_reduce / reduce_scatter,
-// then all_gather, then a free local slice) costs; weights, arguments and
-// constants are laid out at compile time, so reading them is free.
+// edge costs the steps of planReshard (Reshard.h), which the partitioner
+// emits as they are; weights, arguments and constants are laid out at
+// compile time, so reading them is free.
 //
 // The program: x[v][s] in {0,1} with sum_s x[v][s] = 1 per node; for each
 // edge between two nodes with several options, continuous e[a][b] >= 0 with
@@ -15,8 +15,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "pcc/Plan/ShardingSearch.h"
+#include "pcc/Dialect/PCC/IR/TensorUtils.h"
 
 #include "pcc/Dialect/PCC/IR/PCCOps.h"
+#include "pcc/Sharding/Reshard.h"
 
 #include "llvm/ADT/StringSet.h"
 
@@ -29,10 +31,6 @@ using namespace mlir;
 namespace pcc {
 
 namespace {
-
-ArrayRef<int64_t> shapeOf(Value v) {
-  return cast<RankedTensorType>(v.getType()).getShape();
-}
 
 std::string key(const OpSharding &s, const Mesh &mesh) {
   std::string k;
@@ -139,36 +137,25 @@ struct Edge {
 } // namespace
 
 double reshardTime(const TensorSharding &from, const TensorSharding &to,
-                   double bytes, int64_t degree, bool crossNode,
+                   double bytes, const Mesh &mesh, bool crossNode,
                    const CostModel &cost,
                    SmallVectorImpl<PlannedCollective> *out) {
-  if (from == to || degree <= 1)
-    return 0;
   double total = 0;
-  auto emit = [&](CollectiveKind kind) {
-    double t = cost.collectiveTime(kind, bytes, degree, crossNode);
+  for (const ReshardStep &step : planReshard(from, to)) {
+    int64_t n = mesh.size(step.axes);
+    if (step.kind == ReshardKind::AllSlice || n <= 1)
+      continue;
+    CollectiveKind kind = step.kind == ReshardKind::AllReduce
+                              ? CollectiveKind::AllReduce
+                          : step.kind == ReshardKind::ReduceScatter
+                              ? CollectiveKind::ReduceScatter
+                              : CollectiveKind::AllGather;
+    double buffer = stepBufferBytes(step, bytes, mesh);
+    double t = cost.collectiveTime(kind, buffer, n, crossNode);
     total += t;
     if (out)
-      out->push_back({kind, -1, bytes, t});
-  };
-  auto anySplit = [](const TensorSharding &s) {
-    return llvm::any_of(s.dims, [](const DimSharding &d) {
-      return d.isSplit();
-    });
-  };
-  TensorSharding cur = from;
-  if (!cur.partial.empty() && to.partial.empty()) {
-    // A partial sum that is wanted split is reduce-scattered straight into
-    // the target layout; otherwise summed everywhere.
-    if (!anySplit(cur) && anySplit(to)) {
-      emit(CollectiveKind::ReduceScatter);
-      return total;
-    }
-    emit(CollectiveKind::AllReduce);
-    cur.partial.clear();
+      out->push_back({kind, -1, buffer, t});
   }
-  if (cur.dims != to.dims && anySplit(cur))
-    emit(CollectiveKind::AllGather);
   return total;
 }
 
@@ -248,7 +235,7 @@ SearchResult searchTensorParallel(const PlanGraph &g, const CostModel &cost,
       TensorSharding whole = s;
       whole.partial.clear();
       double bytes = tensorBytes(v) * in.scale;
-      double t = reshardTime(s, whole, bytes, in.degree, in.crossNode, cost,
+      double t = reshardTime(s, whole, bytes, mesh, in.crossNode, cost,
                              &c.collectives);
       c.comm += t;
     }
@@ -259,7 +246,7 @@ SearchResult searchTensorParallel(const PlanGraph &g, const CostModel &cost,
     Value v = g.nodes[e.consumer].op->getOperand(e.operand);
     return reshardTime(options[e.producer][a].sharding.results[e.result],
                        options[e.consumer][bIdx].sharding.operands[e.operand],
-                       tensorBytes(v) * in.scale, in.degree, in.crossNode, cost);
+                       tensorBytes(v) * in.scale, mesh, in.crossNode, cost);
   };
 
   bool anyChoice = llvm::any_of(options, [](const auto &o) {
@@ -402,7 +389,7 @@ SearchResult searchTensorParallel(const PlanGraph &g, const CostModel &cost,
       SmallVector<PlannedCollective, 2> colls;
       c.comm += reshardTime(
           options[rp][choice[rp]].sharding.results[ri], c.sharding.operands[k],
-          tensorBytes(v) * in.scale, in.degree, in.crossNode, cost, &colls);
+          tensorBytes(v) * in.scale, mesh, in.crossNode, cost, &colls);
       c.collectives.append(colls.begin(), colls.end());
     }
     for (PlannedCollective &pc : c.collectives)

@@ -58,4 +58,33 @@ def PCC_ShardingAttr : PCC_Attr<"Sharding", "sharding"> {
   let genVerifyDecl = 1;
 }
 
+def PCC_PlanAttr : PCC_Attr<"Plan", "plan"> {
+  let summary = "How a model is spread over devices";
+  let description = [{
+    The one plan object, carried on the module as `pcc.plan` and applied by
+    `pcc-apply-plan`. `axes` are the mesh axes by role, in pcc's one rank
+    order (pp, dp, sp, tp: ranks are row-major over them) and `sizes` their
+    device counts; roles not listed have size 1. `tensor_mode` is the tensor
+    scheme (1d Megatron; 2d, 2.5d and 3d as in Colossal-AI);
+    `tensor_layout` says where the per-op layouts on the tensor axis come
+    from: `megatron` (column- then row-parallel linear layers) or `planned`
+    (the planner's exact search, recorded per op as
+    `pcc.planned_sharding`). `microbatches`, `train` (a training step rather
+    than inference) and `recompute` (activation recompute) complete it. The planner makes it, or pcc builds it from forced
+    flags; plan.json is written from it.
+
+    Example:
+    `#pcc.plan<axes = ["dp", "tp"], sizes = [2, 4], tensor_mode = "1d", tensor_layout = "planned", microbatches = 1, train = false, recompute = false>`
+  }];
+  let parameters = (ins "::mlir::ArrayAttr":$axes,
+                        "::mlir::DenseI64ArrayAttr":$sizes,
+                        StringRefParameter<>:$tensor_mode,
+                        StringRefParameter<>:$tensor_layout,
+                        "int64_t":$microbatches,
+                        "bool":$train,
+                        "bool":$recompute);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
 #endif // PCC_DIALECT_PCC_IR_PCCATTRS_TD

@@ -1,4 +1,4 @@
-//===- PCCAttrs.cpp - #pcc.sharding syntax and verifier -------------------===//
+//===- PCCAttrs.cpp - #pcc.sharding syntax, #pcc.plan and verifiers -------===//
 //
 // #pcc.sharding<@grid, [[0], [], [1]/3], partial = [1]> is stored as the grid
 // symbol, one DenseI64ArrayAttr per dimension holding [groups, axes...], and
@@ -115,5 +115,41 @@ ShardingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   for (int64_t axis : partial)
     if (failed(use(axis)))
       return failure();
+  return success();
+}
+
+LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                               ArrayAttr axes, DenseI64ArrayAttr sizes,
+                               StringRef tensorMode, StringRef tensorLayout,
+                               int64_t microbatches, bool, bool) {
+  // The one rank order; Sharding.h's kAxisRoles names it for C++.
+  static constexpr StringLiteral order[] = {"pp", "dp", "sp", "tp"};
+  if (!sizes || int64_t(axes.size()) != sizes.size())
+    return emitError() << "needs one size per axis";
+  size_t next = 0;
+  for (auto [axis, size] : llvm::zip(axes, sizes.asArrayRef())) {
+    auto name = dyn_cast<StringAttr>(axis);
+    if (!name)
+      return emitError() << "axes must be strings";
+    const StringLiteral *at =
+        std::find(std::begin(order) + next, std::end(order), name.getValue());
+    if (at == std::end(order))
+      return emitError() << "axis '" << name.getValue()
+                         << "' is not a role in rank order (pp, dp, sp, tp), "
+                            "or repeats";
+    next = at - std::begin(order) + 1;
+    if (size < 1)
+      return emitError() << "axis '" << name.getValue() << "' has size "
+                         << size;
+  }
+  if (!llvm::is_contained({"1d", "2d", "2.5d", "3d"}, tensorMode))
+    return emitError() << "unknown tensor_mode '" << tensorMode
+                       << "' (1d, 2d, 2.5d or 3d)";
+  if (tensorLayout != "megatron" && tensorLayout != "planned")
+    return emitError() << "unknown tensor_layout '" << tensorLayout
+                       << "' (megatron or planned)";
+  if (microbatches < 1)
+    return emitError() << "microbatches must be at least 1, got "
+                       << microbatches;
   return success();
 }

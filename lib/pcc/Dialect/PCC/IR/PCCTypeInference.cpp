@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "pcc/Dialect/PCC/IR/PCCOps.h"
+#include "pcc/Dialect/PCC/IR/TensorUtils.h"
 
 #include "mlir/Dialect/Traits.h"
 #include "llvm/Support/MathExtras.h"
@@ -72,7 +73,7 @@ FailureOr<int64_t> normAxis(std::optional<Location> loc, int64_t axis,
   if (axis < -rank || axis >= rank)
     return emitOptionalError(loc, "axis ", axis, " out of range for rank ",
                              rank);
-  return axis < 0 ? axis + rank : axis;
+  return pcc::normalizeAxis(axis, rank);
 }
 
 LogicalResult sameAsInput(Value input, Types &types) {

@@ -14,10 +14,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef PCC_PARTITION_SHARDINGRULES_H
-#define PCC_PARTITION_SHARDINGRULES_H
+#ifndef PCC_SHARDING_SHARDINGRULES_H
+#define PCC_SHARDING_SHARDINGRULES_H
 
-#include "pcc/Partition/Sharding.h"
+#include "pcc/Sharding/Sharding.h"
 
 #include "mlir/IR/Operation.h"
 
@@ -45,4 +45,4 @@ OpSharding annotatedOpSharding(mlir::Operation *op, const Mesh &mesh);
 
 } // namespace pcc
 
-#endif // PCC_PARTITION_SHARDINGRULES_H
+#endif // PCC_SHARDING_SHARDINGRULES_H

@@ -1,6 +1,6 @@
 //===- Calibrate.cpp - measure GEMM, memory and MPI on this machine -------===//
 
-#include "pcc/Plan/Calibrate.h"
+#include "pcc/Calibrate/Calibrate.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"

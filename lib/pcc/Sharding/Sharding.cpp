@@ -1,6 +1,6 @@
 //===- Sharding.cpp - tensor shardings over a device grid -----------------===//
 
-#include "pcc/Partition/Sharding.h"
+#include "pcc/Sharding/Sharding.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
@@ -43,6 +43,21 @@ int64_t Mesh::axisNamed(StringRef role) const {
     if (name == role)
       return i;
   return -1;
+}
+
+Mesh meshForDegrees(ArrayRef<std::pair<StringRef, int64_t>> degrees) {
+  Mesh mesh;
+  for (StringRef role : kAxisRoles)
+    for (auto [name, degree] : degrees)
+      if (name == role && degree > 1) {
+        mesh.shape.push_back(degree);
+        mesh.axisNames.push_back(role.str());
+      }
+  if (mesh.shape.empty()) {
+    mesh.shape.push_back(1);
+    mesh.axisNames.push_back("dp");
+  }
+  return mesh;
 }
 
 ShardingAttr toAttr(MLIRContext *ctx, const Mesh &mesh,

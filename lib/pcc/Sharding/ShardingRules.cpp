@@ -11,7 +11,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "pcc/Partition/ShardingRules.h"
+#include "pcc/Sharding/ShardingRules.h"
+#include "pcc/Dialect/PCC/IR/TensorUtils.h"
 
 #include "pcc/Dialect/PCC/IR/PCCOps.h"
 
@@ -22,10 +23,6 @@ using namespace mlir;
 
 namespace pcc {
 namespace {
-
-ArrayRef<int64_t> shapeOf(Value v) {
-  return cast<RankedTensorType>(v.getType()).getShape();
-}
 
 /// A dimension's tie to a factor; a dimension of `mult` groups is tied with
 /// groups multiplied by `mult` (split's input along its axis).
@@ -326,7 +323,7 @@ FactorRule reduceRule(Operation *op, ArrayRef<int64_t> axes, bool keepdims,
 FactorRule gatherRule(Operation *op, int64_t axis) {
   FactorRule r(op);
   size_t rank = r.operands[0].size(), irank = r.operands[1].size();
-  axis = axis < 0 ? axis + rank : axis;
+  axis = normalizeAxis(axis, rank);
   for (size_t d = 0; d < rank; ++d) {
     if (static_cast<int64_t>(d) == axis) {
       // Gathering from a split table: each device looks up the rows it has
@@ -349,7 +346,7 @@ FactorRule gatherRule(Operation *op, int64_t axis) {
 FactorRule splitRule(SplitOp sp) {
   FactorRule r(sp);
   size_t rank = r.operands[0].size();
-  int64_t axis = sp.getAxis() < 0 ? sp.getAxis() + rank : sp.getAxis();
+  int64_t axis = normalizeAxis(sp.getAxis(), rank);
   ArrayRef<int64_t> sizes = sp.getSizes();
   bool equal = llvm::all_equal(sizes);
   for (size_t d = 0; d < rank; ++d) {
@@ -512,7 +509,7 @@ OpSharding inferOpSharding(Operation *op, ArrayRef<TensorSharding> in,
   } else if (isa<SoftmaxOp, LogSoftmaxOp, ArgMaxOp, ArgMinOp>(op)) {
     int64_t rank = shapeOf(op->getOperand(0)).size();
     int64_t axis = op->getAttrOfType<IntegerAttr>("axis").getInt();
-    axis = axis < 0 ? axis + rank : axis;
+    axis = normalizeAxis(axis, rank);
     if (isa<ArgMaxOp, ArgMinOp>(op)) {
       bool keep = op->getAttrOfType<BoolAttr>("keepdims").getValue();
       rule = reduceRule(op, {axis}, keep, /*isSum=*/false);
@@ -521,7 +518,7 @@ OpSharding inferOpSharding(Operation *op, ArrayRef<TensorSharding> in,
     }
   } else if (auto ln = dyn_cast<LayerNormOp>(op)) {
     int64_t rank = shapeOf(ln.getInput()).size();
-    int64_t axis = ln.getAxis() < 0 ? ln.getAxis() + rank : ln.getAxis();
+    int64_t axis = normalizeAxis(ln.getAxis(), rank);
     FactorRule r(op);
     for (int64_t d = 0; d < axis; ++d)
       r.operands[0][d] = r.results[0][d] = {r.add(), 1};
@@ -537,7 +534,7 @@ OpSharding inferOpSharding(Operation *op, ArrayRef<TensorSharding> in,
     return sliceSharding(sl, operands[0]);
   } else if (auto c = dyn_cast<ConcatOp>(op)) {
     int64_t rank = shapeOf(c.getResult()).size();
-    int64_t axis = c.getAxis() < 0 ? c.getAxis() + rank : c.getAxis();
+    int64_t axis = normalizeAxis(c.getAxis(), rank);
     rule = sameShapeRule(op, [&](int64_t d) { return d == axis; });
     rule->linear = Linearity::AllSame;
   } else if (auto sp = dyn_cast<SplitOp>(op)) {

@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef PCC_PARTITION_SHARDING_H
-#define PCC_PARTITION_SHARDING_H
+#ifndef PCC_SHARDING_SHARDING_H
+#define PCC_SHARDING_SHARDING_H
 
 #include "pcc/Dialect/PCC/IR/PCCAttrs.h"
 
@@ -50,6 +50,13 @@ struct TensorSharding {
   bool operator!=(const TensorSharding &o) const { return !(*this == o); }
 };
 
+/// Roles of mesh axes, in the one rank order: ranks are row-major over a
+/// mesh's axes in this order (pipeline slowest, tensor fastest), so a tensor
+/// group is a run of neighbouring ranks (one node) and pipeline stages lie
+/// furthest apart. The planner prices groups by this order; meshForDegrees
+/// builds it, and the runtime numbers devices row-major over the mesh.
+inline constexpr llvm::StringLiteral kAxisRoles[] = {"pp", "dp", "sp", "tp"};
+
 /// A logical device grid: `shard.grid @name(shape = ...)` plus axis roles.
 struct Mesh {
   std::string name = "mesh";
@@ -63,6 +70,12 @@ struct Mesh {
   int64_t axisNamed(llvm::StringRef role) const;
 };
 
+/// The mesh of per-role degrees (role names from kAxisRoles): one axis per
+/// degree above 1, in rank order; a single "dp" axis of 1 when every degree
+/// is 1.
+Mesh meshForDegrees(
+    llvm::ArrayRef<std::pair<llvm::StringRef, int64_t>> degrees);
+
 /// Attribute name of result shardings on ops (an ArrayAttr, one per result)
 /// and of argument/result shardings on functions.
 inline constexpr llvm::StringLiteral kShardingAttr = "pcc.sharding";
@@ -74,8 +87,8 @@ inline constexpr llvm::StringLiteral kAxisNamesAttr = "pcc.axis_names";
 inline constexpr llvm::StringLiteral kOperandShardingAttr =
     "pcc.operand_sharding";
 /// On an op: the tensor-axis part of the operand layouts the planner chose,
-/// on the planner's one-axis grid (axis 0 is the tp axis). ApplyStrategy
-/// with tp-layout=planned maps it onto the tp axis and merges it with the
+/// on the planner's one-axis grid (axis 0 is the tp axis). pcc-apply-plan
+/// with planned tensor layouts maps it onto the tp axis and merges it with the
 /// data-parallel splits.
 inline constexpr llvm::StringLiteral kPlannedShardingAttr =
     "pcc.planned_sharding";
@@ -119,4 +132,4 @@ std::string describe(const TensorSharding &s, const Mesh &mesh);
 
 } // namespace pcc
 
-#endif // PCC_PARTITION_SHARDING_H
+#endif // PCC_SHARDING_SHARDING_H

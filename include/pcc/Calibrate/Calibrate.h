@@ -1,7 +1,7 @@
 //===- Calibrate.h - measure this machine as a cluster spec -----*- C++ -*-===//
 
-#ifndef PCC_PLAN_CALIBRATE_H
-#define PCC_PLAN_CALIBRATE_H
+#ifndef PCC_CALIBRATE_CALIBRATE_H
+#define PCC_CALIBRATE_CALIBRATE_H
 
 #include "pcc/Plan/Cluster.h"
 
@@ -26,4 +26,4 @@ llvm::Expected<ClusterSpec> calibrateHost(const CalibrateOptions &options,
 
 } // namespace pcc
 
-#endif // PCC_PLAN_CALIBRATE_H
+#endif // PCC_CALIBRATE_CALIBRATE_H

@@ -1,0 +1,84 @@
+//===- Driver.h - the compilation pipeline as a library ---------*- C++ -*-===//
+//
+// import -> clean-up -> plan -> apply the plan -> partition -> code
+// generation -> build, as calls that pcc, tests and later tools share. Each
+// step reports errors through the context's diagnostics (one line each, see
+// tools/pcc) or as llvm::Error; none prints anything else.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PCC_DRIVER_DRIVER_H
+#define PCC_DRIVER_DRIVER_H
+
+#include "pcc/Codegen/Compile.h"
+#include "pcc/Import/ONNXImporter.h"
+#include "pcc/Plan/Planner.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+
+namespace pcc {
+
+/// The cluster to plan for: `name` (a preset or a JSON file) if given, else
+/// the calibrated host spec if there is one, else the dgx-a100 preset.
+llvm::Expected<ClusterSpec> chooseCluster(llvm::StringRef name);
+
+/// Imports the ONNX model at `path`; with `cleanup`, also folds, raises
+/// composites and removes dead code (buildImportCleanupPipeline). Null on
+/// failure, after a diagnostic.
+mlir::OwningOpRef<mlir::ModuleOp> loadModel(llvm::StringRef path,
+                                            mlir::MLIRContext &context,
+                                            const ImportOptions &options,
+                                            bool cleanup);
+
+/// Completes forced degrees (0 = searched) and --devices into a consistent
+/// request: forced degrees alone imply the devices they need; forced
+/// degrees must divide the devices (and multiply to them when all are
+/// forced).
+llvm::Expected<PlanOptions> completeDegrees(PlanOptions options,
+                                            bool devicesGiven);
+
+struct PlannedModel {
+  ClusterSpec cluster;
+  PlanGraph graph;
+  Plan plan;
+};
+
+/// Plans `fn` on `cluster`. With Megatron layouts, 1D tensor candidates are
+/// costed on Megatron-LM's per-op layouts instead of the exact search's.
+/// The CPU back end's capabilities decide which candidates are runnable.
+llvm::Expected<PlannedModel> planModel(mlir::func::FuncOp fn,
+                                       const ClusterSpec &cluster,
+                                       PlanOptions options,
+                                       TensorLayouts layouts);
+
+struct ChosenPlan {
+  ParallelPlan plan;
+  /// What the planner chose and predicted ("" for a fully forced plan).
+  std::string note;
+};
+
+/// Chooses the plan to compile `module` with, among those the CPU back end
+/// runs: the forced degrees, the planner's best otherwise (and the
+/// planner's per-op tensor layouts unless `layouts` is Megatron). For more
+/// than one device, records the plan on the module (kPlanAttr) and, for
+/// planned layouts, each op's layouts (kPlannedShardingAttr).
+llvm::Expected<ChosenPlan> choosePlan(mlir::ModuleOp module,
+                                      PlanOptions options,
+                                      TensorLayouts layouts,
+                                      llvm::StringRef clusterName);
+
+/// Applies the module's plan (pcc-apply-plan) and, with `partition`, turns
+/// the module into the per-device program (pcc-partition).
+mlir::LogicalResult applyPlan(mlir::ModuleOp module, bool partition);
+
+/// Generates, builds and writes the executable for the (partitioned)
+/// `module` into options.outputDir, reading weights from the ONNX model at
+/// options.modelPath.
+mlir::LogicalResult compileModel(mlir::ModuleOp module,
+                                 CompileOptions options,
+                                 CompileReport &report);
+
+} // namespace pcc
+
+#endif // PCC_DRIVER_DRIVER_H

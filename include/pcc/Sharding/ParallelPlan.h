@@ -1,0 +1,67 @@
+//===- ParallelPlan.h - the one plan object ---------------------*- C++ -*-===//
+//
+// How a model is spread over devices: the mesh (axes by role, in rank order),
+// the tensor scheme, where per-op tensor layouts come from, microbatches and
+// recompute. The planner produces it (or pcc builds it from forced flags);
+// it travels on the module as #pcc.plan (module attribute `pcc.plan`); the
+// pcc-apply-plan pass applies it; plan.json is written from it. A back end
+// states once which plans it runs (see Codegen/Target.h).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PCC_SHARDING_PARALLELPLAN_H
+#define PCC_SHARDING_PARALLELPLAN_H
+
+#include "pcc/Sharding/Sharding.h"
+
+#include <optional>
+
+namespace pcc {
+
+enum class TensorMode { OneD, TwoD, TwoPointFiveD, ThreeD };
+llvm::StringRef tensorModeName(TensorMode mode);
+std::optional<TensorMode> parseTensorMode(llvm::StringRef name);
+
+/// Where the per-op layouts on a 1D tensor axis come from.
+enum class TensorLayouts {
+  /// Megatron-LM's: column- then row-parallel linear layers,
+  /// vocabulary-parallel embeddings.
+  Megatron,
+  /// The planner's exact search, recorded on each op (kPlannedShardingAttr).
+  Planned
+};
+
+struct ParallelPlan {
+  /// Axes with their roles (kAxisRoles), in rank order; roles absent have
+  /// degree 1.
+  Mesh mesh;
+  TensorMode tensorMode = TensorMode::OneD;
+  TensorLayouts tensorLayouts = TensorLayouts::Megatron;
+  int64_t microbatches = 1;
+  /// A training step (forward, backward, optimizer) rather than inference.
+  bool train = false;
+  bool recompute = false;
+
+  /// A plan of the given per-role degrees (see meshForDegrees).
+  static ParallelPlan withDegrees(int64_t pp, int64_t dp, int64_t sp,
+                                  int64_t tp);
+  /// The degree of `role` ("pp", "dp", "sp", "tp"): 1 when absent.
+  int64_t degree(llvm::StringRef role) const;
+  int64_t devices() const { return mesh.numDevices(); }
+  /// "dp 2 x tp 4" (roles above 1; "1 device" when none).
+  std::string describe() const;
+};
+
+/// Module attribute holding the plan (a #pcc.plan).
+inline constexpr llvm::StringLiteral kPlanAttr = "pcc.plan";
+
+PlanAttr toAttr(mlir::MLIRContext *ctx, const ParallelPlan &plan);
+ParallelPlan fromAttr(PlanAttr attr);
+
+/// The module's plan, if it carries one.
+std::optional<ParallelPlan> readPlan(mlir::ModuleOp module);
+void writePlan(mlir::ModuleOp module, const ParallelPlan &plan);
+
+} // namespace pcc
+
+#endif // PCC_SHARDING_PARALLELPLAN_H

@@ -1,0 +1,61 @@
+//===- Reshard.h - the collectives that turn one layout into another -*- C++ -*-===//
+//
+// The one description of resharding: the partitioner emits exactly these
+// steps as `shard` ops and the planner prices exactly these steps, so the
+// collectives a plan predicts are the ones the compiled program runs.
+//
+// A reshard runs in up to three phases:
+//   1. partial sums the target does not keep are summed: a reduce-scatter
+//      straight into the target's split when the target splits a dimension
+//      (whole in the source) over exactly the summed axes, else an all-reduce;
+//   2. splits the target does not share are undone: all-gathers of the
+//      trailing axes that differ (the leading common axes stay split, since
+//      within a group the blocks of the remaining axes are contiguous);
+//   3. the target's new splits are made: all-slices (local, no traffic).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PCC_SHARDING_RESHARD_H
+#define PCC_SHARDING_RESHARD_H
+
+#include "pcc/Sharding/Sharding.h"
+
+#include <vector>
+
+namespace pcc {
+
+enum class ReshardKind { AllReduce, ReduceScatter, AllGather, AllSlice };
+
+llvm::StringRef reshardKindName(ReshardKind kind);
+
+/// One collective of a reshard.
+struct ReshardStep {
+  ReshardKind kind;
+  /// Mesh axes the collective runs over.
+  llvm::SmallVector<int64_t, 2> axes;
+  /// Tensor dimension it acts on, viewed as [groups, rest] (the collective
+  /// acts on the rest); -1 for an all-reduce, which acts on the whole value.
+  int64_t dim = -1;
+  int64_t groups = 1;
+  /// The layout before and after the step.
+  TensorSharding before, after;
+};
+
+/// The steps that turn a value laid out as `from` into `to`, in order; empty
+/// when they are equal.
+std::vector<ReshardStep> planReshard(const TensorSharding &from,
+                                           const TensorSharding &to);
+
+/// How many blocks a layout cuts a tensor into: the product of the sizes of
+/// the axes its dimensions are split over (partial axes do not cut).
+int64_t splitFactor(const TensorSharding &s, const Mesh &mesh);
+
+/// The bytes one device's collective buffer holds for `step` of a tensor
+/// whose whole size is `wholeBytes`: the all-reduced value, the
+/// reduce-scattered input, the gathered output; 0 for an all-slice.
+double stepBufferBytes(const ReshardStep &step, double wholeBytes,
+                       const Mesh &mesh);
+
+} // namespace pcc
+
+#endif // PCC_SHARDING_RESHARD_H

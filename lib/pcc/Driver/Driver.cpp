@@ -1,0 +1,196 @@
+//===- Driver.cpp - the compilation pipeline as a library -----------------===//
+
+#include "pcc/Driver/Driver.h"
+
+#include "pcc/Codegen/Target.h"
+#include "pcc/Dialect/PCC/Transforms/Passes.h"
+#include "pcc/Import/WeightReader.h"
+#include "pcc/Partition/Passes.h"
+#include "pcc/Partition/Strategy.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace llvm;
+
+namespace pcc {
+
+namespace {
+
+Error failure(const Twine &message) {
+  return createStringError(inconvertibleErrorCode(), message);
+}
+
+/// Records the planner's per-op tensor-axis layouts on the ops, for
+/// pcc-apply-plan with planned layouts: layouts on the tp axis alone, written
+/// as axis 0 of a stand-in one-axis grid.
+void recordPlannedLayouts(const PlanGraph &graph, const SearchResult &layout) {
+  Mesh tensorAxis;
+  tensorAxis.name = "plan";
+  tensorAxis.shape = {2};
+  tensorAxis.axisNames = {"tp"};
+  for (auto [i, node] : llvm::enumerate(graph.nodes)) {
+    // Later copies of a repeated block carry costs only; their layout is
+    // their first copy's.
+    const OpSharding &s = layout.nodes[graph.representative(i)].sharding;
+    if (s.operands.size() == node.op->getNumOperands())
+      setOperandShardings(node.op, kPlannedShardingAttr, tensorAxis,
+                          s.operands);
+  }
+}
+
+int64_t orOne(int64_t degree) { return std::max<int64_t>(1, degree); }
+
+} // namespace
+
+Expected<ClusterSpec> chooseCluster(StringRef name) {
+  if (!name.empty())
+    return loadCluster(name);
+  if (sys::fs::exists(hostClusterPath()))
+    return loadCluster("host");
+  return loadCluster("dgx-a100");
+}
+
+mlir::OwningOpRef<mlir::ModuleOp> loadModel(StringRef path,
+                                            mlir::MLIRContext &context,
+                                            const ImportOptions &options,
+                                            bool cleanup) {
+  auto module = importONNXFile(path, context, options);
+  if (!module || !cleanup)
+    return module;
+  mlir::PassManager pm(&context);
+  buildImportCleanupPipeline(pm);
+  if (mlir::failed(pm.run(*module))) {
+    mlir::emitError(mlir::UnknownLoc::get(&context), "cleanup pipeline failed");
+    return nullptr;
+  }
+  return module;
+}
+
+Expected<PlanOptions> completeDegrees(PlanOptions o, bool devicesGiven) {
+  if (o.devices < 1)
+    return failure("--devices must be at least 1, got " + Twine(o.devices));
+  // Forced degrees without --devices: the devices they need.
+  if (!devicesGiven && (o.dp || o.tp || o.pp || o.sp))
+    o.devices = orOne(o.dp) * orOne(o.tp) * orOne(o.pp) * orOne(o.sp);
+  int64_t forced = orOne(o.dp) * orOne(o.tp) * orOne(o.pp) * orOne(o.sp);
+  bool allForced = o.dp && o.tp && o.pp && o.sp;
+  if (o.devices % forced || (allForced && forced != o.devices))
+    return failure(formatv("forced degrees (dp {0}, tp {1}, pp {2}, sp {3}) "
+                           "do not multiply to --devices {4}",
+                           orOne(o.dp), orOne(o.tp), orOne(o.pp), orOne(o.sp),
+                           o.devices));
+  return o;
+}
+
+Expected<PlannedModel> planModel(mlir::func::FuncOp fn,
+                                 const ClusterSpec &cluster,
+                                 PlanOptions options, TensorLayouts layouts) {
+  PlannedModel planned{cluster, buildPlanGraph(fn), {}};
+  if (layouts == TensorLayouts::Megatron)
+    options.tensorLayouts = [&](int64_t dp, int64_t tp) {
+      auto byOp = megatronShardings(fn, dp, tp);
+      std::vector<OpSharding> perNode;
+      for (const PlanNode &n : planned.graph.nodes)
+        perNode.push_back(byOp.lookup(n.op));
+      return perNode;
+    };
+  options.cannotRun = cpuCannotRun;
+  auto plan = makePlan(planned.graph, planned.cluster, options);
+  if (!plan)
+    return plan.takeError();
+  planned.plan = std::move(*plan);
+  return planned;
+}
+
+Expected<ChosenPlan> choosePlan(mlir::ModuleOp module, PlanOptions o,
+                                TensorLayouts layouts,
+                                StringRef clusterName) {
+  // What the flags force must run here before anything is searched.
+  ParallelPlan forcedParts = ParallelPlan::withDegrees(
+      orOne(o.pp), orOne(o.dp), orOne(o.sp), orOne(o.tp));
+  forcedParts.tensorMode = o.tpMode.value_or(TensorMode::OneD);
+  forcedParts.train = o.train;
+  if (auto why = cpuCannotRun(forcedParts))
+    return failure("cannot compile " + forcedParts.describe() + " yet: " +
+                   *why);
+  auto fn = module.lookupSymbol<mlir::func::FuncOp>("main");
+  if (!fn)
+    return failure("the model has no main function");
+
+  ChosenPlan chosen;
+  int64_t dp = orOne(o.dp), tp = orOne(o.tp);
+  bool forced = o.dp || o.tp;
+  if (forced) {
+    if (!o.dp)
+      dp = o.devices / tp;
+    if (!o.tp)
+      tp = o.devices / dp;
+  }
+  if (o.dp && o.tp && dp * tp != o.devices)
+    return failure(formatv("--dp {0} x --tp {1} is {2} devices, but "
+                           "--devices is {3}",
+                           dp, tp, dp * tp, o.devices));
+  int64_t devices = forced ? dp * tp : o.devices;
+  // The planner picks the degrees unless forced, and the per-op layouts on
+  // the tensor axis unless they are Megatron's.
+  bool searched = layouts == TensorLayouts::Planned;
+  bool plannedLayouts = false;
+  if (devices > 1 && (!forced || (tp > 1 && searched))) {
+    auto cluster = chooseCluster(clusterName);
+    if (!cluster)
+      return cluster.takeError();
+    o.dp = forced ? dp : 0;
+    o.tp = forced ? tp : 0;
+    o.pp = o.sp = 1;
+    o.devices = devices;
+    o.tpMode = TensorMode::OneD;
+    o.runnableOnly = true;
+    auto planned = planModel(fn, *cluster, o, layouts);
+    if (!planned)
+      return planned.takeError();
+    const PlanCandidate &best = planned->plan.best;
+    dp = best.dp;
+    tp = best.tp;
+    chosen.note = formatv("plan dp {0} x tp {1} on cluster {2}, predicted "
+                          "{3:F3} ms per batch; ",
+                          dp, tp, planned->cluster.name, best.stepTime * 1e3);
+    if (tp > 1 && searched) {
+      recordPlannedLayouts(planned->graph, *best.layout);
+      plannedLayouts = true;
+    }
+  }
+  chosen.plan = ParallelPlan::withDegrees(1, dp, 1, tp);
+  chosen.plan.tensorLayouts =
+      plannedLayouts ? TensorLayouts::Planned : TensorLayouts::Megatron;
+  // One device needs no plan on the module: nothing is split.
+  if (chosen.plan.devices() > 1)
+    writePlan(module, chosen.plan);
+  return chosen;
+}
+
+mlir::LogicalResult applyPlan(mlir::ModuleOp module, bool partition) {
+  mlir::PassManager pm(module.getContext());
+  pm.addPass(createApplyPlan());
+  if (partition)
+    pm.addPass(createPartition());
+  return pm.run(module);
+}
+
+mlir::LogicalResult compileModel(mlir::ModuleOp module, CompileOptions options,
+                                 CompileReport &report) {
+  // Opened at the first weight: models without weights never parse twice.
+  std::shared_ptr<WeightReader> reader;
+  std::string modelPath = options.modelPath;
+  options.readWeight = [reader, modelPath](StringRef name, std::string &bytes,
+                                           std::string &error) mutable {
+    if (!reader)
+      reader = WeightReader::open(modelPath, error);
+    return reader && reader->read(name, bytes, error);
+  };
+  return compileToExecutable(module, options, report);
+}
+
+} // namespace pcc

@@ -1,0 +1,97 @@
+//===- ParallelPlan.cpp - the one plan object -----------------------------===//
+
+#include "pcc/Sharding/ParallelPlan.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+
+namespace pcc {
+
+StringRef tensorModeName(TensorMode mode) {
+  switch (mode) {
+  case TensorMode::OneD:
+    return "1d";
+  case TensorMode::TwoD:
+    return "2d";
+  case TensorMode::TwoPointFiveD:
+    return "2.5d";
+  case TensorMode::ThreeD:
+    return "3d";
+  }
+  return "?";
+}
+
+std::optional<TensorMode> parseTensorMode(StringRef name) {
+  for (TensorMode m : {TensorMode::OneD, TensorMode::TwoD,
+                       TensorMode::TwoPointFiveD, TensorMode::ThreeD})
+    if (tensorModeName(m) == name)
+      return m;
+  return std::nullopt;
+}
+
+ParallelPlan ParallelPlan::withDegrees(int64_t pp, int64_t dp, int64_t sp,
+                                       int64_t tp) {
+  ParallelPlan plan;
+  plan.mesh = meshForDegrees({{"pp", pp}, {"dp", dp}, {"sp", sp}, {"tp", tp}});
+  return plan;
+}
+
+int64_t ParallelPlan::degree(StringRef role) const {
+  int64_t axis = mesh.axisNamed(role);
+  return axis < 0 ? 1 : mesh.shape[axis];
+}
+
+std::string ParallelPlan::describe() const {
+  std::string s;
+  for (auto [name, size] : llvm::zip(mesh.axisNames, mesh.shape))
+    if (size > 1)
+      s += (s.empty() ? "" : " x ") + llvm::formatv("{0} {1}", name, size).str();
+  return s.empty() ? "1 device" : s;
+}
+
+PlanAttr toAttr(MLIRContext *ctx, const ParallelPlan &plan) {
+  Builder b(ctx);
+  SmallVector<Attribute> axes;
+  for (const std::string &name : plan.mesh.axisNames)
+    axes.push_back(b.getStringAttr(name));
+  return PlanAttr::get(ctx, b.getArrayAttr(axes),
+                       b.getDenseI64ArrayAttr(plan.mesh.shape),
+                       tensorModeName(plan.tensorMode),
+                       plan.tensorLayouts == TensorLayouts::Planned
+                           ? "planned"
+                           : "megatron",
+                       plan.microbatches, plan.train, plan.recompute);
+}
+
+ParallelPlan fromAttr(PlanAttr attr) {
+  ParallelPlan plan;
+  for (Attribute a : attr.getAxes())
+    plan.mesh.axisNames.push_back(cast<StringAttr>(a).getValue().str());
+  plan.mesh.shape.assign(attr.getSizes().asArrayRef().begin(),
+                         attr.getSizes().asArrayRef().end());
+  // The verifier admits only known names.
+  plan.tensorMode =
+      parseTensorMode(attr.getTensorMode()).value_or(TensorMode::OneD);
+  plan.tensorLayouts = attr.getTensorLayout() == "planned"
+                           ? TensorLayouts::Planned
+                           : TensorLayouts::Megatron;
+  plan.microbatches = attr.getMicrobatches();
+  plan.train = attr.getTrain();
+  plan.recompute = attr.getRecompute();
+  return plan;
+}
+
+std::optional<ParallelPlan> readPlan(ModuleOp module) {
+  auto attr = module->getAttrOfType<PlanAttr>(kPlanAttr);
+  if (!attr)
+    return std::nullopt;
+  return fromAttr(attr);
+}
+
+void writePlan(ModuleOp module, const ParallelPlan &plan) {
+  module->setAttr(kPlanAttr, toAttr(module.getContext(), plan));
+}
+
+} // namespace pcc

@@ -1,0 +1,121 @@
+//===- Reshard.cpp - the collectives that turn one layout into another ----===//
+
+#include "pcc/Sharding/Reshard.h"
+
+using namespace llvm;
+
+namespace pcc {
+
+StringRef reshardKindName(ReshardKind kind) {
+  switch (kind) {
+  case ReshardKind::AllReduce:
+    return "all_reduce";
+  case ReshardKind::ReduceScatter:
+    return "reduce_scatter";
+  case ReshardKind::AllGather:
+    return "all_gather";
+  case ReshardKind::AllSlice:
+    return "all_slice";
+  }
+  return "?";
+}
+
+namespace {
+
+/// Phase 1: sums the partial axes `to` does not keep.
+void sumPartials(TensorSharding &cur, const TensorSharding &to,
+                 std::vector<ReshardStep> &steps) {
+  SmallVector<int64_t, 2> sum;
+  for (int64_t a : cur.partial)
+    if (!is_contained(to.partial, a))
+      sum.push_back(a);
+  if (sum.empty())
+    return;
+  ReshardStep step{ReshardKind::AllReduce, sum, -1, 1, cur, cur};
+  for (auto [d, f, t] : enumerate(cur.dims, to.dims))
+    if (!f.isSplit() && t.isSplit() && t.axes.size() == sum.size() &&
+        all_of(t.axes, [&](int64_t a) { return is_contained(sum, a); })) {
+      step.kind = ReshardKind::ReduceScatter;
+      step.axes.assign(t.axes.begin(), t.axes.end());
+      step.dim = d;
+      step.groups = t.groups;
+    }
+  if (step.kind == ReshardKind::ReduceScatter)
+    cur.dims[step.dim] = to.dims[step.dim];
+  cur.partial.assign(to.partial.begin(), to.partial.end());
+  step.after = cur;
+  steps.push_back(std::move(step));
+}
+
+} // namespace
+
+std::vector<ReshardStep> planReshard(const TensorSharding &from,
+                                     const TensorSharding &to) {
+  std::vector<ReshardStep> steps;
+  if (from == to)
+    return steps;
+  TensorSharding cur = from;
+  sumPartials(cur, to, steps);
+
+  // Phase 2: per dimension, keep the leading axes both layouts share (with
+  // the same groups) and gather the rest.
+  SmallVector<size_t> keep(cur.dims.size(), 0);
+  for (size_t d = 0; d < cur.dims.size(); ++d) {
+    const DimSharding f = cur.dims[d], &t = to.dims[d];
+    if (f == t) {
+      keep[d] = f.axes.size();
+      continue;
+    }
+    size_t common = 0;
+    if (f.groups == t.groups)
+      while (common < f.axes.size() && common < t.axes.size() &&
+             f.axes[common] == t.axes[common])
+        ++common;
+    keep[d] = common;
+    if (common == f.axes.size())
+      continue;
+    ReshardStep step{ReshardKind::AllGather, {}, int64_t(d), f.groups, cur,
+                     cur};
+    step.axes.assign(f.axes.begin() + common, f.axes.end());
+    cur.dims[d].axes.resize(common);
+    step.after = cur;
+    steps.push_back(std::move(step));
+  }
+
+  // Phase 3: the target's new splits, made locally.
+  for (size_t d = 0; d < cur.dims.size(); ++d) {
+    const DimSharding &t = to.dims[d];
+    if (cur.dims[d] == t || keep[d] >= t.axes.size())
+      continue;
+    ReshardStep step{ReshardKind::AllSlice, {}, int64_t(d), t.groups, cur,
+                     cur};
+    step.axes.assign(t.axes.begin() + keep[d], t.axes.end());
+    cur.dims[d] = t;
+    step.after = cur;
+    steps.push_back(std::move(step));
+  }
+  return steps;
+}
+
+int64_t splitFactor(const TensorSharding &s, const Mesh &mesh) {
+  int64_t f = 1;
+  for (const DimSharding &d : s.dims)
+    f *= mesh.size(d.axes);
+  return f;
+}
+
+double stepBufferBytes(const ReshardStep &step, double wholeBytes,
+                       const Mesh &mesh) {
+  switch (step.kind) {
+  case ReshardKind::AllReduce:
+  case ReshardKind::ReduceScatter:
+    return wholeBytes / splitFactor(step.before, mesh);
+  case ReshardKind::AllGather:
+    return wholeBytes / splitFactor(step.after, mesh);
+  case ReshardKind::AllSlice:
+    return 0;
+  }
+  return 0;
+}
+
+} // namespace pcc
