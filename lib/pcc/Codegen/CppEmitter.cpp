@@ -141,6 +141,20 @@ private:
   FailureOr<std::string> scalarExpr(Operation *op,
                                     ArrayRef<std::string> operands);
   LogicalResult emitKernel(Operation *op);
+  LogicalResult emitContraction(Operation *op);
+  LogicalResult emitPooling(Operation *op);
+  LogicalResult emitNormalization(Operation *op);
+  LogicalResult emitReduction(Operation *op);
+  LogicalResult emitDataMovement(Operation *op);
+  LogicalResult emitCollective(Operation *op);
+  LogicalResult unsupported(Operation *op);
+  /// Kernels that run on f32 only check their operand `v` here.
+  LogicalResult requireF32(Operation *op, Value v);
+  /// The storage of `op`'s result `i`, and of its scratch buffer.
+  std::string out(Operation *op, unsigned i = 0) {
+    return ptr(op->getResult(i));
+  }
+  std::string scratch(Operation *op);
   /// The C++ name of `v`'s storage; the current part declares it.
   std::string ptr(Value v) {
     std::string name = names.lookup(v);
@@ -570,24 +584,51 @@ LogicalResult Emitter::emitFusedLoop(Operation *root) {
   return success();
 }
 
+LogicalResult Emitter::requireF32(Operation *op, Value v) {
+  if (!typeOf(v).getElementType().isF32())
+    return op->emitError() << "code generation does not support '"
+                           << op->getName() << "' on "
+                           << typeOf(v).getElementType() << " (f32 only)";
+  return success();
+}
+
+std::string Emitter::scratch(Operation *op) {
+  return "reinterpret_cast<float *>(arena + " +
+         std::to_string(buffers[scratchIndex[op]].offset) + ")";
+}
+
+LogicalResult Emitter::unsupported(Operation *op) {
+  return op->emitError() << "code generation does not support '"
+                         << op->getName() << "' yet";
+}
+
+/// One library call for `op`, by op family.
 LogicalResult Emitter::emitKernel(Operation *op) {
-  auto requireF32 = [&](Value v) -> LogicalResult {
-    if (!typeOf(v).getElementType().isF32())
-      return op->emitError() << "code generation does not support '"
-                             << op->getName() << "' on "
-                             << typeOf(v).getElementType() << " (f32 only)";
-    return success();
-  };
-  auto out = [&](unsigned i = 0) { return ptr(op->getResult(i)); };
-  auto scratch = [&]() {
-    return "reinterpret_cast<float *>(arena + " +
-           std::to_string(buffers[scratchIndex[op]].offset) + ")";
-  };
   ++result.kernelCalls;
   os << "  // " << op->getName() << "\n";
+  if (isa<MatMulOp, GemmOp, ConvOp>(op))
+    return emitContraction(op);
+  if (isa<MaxPoolOp, AveragePoolOp, GlobalAveragePoolOp>(op))
+    return emitPooling(op);
+  if (isa<SoftmaxOp, LogSoftmaxOp, LayerNormOp, BatchNormOp>(op))
+    return emitNormalization(op);
+  if (isa<ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp, ReduceProdOp,
+          ArgMaxOp, ArgMinOp>(op))
+    return emitReduction(op);
+  if (isa<GatherOp, ShardGatherOp, TransposeOp, SliceOp, ConcatOp, SplitOp,
+          TriluOp>(op))
+    return emitDataMovement(op);
+  if (isa<shard::AllReduceOp, shard::AllGatherOp, shard::ReduceScatterOp,
+          shard::AllSliceOp>(op))
+    return emitCollective(op);
+  return unsupported(op);
+}
+
+/// Matrix products and convolutions, on BLAS GEMMs.
+LogicalResult Emitter::emitContraction(Operation *op) {
 
   if (auto mm = dyn_cast<MatMulOp>(op)) {
-    if (failed(requireF32(mm.getLhs())))
+    if (failed(requireF32(op, mm.getLhs())))
       return failure();
     SmallVector<int64_t> ls(typeOf(mm.getLhs()).getShape());
     SmallVector<int64_t> rs(typeOf(mm.getRhs()).getShape());
@@ -603,7 +644,7 @@ LogicalResult Emitter::emitKernel(Operation *op) {
     if (numElements(rb) == 1 && numElements(lb) == outBatch) {
       os << "  gemmF32(false, false, " << outBatch * m << ", " << n << ", "
          << k << ", 1.0f, " << ptr(mm.getLhs()) << ", " << k << ", "
-         << ptr(mm.getRhs()) << ", " << n << ", 0.0f, " << out() << ", " << n
+         << ptr(mm.getRhs()) << ", " << n << ", 0.0f, " << out(op) << ", " << n
          << ");\n";
       return success();
     }
@@ -634,11 +675,11 @@ LogicalResult Emitter::emitKernel(Operation *op) {
        << "};\n  static const int64_t offB" << id << "[] = {" << joinInts(offB)
        << "};\n  batchedMatmulF32(" << outBatch << ", offA" << id << ", offB"
        << id << ", " << m << ", " << n << ", " << k << ", " << ptr(mm.getLhs())
-       << ", " << ptr(mm.getRhs()) << ", " << out() << ");\n";
+       << ", " << ptr(mm.getRhs()) << ", " << out(op) << ");\n";
     return success();
   }
   if (auto g = dyn_cast<GemmOp>(op)) {
-    if (failed(requireF32(g.getA())))
+    if (failed(requireF32(op, g.getA())))
       return failure();
     auto a = typeOf(g.getA()), b = typeOf(g.getB());
     auto y = typeOf(g.getResult());
@@ -652,7 +693,7 @@ LogicalResult Emitter::emitKernel(Operation *op) {
       std::string cj = cs.empty() || cs.back() == 1 ? "" : "j";
       std::string idx = ci.empty() && cj.empty() ? "0" : ci.empty() ? cj : cj.empty() ? ci : ci + " + " + cj;
       os << "  for (int64_t i = 0; i < " << m << "; ++i)\n    for (int64_t j = 0; j < "
-         << n << "; ++j)\n      " << out() << "[i * " << n << " + j] = " << ptr(c)
+         << n << "; ++j)\n      " << out(op) << "[i * " << n << " + j] = " << ptr(c)
          << "[" << idx << "];\n";
       beta = g.getBeta().convertToFloat();
     }
@@ -661,11 +702,11 @@ LogicalResult Emitter::emitKernel(Operation *op) {
        << k << ", " << floatLiteral(g.getAlpha().convertToDouble(), y.getElementType())
        << ", " << ptr(g.getA()) << ", " << a.getDimSize(1) << ", "
        << ptr(g.getB()) << ", " << b.getDimSize(1) << ", "
-       << floatLiteral(beta, y.getElementType()) << ", " << out() << ", " << n << ");\n";
+       << floatLiteral(beta, y.getElementType()) << ", " << out(op) << ", " << n << ");\n";
     return success();
   }
   if (auto conv = dyn_cast<ConvOp>(op)) {
-    if (failed(requireF32(conv.getInput())))
+    if (failed(requireF32(op, conv.getInput())))
       return failure();
     auto x = typeOf(conv.getInput()), w = typeOf(conv.getFilter());
     auto y = typeOf(conv.getResult());
@@ -681,16 +722,21 @@ LogicalResult Emitter::emitKernel(Operation *op) {
     int64_t dh = is1d ? 1 : dl[0], dw = dl.back();
     os << "  conv2dF32(" << ptr(conv.getInput()) << ", " << ptr(conv.getFilter())
        << ", " << (conv.getBias() ? ptr(conv.getBias()) : "nullptr") << ", "
-       << out() << ", " << x.getDimSize(0) << ", " << x.getDimSize(1) << ", "
+       << out(op) << ", " << x.getDimSize(0) << ", " << x.getDimSize(1) << ", "
        << h << ", " << wd << ", " << w.getDimSize(0) << ", " << kh << ", "
        << kw << ", " << oh << ", " << ow << ", " << sh << ", " << sw << ", "
        << ph << ", " << pw << ", " << dh << ", " << dw << ", "
-       << conv.getGroup() << ", " << scratch() << ");\n";
+       << conv.getGroup() << ", " << scratch(op) << ");\n";
     return success();
   }
+  return unsupported(op);
+}
+
+/// Max, average and global average pooling.
+LogicalResult Emitter::emitPooling(Operation *op) {
   if (isa<MaxPoolOp, AveragePoolOp>(op)) {
     Value in = op->getOperand(0);
-    if (failed(requireF32(in)))
+    if (failed(requireF32(op, in)))
       return failure();
     auto x = typeOf(in), y = typeOf(op->getResult(0));
     if (x.getRank() != 4 && x.getRank() != 3)
@@ -705,7 +751,7 @@ LogicalResult Emitter::emitKernel(Operation *op) {
       countPad = avg.getCountIncludePad();
     int64_t sp = is1d ? 1 : 2;
     os << "  pool2dF32(" << (isa<MaxPoolOp>(op) ? "true" : "false") << ", "
-       << ptr(in) << ", " << out() << ", " << x.getDimSize(0) * x.getDimSize(1)
+       << ptr(in) << ", " << out(op) << ", " << x.getDimSize(0) * x.getDimSize(1)
        << ", " << (is1d ? 1 : x.getDimSize(2)) << ", " << x.getShape().back()
        << ", " << (is1d ? 1 : y.getDimSize(2)) << ", " << y.getShape().back()
        << ", " << (is1d ? 1 : k[0]) << ", " << k.back() << ", "
@@ -716,19 +762,24 @@ LogicalResult Emitter::emitKernel(Operation *op) {
     return success();
   }
   if (auto gap = dyn_cast<GlobalAveragePoolOp>(op)) {
-    if (failed(requireF32(gap.getInput())))
+    if (failed(requireF32(op, gap.getInput())))
       return failure();
     auto x = typeOf(gap.getInput());
-    os << "  globalAvgPoolF32(" << ptr(gap.getInput()) << ", " << out() << ", "
+    os << "  globalAvgPoolF32(" << ptr(gap.getInput()) << ", " << out(op) << ", "
        << x.getDimSize(0) * x.getDimSize(1) << ", "
        << numElements(x.getShape().drop_front(2)) << ");\n";
     return success();
   }
+  return unsupported(op);
+}
+
+/// Softmax, layer and batch normalisation.
+LogicalResult Emitter::emitNormalization(Operation *op) {
   if (isa<SoftmaxOp, LogSoftmaxOp>(op)) {
     Value in = op->getOperand(0);
     ArrayRef<int64_t> s = typeOf(in).getShape();
     int64_t a = op->getAttrOfType<IntegerAttr>("axis").getInt();
-    os << "  softmax<" << elemType(in) << ">(" << ptr(in) << ", " << out()
+    os << "  softmax<" << elemType(in) << ">(" << ptr(in) << ", " << out(op)
        << ", " << numElements(s.take_front(a)) << ", " << s[a] << ", "
        << numElements(s.drop_front(a + 1)) << ", "
        << (isa<LogSoftmaxOp>(op) ? "true" : "false") << ");\n";
@@ -745,7 +796,7 @@ LogicalResult Emitter::emitKernel(Operation *op) {
     os << "  layerNorm<" << elemType(ln.getInput()) << ">(" << ptr(ln.getInput())
        << ", " << ptr(ln.getScale()) << ", " << sn << ", "
        << (ln.getBias() ? ptr(ln.getBias()) : "nullptr") << ", " << bn << ", "
-       << out() << ", " << numElements(s.take_front(ln.getAxis())) << ", " << n
+       << out(op) << ", " << numElements(s.take_front(ln.getAxis())) << ", " << n
        << ", " << floatLiteral(ln.getEpsilon().convertToDouble(), Float32Type::get(op->getContext())) << ");\n";
     return success();
   }
@@ -753,11 +804,16 @@ LogicalResult Emitter::emitKernel(Operation *op) {
     ArrayRef<int64_t> s = typeOf(bn.getInput()).getShape();
     os << "  batchNorm<" << elemType(bn.getInput()) << ">(" << ptr(bn.getInput())
        << ", " << ptr(bn.getScale()) << ", " << ptr(bn.getBias()) << ", "
-       << ptr(bn.getMean()) << ", " << ptr(bn.getVariance()) << ", " << out()
+       << ptr(bn.getMean()) << ", " << ptr(bn.getVariance()) << ", " << out(op)
        << ", " << s[0] << ", " << s[1] << ", " << numElements(s.drop_front(2))
        << ", " << floatLiteral(bn.getEpsilon().convertToDouble(), Float32Type::get(op->getContext())) << ");\n";
     return success();
   }
+  return unsupported(op);
+}
+
+/// Reductions over axes and arg-reductions.
+LogicalResult Emitter::emitReduction(Operation *op) {
   if (isa<ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp, ReduceProdOp>(op)) {
     Value in = op->getOperand(0);
     std::string kind = llvm::TypeSwitch<Operation *, std::string>(op)
@@ -770,7 +826,7 @@ LogicalResult Emitter::emitKernel(Operation *op) {
     auto axes = op->getAttrOfType<DenseI64ArrayAttr>("axes").asArrayRef();
     std::string T = elemType(in);
     if (axes.empty()) {
-      os << "  __builtin_memcpy(" << out() << ", " << ptr(in) << ", "
+      os << "  __builtin_memcpy(" << out(op) << ", " << ptr(in) << ", "
          << tensorBytes(in) << ");\n";
       return success();
     }
@@ -791,7 +847,7 @@ LogicalResult Emitter::emitKernel(Operation *op) {
       int64_t inner = numElements(ArrayRef(shape).drop_front(hi));
       std::string dst;
       if (bi == 0) {
-        dst = out();
+        dst = out(op);
       } else {
         dst = "reinterpret_cast<" + T + " *>(arena + " +
               std::to_string(buffers[scratchIndex[op]].offset +
@@ -810,10 +866,15 @@ LogicalResult Emitter::emitKernel(Operation *op) {
     ArrayRef<int64_t> s = typeOf(in).getShape();
     int64_t a = op->getAttrOfType<IntegerAttr>("axis").getInt();
     os << "  argReduce<" << elemType(in) << ">(" << (isa<ArgMaxOp>(op) ? "true" : "false")
-       << ", " << ptr(in) << ", " << out() << ", " << numElements(s.take_front(a))
+       << ", " << ptr(in) << ", " << out(op) << ", " << numElements(s.take_front(a))
        << ", " << s[a] << ", " << numElements(s.drop_front(a + 1)) << ");\n";
     return success();
   }
+  return unsupported(op);
+}
+
+/// Gathers, transposes, slices, concatenation, splits and triangles.
+LogicalResult Emitter::emitDataMovement(Operation *op) {
   if (isa<GatherOp, ShardGatherOp>(op)) {
     Value table = op->getOperand(0), indices = op->getOperand(1);
     ArrayRef<int64_t> s = typeOf(table).getShape();
@@ -821,7 +882,7 @@ LogicalResult Emitter::emitKernel(Operation *op) {
     a = a < 0 ? a + s.size() : a;
     os << "  if (!gather(" << elementBytes(typeOf(table).getElementType())
        << ", reinterpret_cast<const char *>(" << ptr(table) << "), "
-       << ptr(indices) << ", reinterpret_cast<char *>(" << out() << "), "
+       << ptr(indices) << ", reinterpret_cast<char *>(" << out(op) << "), "
        << numElements(s.take_front(a)) << ", " << s[a] << ", "
        << typeOf(indices).getNumElements() << ", "
        << numElements(s.drop_front(a + 1));
@@ -832,52 +893,6 @@ LogicalResult Emitter::emitKernel(Operation *op) {
          << ", groupSize(mesh, " << group << ") * " << s[a];
     }
     os << "))\n    return false;\n";
-    return success();
-  }
-  if (isa<shard::AllReduceOp, shard::AllGatherOp, shard::ReduceScatterOp,
-          shard::AllSliceOp>(op)) {
-    Value in = op->getOperand(0);
-    auto axesAttr = op->getAttrOfType<DenseI16ArrayAttr>("grid_axes");
-    SmallVector<int64_t> axes(axesAttr.asArrayRef().begin(),
-                              axesAttr.asArrayRef().end());
-    std::string g = std::to_string(groupOf(axes));
-    std::string dtype =
-        "static_cast<DType>(" +
-        std::to_string(onnxCode(typeOf(in).getElementType())) + ")";
-    int64_t elem = elementBytes(typeOf(in).getElementType());
-    auto split = [&](Value v, StringRef axisName) {
-      ArrayRef<int64_t> s = typeOf(v).getShape();
-      int64_t a = op->getAttrOfType<IntegerAttr>(axisName).getInt();
-      return std::make_pair(numElements(s.take_front(a)), numElements(s.drop_front(a)));
-    };
-    int64_t bytes = tensorBytes(in);
-    if (!isa<shard::AllSliceOp>(op))
-      result.collectiveBytes += bytes;
-    if (auto r = dyn_cast<shard::AllReduceOp>(op)) {
-      ++result.allReduces;
-      if (r.getReduction() != shard::ReductionKind::Sum)
-        return op->emitError("code generation supports sum all-reduces only");
-      os << "  allReduceSum(mesh, " << g << ", " << dtype << ", " << ptr(in)
-         << ", " << out() << ", " << typeOf(in).getNumElements() << ");\n";
-    } else if (isa<shard::AllGatherOp>(op)) {
-      ++result.allGathers;
-      auto [outer, block] = split(in, "gather_axis");
-      os << "  allGather(mesh, " << g << ", " << ptr(in) << ", " << out()
-         << ", " << outer << ", " << block * elem << ");\n";
-    } else if (auto rs = dyn_cast<shard::ReduceScatterOp>(op)) {
-      ++result.reduceScatters;
-      if (rs.getReduction() != shard::ReductionKind::Sum)
-        return op->emitError("code generation supports sum reduce-scatters only");
-      auto [outer, block] = split(op->getResult(0), "scatter_axis");
-      os << "  reduceScatterSum(mesh, " << g << ", " << dtype << ", "
-         << ptr(in) << ", " << out() << ", " << outer << ", " << block
-         << ");\n";
-    } else {
-      ++result.allSlices;
-      auto [outer, block] = split(op->getResult(0), "slice_axis");
-      os << "  allSlice(mesh, " << g << ", " << ptr(in) << ", " << out()
-         << ", " << outer << ", " << block * elem << ");\n";
-    }
     return success();
   }
   if (auto t = dyn_cast<TransposeOp>(op)) {
@@ -912,7 +927,7 @@ LogicalResult Emitter::emitKernel(Operation *op) {
     os << "};\n  static const int64_t sizes" << id << "[] = {" << joinInts(sizes)
        << "};\n  concat(" << elementBytes(typeOf(c.getResult()).getElementType())
        << ", " << sizes.size() << ", parts" << id << ", sizes" << id
-       << ", reinterpret_cast<char *>(" << out() << "), "
+       << ", reinterpret_cast<char *>(" << out(op) << "), "
        << numElements(s.take_front(a)) << ", " << numElements(s.drop_front(a + 1))
        << ");\n";
     return success();
@@ -923,7 +938,7 @@ LogicalResult Emitter::emitKernel(Operation *op) {
     std::string id = std::to_string(nextTemp++);
     os << "  char *parts" << id << "[] = {";
     for (unsigned i = 0; i < sp.getNumResults(); ++i)
-      os << "reinterpret_cast<char *>(" << out(i) << "), ";
+      os << "reinterpret_cast<char *>(" << out(op, i) << "), ";
     os << "};\n  static const int64_t sizes" << id << "[] = {"
        << joinInts(sp.getSizes()) << "};\n  split("
        << elementBytes(typeOf(sp.getInput()).getElementType())
@@ -936,13 +951,63 @@ LogicalResult Emitter::emitKernel(Operation *op) {
   if (auto tr = dyn_cast<TriluOp>(op)) {
     ArrayRef<int64_t> s = typeOf(tr.getInput()).getShape();
     os << "  trilu<" << elemType(tr.getInput()) << ">(" << ptr(tr.getInput())
-       << ", " << out() << ", " << numElements(s.drop_back(2)) << ", "
+       << ", " << out(op) << ", " << numElements(s.drop_back(2)) << ", "
        << s[s.size() - 2] << ", " << s.back() << ", "
        << (tr.getUpper() ? "true" : "false") << ", " << tr.getK() << ");\n";
     return success();
   }
-  return op->emitError() << "code generation does not support '"
-                         << op->getName() << "' yet";
+  return unsupported(op);
+}
+
+/// Collectives over mesh axes (the runtime's MPI calls).
+LogicalResult Emitter::emitCollective(Operation *op) {
+  if (isa<shard::AllReduceOp, shard::AllGatherOp, shard::ReduceScatterOp,
+          shard::AllSliceOp>(op)) {
+    Value in = op->getOperand(0);
+    auto axesAttr = op->getAttrOfType<DenseI16ArrayAttr>("grid_axes");
+    SmallVector<int64_t> axes(axesAttr.asArrayRef().begin(),
+                              axesAttr.asArrayRef().end());
+    std::string g = std::to_string(groupOf(axes));
+    std::string dtype =
+        "static_cast<DType>(" +
+        std::to_string(onnxCode(typeOf(in).getElementType())) + ")";
+    int64_t elem = elementBytes(typeOf(in).getElementType());
+    auto split = [&](Value v, StringRef axisName) {
+      ArrayRef<int64_t> s = typeOf(v).getShape();
+      int64_t a = op->getAttrOfType<IntegerAttr>(axisName).getInt();
+      return std::make_pair(numElements(s.take_front(a)), numElements(s.drop_front(a)));
+    };
+    int64_t bytes = tensorBytes(in);
+    if (!isa<shard::AllSliceOp>(op))
+      result.collectiveBytes += bytes;
+    if (auto r = dyn_cast<shard::AllReduceOp>(op)) {
+      ++result.allReduces;
+      if (r.getReduction() != shard::ReductionKind::Sum)
+        return op->emitError("code generation supports sum all-reduces only");
+      os << "  allReduceSum(mesh, " << g << ", " << dtype << ", " << ptr(in)
+         << ", " << out(op) << ", " << typeOf(in).getNumElements() << ");\n";
+    } else if (isa<shard::AllGatherOp>(op)) {
+      ++result.allGathers;
+      auto [outer, block] = split(in, "gather_axis");
+      os << "  allGather(mesh, " << g << ", " << ptr(in) << ", " << out(op)
+         << ", " << outer << ", " << block * elem << ");\n";
+    } else if (auto rs = dyn_cast<shard::ReduceScatterOp>(op)) {
+      ++result.reduceScatters;
+      if (rs.getReduction() != shard::ReductionKind::Sum)
+        return op->emitError("code generation supports sum reduce-scatters only");
+      auto [outer, block] = split(op->getResult(0), "scatter_axis");
+      os << "  reduceScatterSum(mesh, " << g << ", " << dtype << ", "
+         << ptr(in) << ", " << out(op) << ", " << outer << ", " << block
+         << ");\n";
+    } else {
+      ++result.allSlices;
+      auto [outer, block] = split(op->getResult(0), "slice_axis");
+      os << "  allSlice(mesh, " << g << ", " << ptr(in) << ", " << out(op)
+         << ", " << outer << ", " << block * elem << ");\n";
+    }
+    return success();
+  }
+  return unsupported(op);
 }
 
 void Emitter::emitStridedCopy(Operation *op, Value in, int64_t base,
