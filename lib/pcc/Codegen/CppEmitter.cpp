@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "pcc/Codegen/CppEmitter.h"
+#include "pcc/Dialect/PCC/IR/Fusion.h"
 #include "pcc/Dialect/PCC/IR/TensorUtils.h"
 
 #include "pcc/Codegen/MemoryPlan.h"
@@ -118,13 +119,6 @@ std::string joinInts(ArrayRef<int64_t> v) {
   return s;
 }
 
-bool isElementwise(Operation *op) {
-  return isa<NegOp, AbsOp, ExpOp, LogOp, SqrtOp, ReciprocalOp, FloorOp, CeilOp,
-             TanhOp, ErfOp, SigmoidOp, ReluOp, SinOp, CosOp, NotOp, GeluOp,
-             LeakyReluOp, ClipOp, CastOp, AddOp, SubOp, MulOp, DivOp, PowOp,
-             MaxOp, MinOp, EqualOp, LessOp, LessEqualOp, GreaterOp,
-             GreaterEqualOp, AndOp, OrOp, XorOp, WhereOp, ExpandOp>(op);
-}
 
 class Emitter {
 public:
@@ -332,17 +326,12 @@ LogicalResult Emitter::analyze() {
   // Fusion, from the last op backwards so a user's root is known.
   for (Operation *op : llvm::reverse(ops)) {
     Operation *root = op;
-    if (isElementwise(op) && op->hasOneUse()) {
-      Operation *user = *op->getUsers().begin();
-      if (isElementwise(user) && user->getBlock() == op->getBlock() &&
-          typeOf(user->getResult(0)).getShape() ==
-              typeOf(op->getResult(0)).getShape())
-        root = rootOf.lookup(user);
-    }
+    if (Operation *user = fusedUser(op))
+      root = rootOf.lookup(user);
     rootOf[op] = root;
   }
   for (Operation *op : ops)
-    if (isElementwise(op))
+    if (isPointwise(op))
       members[rootOf[op]].push_back(op);
 
   auto at = [&](Operation *op) { return position[rootOf.lookup(op)]; };
@@ -1112,7 +1101,7 @@ void Emitter::closePart() {
 LogicalResult Emitter::emitOp(Operation *op) {
   if (isa<WeightOp, ConstantOp, ReshapeOp>(op))
     return success();
-  if (isElementwise(op))
+  if (isPointwise(op))
     return rootOf[op] == op ? emitFusedLoop(op) : success();
   return emitKernel(op);
 }

@@ -239,18 +239,22 @@ PlanGraph buildPlanGraph(func::FuncOp fn) {
     if (first.getRank() >= 2)
       g.sequence = first.getDimSize(1);
   }
-  // Fused elementwise chains: a single-use result feeding an elementwise op.
+  // Fused chains of unary ops. The code generator fuses more (every
+  // pointwise op, Fusion.h); pricing that changes which tp layouts the
+  // search picks for dp x tp, and some of those cost a data-parallel
+  // gather the one-axis search does not see, so the planner keeps this
+  // narrower rule until it prices dp and tp jointly (issue 16).
   for (PlanNode &node : g.nodes) {
     node.fusedOperands.assign(node.producers.size(), false);
     Operation *op = node.op;
-    if (!op->hasTrait<OpTrait::Elementwise>())
+    if (!op->hasTrait<mlir::OpTrait::Elementwise>())
       continue;
     for (auto [k, p] : llvm::enumerate(node.producers)) {
       if (p < 0)
         continue;
       PlanNode &prod = g.nodes[p];
       Value v = op->getOperand(k);
-      if (prod.op->hasTrait<OpTrait::Elementwise>() && v.hasOneUse() &&
+      if (prod.op->hasTrait<mlir::OpTrait::Elementwise>() && v.hasOneUse() &&
           prod.op->getNumResults() == 1) {
         prod.fusedResult = true;
         node.fusedOperands[k] = true;

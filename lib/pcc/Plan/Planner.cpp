@@ -257,7 +257,7 @@ std::vector<int> balance(ArrayRef<double> cost, int parts) {
 
 struct StageSummary {
   double compute = 0, comm = 0, weightBytes = 0, resultBytes = 0,
-         inputBytes = 0, largestUnitBytes = 0, boundaryBytes = 0,
+         inputBytes = 0, largestUnitBytes = 0,
          gradSync = 0;
 };
 
@@ -310,97 +310,160 @@ std::string PlanCandidate::label() const {
   return s;
 }
 
-llvm::Expected<Plan> makePlan(const PlanGraph &g, const ClusterSpec &cluster,
-                        const PlanOptions &opt) {
-  auto start = std::chrono::steady_clock::now();
-  auto fail = [](const llvm::Twine &msg) {
-    return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
-  };
-  int64_t n = opt.devices;
-  if (n < 1)
-    return fail("--devices must be at least 1");
-  if (n > cluster.totalDevices() && !cluster.sharedCores)
-    return fail(formatv("{0} devices requested but cluster '{1}' has {2}", n,
-                        cluster.name, cluster.totalDevices()));
-  if (g.nodes.empty())
-    return fail("the model has no compute ops to plan");
+namespace {
 
-  CostModel cost(cluster, g.dtype, n);
-  double eb = g.elementBytes;
-  // Training state per parameter: the parameter and its gradient in the
-  // model's precision, plus fp32 master copy and Adam's two moments when
-  // that precision is 16-bit (Megatron's mixed precision), or just the two
-  // moments in fp32.
-  double stateBytesPerParam = 2 * eb + (eb >= 4 ? 8 : 12);
-  std::vector<Unit> units = makeUnits(g);
-  double usable = cluster.memoryBytes * kUsableMemory;
+/// One run of the search: the model, cluster and options, the caches of
+/// searched layouts, and the candidates found. The candidate families are
+/// enumerated per kind (pipeline, tensor grid, sequence, data, microbatches,
+/// recompute), each costed by `evaluate` through the shared cost model.
+class PlanSearch {
+public:
+  PlanSearch(const PlanGraph &g, const ClusterSpec &cluster,
+             const PlanOptions &opt)
+      : g(g), cluster(cluster), opt(opt), n(opt.devices),
+        cost(cluster, g.dtype, n), eb(g.elementBytes),
+        // Training state per parameter: the parameter and its gradient in
+        // the model's precision, plus fp32 master copy and Adam's two
+        // moments when that precision is 16-bit (Megatron's mixed
+        // precision), or just the two moments in fp32.
+        stateBytesPerParam(2 * eb + (eb >= 4 ? 8 : 12)), units(makeUnits(g)),
+        usable(cluster.memoryBytes * kUsableMemory) {}
+
+  /// Enumerates and costs every candidate, re-searches the fastest exactly
+  /// and ranks them.
+  llvm::Expected<Plan> run();
+
+private:
+  using GridShape = std::pair<int64_t, int64_t>;
+
+  /// Whether the back end runs `p` (PlanOptions::cannotRun).
+  bool runs(const ParallelPlan &p) const {
+    return opt.cannotRun && !opt.cannotRun(p);
+  }
+  /// When searching runnable plans only: whether the back end runs a plan
+  /// with just this part (asked once per part).
+  bool partRuns(int64_t pp, int64_t sp, int64_t tp, TensorMode mode) const;
+  SmallVector<TensorMode, 4> tensorModes() const;
+  SmallVector<bool, 2> recomputeChoices() const;
+  /// The candidate families, outermost first.
+  void enumerate();
+  void enumerateTensor(int64_t pp, int64_t tg, TensorMode mode,
+                       GridShape grid);
+  void enumerateBatch(int64_t pp, int64_t tg, TensorMode mode, GridShape grid,
+                      int64_t sp, int64_t dp);
+
+  std::shared_ptr<const SearchResult>
+  layoutFor(int64_t pp, int64_t dp, int64_t tg, TensorMode mode,
+            GridShape grid, int64_t m, bool recompute, double scale,
+            double cw, double cc, bool exact);
+  /// 1D layouts: the exact search, or a choice re-costed at this share.
+  std::shared_ptr<const SearchResult> oneDimLayout(SearchInput in, int64_t pp,
+                                                   int64_t dp, int64_t tg,
+                                                   bool recompute, bool exact);
+  PlanCandidate evaluate(int64_t pp, int64_t tg, TensorMode mode,
+                         GridShape grid, int64_t sp, int64_t dp, int64_t m,
+                         bool recompute, bool exact);
+  /// Sequence parallelism: attention gathers keys and values from the
+  /// whole sequence; per node, per microbatch.
+  std::vector<double> sequenceComm(int64_t tg, int64_t sp,
+                                   double scale) const;
+  struct Stages {
+    /// The slowest stage and its time per microbatch.
+    StageSummary worst;
+    double worstTime = -1;
+    /// Bytes a block copy passes to the next, and the largest per-stage
+    /// gradient sync.
+    double boundary = 0, maxGradSync = 0;
+  };
+  /// Balances units over the candidate's stages and fills its memory and
+  /// stage starts.
+  Stages priceStages(PlanCandidate &c, const SearchResult &layout,
+                     ArrayRef<double> spComm, double cw, double cc);
+  /// Training: the gradient all-reduce over replicas and the optimizer step.
+  void priceTraining(PlanCandidate &c, double maxGradSync) const;
+  /// Re-searches the fastest candidates exactly and re-ranks.
+  void refine();
+  llvm::Expected<Plan> finish();
+
+  const PlanGraph &g;
+  const ClusterSpec &cluster;
+  const PlanOptions &opt;
+  int64_t n;
+  CostModel cost;
+  double eb, stateBytesPerParam;
+  std::vector<Unit> units;
+  double usable;
+  std::chrono::steady_clock::time_point start =
+      std::chrono::steady_clock::now();
 
   Plan plan;
+  std::vector<PlanCandidate> feasible, rejected;
   // Exactly searched layouts by (mode, tensor size, depth, scale,
   // recompute, microbatches, stages, data-parallel size).
   std::map<std::tuple<int, int64_t, int64_t, double, bool, int64_t, int64_t,
                       int64_t>,
            std::shared_ptr<const SearchResult>>
       layouts;
-  std::vector<PlanCandidate> feasible, rejected;
+  // The exact search runs once per tensor grid and recompute setting;
+  // other candidates with that grid re-cost its choice at their own
+  // microbatch share, and the fastest few are then searched exactly.
+  std::map<std::tuple<int, int64_t, bool, int64_t>, std::vector<OpSharding>>
+      seedChoice;
+  std::map<std::tuple<int, int64_t, bool, int64_t>,
+           std::shared_ptr<const SearchResult>>
+      noLayout;
+  // Given layouts (PlanOptions::tensorLayouts) per (dp, tensor size).
+  std::map<std::pair<int64_t, int64_t>, std::vector<OpSharding>> fixedLayouts;
+};
 
-  // A back end that cannot run some part of a plan is asked once per part,
-  // on a plan with only that part.
-  auto runs = [&](const ParallelPlan &p) {
-    return opt.cannotRun && !opt.cannotRun(p);
-  };
-  auto partRuns = [&](int64_t pp, int64_t sp, int64_t tp, TensorMode mode) {
-    if (!opt.runnableOnly)
-      return true;
-    ParallelPlan p = ParallelPlan::withDegrees(pp, 1, sp, tp);
-    p.tensorMode = mode;
-    p.train = opt.train;
-    return runs(p);
-  };
+bool forced(int64_t want, int64_t v) { return want == 0 || want == v; }
+
+llvm::Error planError(const llvm::Twine &msg) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
+}
+
+bool PlanSearch::partRuns(int64_t pp, int64_t sp, int64_t tp,
+                          TensorMode mode) const {
+  if (!opt.runnableOnly)
+    return true;
+  ParallelPlan p = ParallelPlan::withDegrees(pp, 1, sp, tp);
+  p.tensorMode = mode;
+  p.train = opt.train;
+  return runs(p);
+}
+
+SmallVector<TensorMode, 4> PlanSearch::tensorModes() const {
   SmallVector<TensorMode, 4> modes;
   for (TensorMode m : {TensorMode::OneD, TensorMode::TwoD,
                        TensorMode::TwoPointFiveD, TensorMode::ThreeD})
     if ((!opt.tpMode || *opt.tpMode == m) &&
         (m == TensorMode::OneD || partRuns(1, 1, 4, m)))
       modes.push_back(m);
-  SmallVector<bool, 2> recomputes;
+  return modes;
+}
+
+SmallVector<bool, 2> PlanSearch::recomputeChoices() const {
   if (!opt.train)
-    recomputes = {false};
-  else if (opt.recompute)
-    recomputes = {*opt.recompute};
-  else
-    recomputes = {false, true};
+    return {false};
+  if (opt.recompute)
+    return {*opt.recompute};
+  return {false, true};
+}
 
-  auto forced = [](int64_t want, int64_t v) { return want == 0 || want == v; };
-
-  // Per-op layouts of a candidate. The exact search runs once per tensor
-  // grid and recompute setting; other candidates with that grid re-cost
-  // its choice at their own microbatch share, and the fastest few are then
-  // searched exactly (`exact`).
-  std::map<std::tuple<int, int64_t, bool, int64_t>, std::vector<OpSharding>>
-      seedChoice;
-  std::map<std::tuple<int, int64_t, bool, int64_t>,
-           std::shared_ptr<const SearchResult>>
-      noLayout;
-  // Given layouts (PlanOptions::tensorLayouts) per tensor size.
-  std::map<std::pair<int64_t, int64_t>, std::vector<OpSharding>> fixedLayouts;
-  auto layoutFor = [&](int64_t pp, int64_t dp, int64_t tg, TensorMode mode,
-                       std::pair<int64_t, int64_t> grid, int64_t m,
-                       bool recompute, double scale, double cw, double cc,
-                       bool exact) -> std::shared_ptr<const SearchResult> {
-    auto key = std::make_tuple(int(mode), tg, grid.second, scale, recompute,
-                               m, pp, dp);
-    auto found = layouts.find(key);
-    if (found != layouts.end())
-      return found->second;
-    std::shared_ptr<const SearchResult> layout;
-    if (mode != TensorMode::OneD) {
-      layout = std::make_shared<SearchResult>(gridLayout(
-          g, cost, {mode, tg, grid.first, grid.second}, scale, cluster));
-      if (exact)
-        layouts[key] = layout;
-      return layout;
-    }
+std::shared_ptr<const SearchResult>
+PlanSearch::layoutFor(int64_t pp, int64_t dp, int64_t tg, TensorMode mode,
+                      GridShape grid, int64_t m, bool recompute, double scale,
+                      double cw, double cc, bool exact) {
+  auto key = std::make_tuple(int(mode), tg, grid.second, scale, recompute, m,
+                             pp, dp);
+  auto found = layouts.find(key);
+  if (found != layouts.end())
+    return found->second;
+  std::shared_ptr<const SearchResult> layout;
+  if (mode != TensorMode::OneD) {
+    layout = std::make_shared<SearchResult>(gridLayout(
+        g, cost, {mode, tg, grid.first, grid.second}, scale, cluster));
+  } else {
     SearchInput in;
     in.degree = tg;
     in.crossNode = groupCrossesNodes(1, tg, cluster);
@@ -413,176 +476,188 @@ llvm::Expected<Plan> makePlan(const PlanGraph &g, const ClusterSpec &cluster,
     // in every stage.
     in.weightBudget = 0.8 * usable * double(pp);
     in.weightFactor = opt.train ? stateBytesPerParam / eb : 1;
-    if (opt.tensorLayouts && tg > 1) {
-      std::vector<OpSharding> &fixed = fixedLayouts[{dp, tg}];
-      if (fixed.empty())
-        fixed = opt.tensorLayouts(dp, tg);
-      in.fixed = &fixed;
-      auto result = std::make_shared<SearchResult>(
-          searchTensorParallel(g, cost, in));
-      if (exact)
-        layouts[key] = result;
-      return result;
-    }
-    auto seedKey = std::make_tuple(int(mode), tg, recompute, pp);
-    // Whether weights fit the budget depends only on this key: once the
-    // exact search finds no layout that fits, none of its candidates do.
-    if (auto bad = noLayout.find(seedKey); bad != noLayout.end())
-      return bad->second;
-    auto seed = seedChoice.find(seedKey);
-    bool solve = exact || seed == seedChoice.end() || tg == 1;
-    if (!solve)
-      in.fixed = &seed->second;
-    auto result = std::make_shared<SearchResult>(
-        searchTensorParallel(g, cost, in));
-    if (solve && tg > 1)
-      ++plan.ilpSolves;
-    if (solve && !result->feasible)
-      noLayout[seedKey] = result;
-    if (solve && result->feasible) {
-      std::vector<OpSharding> choice;
-      for (const NodeChoice &nc : result->nodes)
-        choice.push_back(nc.sharding);
-      seedChoice[seedKey] = std::move(choice);
-    }
-    if (exact)
-      layouts[key] = result;
-    return result;
-  };
+    layout = oneDimLayout(in, pp, dp, tg, recompute, exact);
+  }
+  if (exact)
+    layouts[key] = layout;
+  return layout;
+}
 
-  auto evaluate = [&](int64_t pp, int64_t tg, TensorMode mode,
-                      std::pair<int64_t, int64_t> gridShape, int64_t sp,
-                      int64_t dp, int64_t m, bool recompute,
-                      bool exact) -> PlanCandidate {
-    double scale = 1.0 / double(dp * m * sp);
-    double cw = opt.train ? (recompute ? 4 : 3) : 1;
-    double cc = opt.train ? (recompute ? 3 : 2) : 1;
-    std::shared_ptr<const SearchResult> layout =
-        layoutFor(pp, dp, tg, mode, gridShape, m, recompute, scale, cw, cc,
-                  exact);
-    PlanCandidate c;
-    c.dp = dp;
-    c.pp = pp;
-    c.tp = tg;
-    c.sp = sp;
-    c.microbatches = m;
-    c.mode = mode;
-    c.q = gridShape.first;
-    c.depth = gridShape.second;
-    c.recompute = recompute;
-    c.layout = layout;
-    c.runnable = runs(c.toPlan(opt.train));
+std::shared_ptr<const SearchResult>
+PlanSearch::oneDimLayout(SearchInput in, int64_t pp, int64_t dp, int64_t tg,
+                         bool recompute, bool exact) {
+  if (opt.tensorLayouts && tg > 1) {
+    std::vector<OpSharding> &fixed = fixedLayouts[{dp, tg}];
+    if (fixed.empty())
+      fixed = opt.tensorLayouts(dp, tg);
+    in.fixed = &fixed;
+    return std::make_shared<SearchResult>(searchTensorParallel(g, cost, in));
+  }
+  auto seedKey = std::make_tuple(int(TensorMode::OneD), tg, recompute, pp);
+  // Whether weights fit the budget depends only on this key: once the
+  // exact search finds no layout that fits, none of its candidates do.
+  if (auto bad = noLayout.find(seedKey); bad != noLayout.end())
+    return bad->second;
+  auto seed = seedChoice.find(seedKey);
+  bool solve = exact || seed == seedChoice.end() || tg == 1;
+  if (!solve)
+    in.fixed = &seed->second;
+  auto result =
+      std::make_shared<SearchResult>(searchTensorParallel(g, cost, in));
+  if (solve && tg > 1)
+    ++plan.ilpSolves;
+  if (solve && !result->feasible)
+    noLayout[seedKey] = result;
+  if (solve && result->feasible) {
+    std::vector<OpSharding> choice;
+    for (const NodeChoice &nc : result->nodes)
+      choice.push_back(nc.sharding);
+    seedChoice[seedKey] = std::move(choice);
+  }
+  return result;
+}
 
-    // Sequence parallelism: attention gathers keys and values
-    // from the whole sequence (and scatters their gradients).
-    std::vector<double> spComm(sp > 1 ? g.nodes.size() : 0, 0);
-    auto spAt = [&](int i) { return sp > 1 ? spComm[i] : 0.0; };
-    if (sp > 1) {
-      bool cross = groupCrossesNodes(tg, sp, cluster);
-      for (auto [i, node] : llvm::enumerate(g.nodes))
-        if (node.activationMatmul) {
-          double bytes = tensorBytes(node.op->getOperand(1)) * sp *
-                         scale / double(tg);
-          spComm[i] = cost.collectiveTime(CollectiveKind::AllGather,
-                                          bytes, sp, cross);
-        }
+std::vector<double> PlanSearch::sequenceComm(int64_t tg, int64_t sp,
+                                             double scale) const {
+  std::vector<double> spComm(g.nodes.size(), 0);
+  if (sp <= 1)
+    return spComm;
+  bool cross = groupCrossesNodes(tg, sp, cluster);
+  for (auto [i, node] : llvm::enumerate(g.nodes))
+    if (node.activationMatmul) {
+      double bytes =
+          tensorBytes(node.op->getOperand(1)) * sp * scale / double(tg);
+      spComm[i] =
+          cost.collectiveTime(CollectiveKind::AllGather, bytes, sp, cross);
     }
+  return spComm;
+}
 
-    // Per-unit time of one microbatch, then stages.
-    std::vector<double> unitTime(units.size());
-    for (auto [u, unit] : llvm::enumerate(units))
-      for (int i = unit.first; i <= unit.last; ++i)
-        unitTime[u] += cw * layout->nodes[i].compute +
-                       cc * (layout->nodes[i].comm + spAt(i));
-    std::vector<int> starts = balance(unitTime, pp);
-    double boundary = blockBoundaryBytes(g, *layout);
-    StageSummary worst;
-    double worstTime = -1;
-    double maxWeights = 0, maxActivations = 0, maxGradSync = 0;
-    for (size_t s = 0; s < starts.size(); ++s) {
-      int end = s + 1 < starts.size() ? starts[s + 1] : units.size();
-      StageSummary st;
-      double time = 0;
-      for (int u = starts[s]; u < end; ++u) {
-        time += unitTime[u];
-        double unitBytes = 0;
-        for (int i = units[u].first; i <= units[u].last; ++i) {
-          const NodeChoice &nc = layout->nodes[i];
-          st.compute += nc.compute;
-          st.comm += nc.comm + spAt(i);
-          st.weightBytes += nc.weightBytes;
-          st.gradSync += nc.gradSync;
-          unitBytes += nc.resultBytes;
-        }
-        st.resultBytes += unitBytes;
-        st.largestUnitBytes = std::max(st.largestUnitBytes, unitBytes);
-        bool isCopy = units[u].first != units[u].last;
-        st.inputBytes += isCopy ? boundary : unitBytes;
+PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
+                                           const SearchResult &layout,
+                                           ArrayRef<double> spComm, double cw,
+                                           double cc) {
+  int64_t pp = c.pp, m = c.microbatches;
+  // Per-unit time of one microbatch, then stages.
+  std::vector<double> unitTime(units.size());
+  for (auto [u, unit] : llvm::enumerate(units))
+    for (int i = unit.first; i <= unit.last; ++i)
+      unitTime[u] +=
+          cw * layout.nodes[i].compute + cc * (layout.nodes[i].comm + spComm[i]);
+  std::vector<int> starts = balance(unitTime, pp);
+  Stages out;
+  out.boundary = blockBoundaryBytes(g, layout);
+  double maxWeights = 0, maxActivations = 0;
+  for (size_t s = 0; s < starts.size(); ++s) {
+    int end = s + 1 < starts.size() ? starts[s + 1] : units.size();
+    StageSummary st;
+    double time = 0;
+    for (int u = starts[s]; u < end; ++u) {
+      time += unitTime[u];
+      double unitBytes = 0;
+      for (int i = units[u].first; i <= units[u].last; ++i) {
+        const NodeChoice &nc = layout.nodes[i];
+        st.compute += nc.compute;
+        st.comm += nc.comm + spComm[i];
+        st.weightBytes += nc.weightBytes;
+        st.gradSync += nc.gradSync;
+        unitBytes += nc.resultBytes;
       }
-      // 1F1B: stage s holds activations of pp - s microbatches.
-      double inFlight = opt.train ? double(std::min<int64_t>(pp - s, m)) : 1;
-      double activations =
-          !opt.train ? 2 * st.largestUnitBytes
-          : recompute
-              ? inFlight * st.inputBytes + st.largestUnitBytes
-              : inFlight * st.resultBytes;
-      maxWeights = std::max(maxWeights, st.weightBytes);
-      maxActivations = std::max(maxActivations, activations);
-      maxGradSync = std::max(maxGradSync, st.gradSync);
-      double mem = st.weightBytes * (opt.train ? stateBytesPerParam / eb : 1) +
-                   activations;
-      c.memory = std::max(c.memory, mem);
-      if (time > worstTime) {
-        worstTime = time;
-        worst = st;
-      }
-      c.stageBegin.push_back(units[starts[s]].first);
+      st.resultBytes += unitBytes;
+      st.largestUnitBytes = std::max(st.largestUnitBytes, unitBytes);
+      bool isCopy = units[u].first != units[u].last;
+      st.inputBytes += isCopy ? out.boundary : unitBytes;
     }
-    c.weightMemory = maxWeights;
-    c.stateMemory =
-        opt.train ? maxWeights * (stateBytesPerParam / eb - 1) : 0;
-    c.activationMemory = maxActivations;
+    // 1F1B: stage s holds activations of pp - s microbatches.
+    double inFlight = opt.train ? double(std::min<int64_t>(pp - s, m)) : 1;
+    double activations = !opt.train   ? 2 * st.largestUnitBytes
+                          : c.recompute ? inFlight * st.inputBytes +
+                                              st.largestUnitBytes
+                                        : inFlight * st.resultBytes;
+    maxWeights = std::max(maxWeights, st.weightBytes);
+    maxActivations = std::max(maxActivations, activations);
+    out.maxGradSync = std::max(out.maxGradSync, st.gradSync);
+    double mem = st.weightBytes * (opt.train ? stateBytesPerParam / eb : 1) +
+                 activations;
+    c.memory = std::max(c.memory, mem);
+    if (time > out.worstTime) {
+      out.worstTime = time;
+      out.worst = st;
+    }
+    c.stageBegin.push_back(units[starts[s]].first);
+  }
+  c.weightMemory = maxWeights;
+  c.stateMemory = opt.train ? maxWeights * (stateBytesPerParam / eb - 1) : 0;
+  c.activationMemory = maxActivations;
+  return out;
+}
 
-    // Point-to-point sends between stages, per microbatch.
-    double p2p = 0;
-    if (pp > 1) {
-      double bytes = boundary > 0 ? boundary
-                                  : worst.resultBytes /
-                                        std::max<size_t>(1, units.size());
-      bool cross = groupCrossesNodes(dp * sp * tg, pp, cluster);
-      p2p = (opt.train ? 2 : 1) *
-            cost.collectiveTime(CollectiveKind::SendRecv, bytes, 2,
-                                cross);
-    }
-    double perMicrobatch = worstTime + p2p;
-    c.compute = double(m) * cw * worst.compute;
-    c.comm = double(m) * (cc * worst.comm + p2p);
-    c.bubble = double(pp - 1) * perMicrobatch;
-    if (opt.train) {
-      // Gradients are summed over every replica of a weight:
-      // data and sequence groups (and the 2.5D depth).
-      int64_t replicas = dp * sp * (mode == TensorMode::TwoPointFiveD
-                                        ? c.depth
-                                        : 1);
-      bool cross = groupCrossesNodes(tg, dp * sp, cluster) ||
-                   (mode == TensorMode::TwoPointFiveD &&
-                    groupCrossesNodes(c.q * c.q, c.depth, cluster));
-      c.dataParallel = cost.collectiveTime(
-                           CollectiveKind::AllReduce, maxWeights,
-                           replicas, cross) +
-                       maxGradSync;
-      double params = maxWeights / eb;
-      c.optimizer = cost.kernelTime(12 * params,
-                                    2 * stateBytesPerParam * params);
-    }
-    c.stepTime = double(m + pp - 1) * perMicrobatch +
-                 c.dataParallel + c.optimizer;
-    c.flopsPerDevice = g.totalFlops * cw / double(n);
-    c.tflopsPerDevice = c.flopsPerDevice / c.stepTime / 1e12;
-    c.fits = c.memory <= usable && layout->feasible;
-    return c;
-  };
+void PlanSearch::priceTraining(PlanCandidate &c, double maxGradSync) const {
+  // Gradients are summed over every replica of a weight: data and sequence
+  // groups (and the 2.5D depth).
+  bool deep = c.mode == TensorMode::TwoPointFiveD;
+  int64_t replicas = c.dp * c.sp * (deep ? c.depth : 1);
+  bool cross = groupCrossesNodes(c.tp, c.dp * c.sp, cluster) ||
+               (deep && groupCrossesNodes(c.q * c.q, c.depth, cluster));
+  c.dataParallel = cost.collectiveTime(CollectiveKind::AllReduce,
+                                       c.weightMemory, replicas, cross) +
+                   maxGradSync;
+  double params = c.weightMemory / eb;
+  c.optimizer =
+      cost.kernelTime(12 * params, 2 * stateBytesPerParam * params);
+}
 
+PlanCandidate PlanSearch::evaluate(int64_t pp, int64_t tg, TensorMode mode,
+                                   GridShape grid, int64_t sp, int64_t dp,
+                                   int64_t m, bool recompute, bool exact) {
+  double scale = 1.0 / double(dp * m * sp);
+  double cw = opt.train ? (recompute ? 4 : 3) : 1;
+  double cc = opt.train ? (recompute ? 3 : 2) : 1;
+  std::shared_ptr<const SearchResult> layout = layoutFor(
+      pp, dp, tg, mode, grid, m, recompute, scale, cw, cc, exact);
+  PlanCandidate c;
+  c.dp = dp;
+  c.pp = pp;
+  c.tp = tg;
+  c.sp = sp;
+  c.microbatches = m;
+  c.mode = mode;
+  c.q = grid.first;
+  c.depth = grid.second;
+  c.recompute = recompute;
+  c.layout = layout;
+  c.runnable = runs(c.toPlan(opt.train));
+
+  std::vector<double> spComm = sequenceComm(tg, sp, scale);
+  Stages stages = priceStages(c, *layout, spComm, cw, cc);
+  const StageSummary &worst = stages.worst;
+
+  // Point-to-point sends between stages, per microbatch.
+  double p2p = 0;
+  if (pp > 1) {
+    double bytes = stages.boundary > 0
+                       ? stages.boundary
+                       : worst.resultBytes / std::max<size_t>(1, units.size());
+    bool cross = groupCrossesNodes(dp * sp * tg, pp, cluster);
+    p2p = (opt.train ? 2 : 1) *
+          cost.collectiveTime(CollectiveKind::SendRecv, bytes, 2, cross);
+  }
+  double perMicrobatch = stages.worstTime + p2p;
+  c.compute = double(m) * cw * worst.compute;
+  c.comm = double(m) * (cc * worst.comm + p2p);
+  c.bubble = double(pp - 1) * perMicrobatch;
+  if (opt.train)
+    priceTraining(c, stages.maxGradSync);
+  c.stepTime =
+      double(m + pp - 1) * perMicrobatch + c.dataParallel + c.optimizer;
+  c.flopsPerDevice = g.totalFlops * cw / double(n);
+  c.tflopsPerDevice = c.flopsPerDevice / c.stepTime / 1e12;
+  c.fits = c.memory <= usable && layout->feasible;
+  return c;
+}
+
+void PlanSearch::enumerate() {
+  SmallVector<TensorMode, 4> modes = tensorModes();
   for (int64_t pp : divisors(n)) {
     if (!forced(opt.pp, pp) || !partRuns(pp, 1, 1, TensorMode::OneD) ||
         pp > int64_t(units.size()))
@@ -593,48 +668,59 @@ llvm::Expected<Plan> makePlan(const PlanGraph &g, const ClusterSpec &cluster,
       for (TensorMode mode : modes) {
         if (tg == 1 && mode != TensorMode::OneD)
           continue;
-        auto grid = tensorGrid(mode, tg);
-        if (!grid)
-          continue;
-        for (int64_t sp : divisors(n / (pp * tg))) {
-          if (!forced(opt.sp, sp) || !partRuns(1, sp, 1, TensorMode::OneD) ||
-              (sp > 1 && g.sequence % sp))
-            continue;
-          int64_t dp = n / (pp * tg * sp);
-          if (!forced(opt.dp, dp) || g.batch % dp)
-            continue;
-          // Cheap memory bound before any layout work: weights (and
-          // training state) spread perfectly over pipeline and tensor
-          // groups.
-          double perParam = opt.train ? stateBytesPerParam : eb;
-          if (g.totalParams * perParam / double(pp * tg) > usable) {
-            ++plan.infeasible;
-            continue;
-          }
-          for (int64_t m : divisors(g.batch / dp)) {
-            int64_t mbSize = g.batch / dp / m;
-            if (!forced(opt.microbatches, m) ||
-                (!opt.microbatches && mbSize > kMaxMicrobatchSize &&
-                 m < g.batch / dp))
-              continue;
-            if (!opt.train && pp == 1 && m > 1 && !opt.microbatches)
-              continue; // inference without stages gains nothing from it
-            for (bool recompute : recomputes) {
-              ++plan.evaluated;
-              PlanCandidate c = evaluate(pp, tg, mode, *grid, sp, dp, m,
-                                         recompute, /*exact=*/false);
-              // Layouts are big; only the finalists keep theirs.
-              c.layout = nullptr;
-              (c.fits ? feasible : rejected).push_back(std::move(c));
-            }
-          }
-        }
+        if (auto grid = tensorGrid(mode, tg))
+          enumerateTensor(pp, tg, mode, *grid);
       }
     }
   }
-  auto faster = [](const PlanCandidate &a, const PlanCandidate &b) {
-    return a.stepTime < b.stepTime;
-  };
+}
+
+void PlanSearch::enumerateTensor(int64_t pp, int64_t tg, TensorMode mode,
+                                 GridShape grid) {
+  for (int64_t sp : divisors(n / (pp * tg))) {
+    if (!forced(opt.sp, sp) || !partRuns(1, sp, 1, TensorMode::OneD) ||
+        (sp > 1 && g.sequence % sp))
+      continue;
+    int64_t dp = n / (pp * tg * sp);
+    if (!forced(opt.dp, dp) || g.batch % dp)
+      continue;
+    // Cheap memory bound before any layout work: weights (and training
+    // state) spread perfectly over pipeline and tensor groups.
+    double perParam = opt.train ? stateBytesPerParam : eb;
+    if (g.totalParams * perParam / double(pp * tg) > usable) {
+      ++plan.infeasible;
+      continue;
+    }
+    enumerateBatch(pp, tg, mode, grid, sp, dp);
+  }
+}
+
+void PlanSearch::enumerateBatch(int64_t pp, int64_t tg, TensorMode mode,
+                                GridShape grid, int64_t sp, int64_t dp) {
+  for (int64_t m : divisors(g.batch / dp)) {
+    int64_t mbSize = g.batch / dp / m;
+    if (!forced(opt.microbatches, m) ||
+        (!opt.microbatches && mbSize > kMaxMicrobatchSize &&
+         m < g.batch / dp))
+      continue;
+    if (!opt.train && pp == 1 && m > 1 && !opt.microbatches)
+      continue; // inference without stages gains nothing from it
+    for (bool recompute : recomputeChoices()) {
+      ++plan.evaluated;
+      PlanCandidate c = evaluate(pp, tg, mode, grid, sp, dp, m, recompute,
+                                 /*exact=*/false);
+      // Layouts are big; only the finalists keep theirs.
+      c.layout = nullptr;
+      (c.fits ? feasible : rejected).push_back(std::move(c));
+    }
+  }
+}
+
+bool faster(const PlanCandidate &a, const PlanCandidate &b) {
+  return a.stepTime < b.stepTime;
+}
+
+void PlanSearch::refine() {
   llvm::stable_sort(feasible, faster);
   llvm::stable_sort(rejected, faster);
   // The fastest candidates get their own exact layout search (and keep
@@ -646,34 +732,35 @@ llvm::Expected<Plan> makePlan(const PlanGraph &g, const ClusterSpec &cluster,
       c = evaluate(c.pp, c.tp, c.mode, {c.q, c.depth}, c.sp, c.dp,
                    c.microbatches, c.recompute, /*exact=*/true);
     }
-  {
-    std::vector<PlanCandidate> keep;
-    for (PlanCandidate &c : feasible)
-      (c.fits ? keep : rejected).push_back(std::move(c));
-    // A re-searched candidate that fits now moves up from the rejects.
-    for (auto it = rejected.begin(); it != rejected.end();)
-      if (it->fits && it->layout) {
-        keep.push_back(std::move(*it));
-        it = rejected.erase(it);
-      } else {
-        ++it;
-      }
-    feasible = std::move(keep);
-    llvm::stable_sort(feasible, faster);
-    llvm::stable_sort(rejected, faster);
-  }
+  std::vector<PlanCandidate> keep;
+  for (PlanCandidate &c : feasible)
+    (c.fits ? keep : rejected).push_back(std::move(c));
+  // A re-searched candidate that fits now moves up from the rejects.
+  for (auto it = rejected.begin(); it != rejected.end();)
+    if (it->fits && it->layout) {
+      keep.push_back(std::move(*it));
+      it = rejected.erase(it);
+    } else {
+      ++it;
+    }
+  feasible = std::move(keep);
+  llvm::stable_sort(feasible, faster);
+  llvm::stable_sort(rejected, faster);
+}
+
+llvm::Expected<Plan> PlanSearch::finish() {
   plan.infeasible += rejected.size();
   if (feasible.empty()) {
     if (rejected.empty())
-      return fail(formatv("no plan for {0} devices fits the constraints "
-                          "(batch {1}, forced degrees must multiply to the "
-                          "device count and divide the batch)",
-                          n, g.batch));
+      return planError(formatv("no plan for {0} devices fits the constraints "
+                             "(batch {1}, forced degrees must multiply to the "
+                             "device count and divide the batch)",
+                             n, g.batch));
     const PlanCandidate &r = rejected.front();
-    return fail(formatv("no plan fits in {0:F1} GiB per device: the best "
-                        "candidate ({1}) needs {2:F1} GiB",
-                        usable / 1073741824.0, r.label(),
-                        r.memory / 1073741824.0));
+    return planError(formatv("no plan fits in {0:F1} GiB per device: the best "
+                           "candidate ({1}) needs {2:F1} GiB",
+                           usable / 1073741824.0, r.label(),
+                           r.memory / 1073741824.0));
   }
   plan.best = feasible.front();
   plan.considered = std::move(feasible);
@@ -682,7 +769,27 @@ llvm::Expected<Plan> makePlan(const PlanGraph &g, const ClusterSpec &cluster,
   plan.seconds = std::chrono::duration<double>(
                      std::chrono::steady_clock::now() - start)
                      .count();
-  return plan;
+  return std::move(plan);
+}
+
+llvm::Expected<Plan> PlanSearch::run() {
+  enumerate();
+  refine();
+  return finish();
+}
+
+} // namespace
+
+llvm::Expected<Plan> makePlan(const PlanGraph &g, const ClusterSpec &cluster,
+                              const PlanOptions &opt) {
+  if (opt.devices < 1)
+    return planError("--devices must be at least 1");
+  if (opt.devices > cluster.totalDevices() && !cluster.sharedCores)
+    return planError(formatv("{0} devices requested but cluster '{1}' has {2}",
+                           opt.devices, cluster.name, cluster.totalDevices()));
+  if (g.nodes.empty())
+    return planError("the model has no compute ops to plan");
+  return PlanSearch(g, cluster, opt).run();
 }
 
 } // namespace pcc

@@ -159,21 +159,57 @@ double reshardTime(const TensorSharding &from, const TensorSharding &to,
   return total;
 }
 
-SearchResult searchTensorParallel(const PlanGraph &g, const CostModel &cost,
-                                  const SearchInput &in) {
-  auto start = std::chrono::steady_clock::now();
-  SearchResult result;
+namespace {
+
+/// The layout choice as an integer program: one variable per option of
+/// every variable node, transport variables per edge with choices on both
+/// ends.
+class LayoutProblem {
+public:
+  LayoutProblem(const PlanGraph &g, const CostModel &cost,
+                const SearchInput &in)
+      : g(g), cost(cost), in(in), n(g.nodes.size()), options(n),
+        nodeMult(n, 0), choice(n, 0) {
+    mesh.shape = {std::max<int64_t>(1, in.degree)};
+    mesh.axisNames = {"tp"};
+  }
+
+  SearchResult solve();
+
+private:
+  /// Variables exist for the prefix, the first copy and the suffix.
+  bool isVariable(int i) const { return g.representative(i) == i; }
+  void collectOptions();
+  /// Edges between variables, with how often each occurs in the full graph.
+  void collectEdges();
+  /// Function results must not stay partial sums: their reduction joins
+  /// the producing option's cost.
+  void priceOutputReductions();
+  double edgeCost(const Edge &e, int a, int b) const;
+  /// Builds and solves the program with CBC; fills `choice`.
+  void solveProgram(SearchResult &result);
+  void addEdge(Cbc_Model *model, const Edge &e, int &vars,
+               std::vector<double> &budgetCoef, SearchResult &result);
+  void addWeightBudget(Cbc_Model *model, int vars,
+                       ArrayRef<double> budgetCoef, SearchResult &result);
+  /// Spells the choice out for every node, with the collectives on its
+  /// incoming edges as the partitioner will insert them.
+  void spellOut(SearchResult &result) const;
+
+  const PlanGraph &g;
+  const CostModel &cost;
+  const SearchInput &in;
+  int n;
   Mesh mesh;
-  mesh.shape = {std::max<int64_t>(1, in.degree)};
-  mesh.axisNames = {"tp"};
-  int n = g.nodes.size();
+  std::vector<std::vector<NodeChoice>> options;
+  std::vector<double> nodeMult;
+  std::vector<Edge> edges;
+  std::vector<int> choice, firstVar;
+};
+
+void LayoutProblem::collectOptions() {
   const RepeatedBlock &b = g.block;
   double copies = b.present() ? b.count : 1;
-
-  // Variables exist for the prefix, the first copy and the suffix.
-  auto isVariable = [&](int i) { return g.representative(i) == i; };
-  std::vector<std::vector<NodeChoice>> options(n);
-  std::vector<double> nodeMult(n, 0);
   for (int i = 0; i < n; ++i) {
     if (!isVariable(i))
       continue;
@@ -183,9 +219,11 @@ SearchResult searchTensorParallel(const PlanGraph &g, const CostModel &cost,
     bool inBlock = b.present() && i >= b.begin && i < b.end();
     nodeMult[i] = inBlock ? copies : 1;
   }
+}
 
-  // Edges between variables, with how often each occurs in the full graph.
-  std::vector<Edge> edges;
+void LayoutProblem::collectEdges() {
+  const RepeatedBlock &b = g.block;
+  double copies = b.present() ? b.count : 1;
   for (int i = 0; i < n; ++i) {
     if (!isVariable(i))
       continue;
@@ -215,8 +253,9 @@ SearchResult searchTensorParallel(const PlanGraph &g, const CostModel &cost,
       }
     }
   }
+}
 
-  // Function results must not stay partial sums.
+void LayoutProblem::priceOutputReductions() {
   func::FuncOp fn = g.fn;
   Operation *ret = fn.getBody().front().getTerminator();
   llvm::DenseMap<Operation *, int> nodeOf;
@@ -235,130 +274,131 @@ SearchResult searchTensorParallel(const PlanGraph &g, const CostModel &cost,
       TensorSharding whole = s;
       whole.partial.clear();
       double bytes = tensorBytes(v) * in.scale;
-      double t = reshardTime(s, whole, bytes, mesh, in.crossNode, cost,
-                             &c.collectives);
-      c.comm += t;
+      c.comm += reshardTime(s, whole, bytes, mesh, in.crossNode, cost,
+                            &c.collectives);
     }
   }
+}
 
-  std::vector<int> choice(n, 0);
-  auto edgeCost = [&](const Edge &e, int a, int bIdx) {
-    Value v = g.nodes[e.consumer].op->getOperand(e.operand);
-    return reshardTime(options[e.producer][a].sharding.results[e.result],
-                       options[e.consumer][bIdx].sharding.operands[e.operand],
-                       tensorBytes(v) * in.scale, mesh, in.crossNode, cost);
+double LayoutProblem::edgeCost(const Edge &e, int a, int b) const {
+  Value v = g.nodes[e.consumer].op->getOperand(e.operand);
+  return reshardTime(options[e.producer][a].sharding.results[e.result],
+                     options[e.consumer][b].sharding.operands[e.operand],
+                     tensorBytes(v) * in.scale, mesh, in.crossNode, cost);
+}
+
+void LayoutProblem::addEdge(Cbc_Model *model, const Edge &e, int &vars,
+                            std::vector<double> &budgetCoef,
+                            SearchResult &result) {
+  int nu = options[e.producer].size(), nv = options[e.consumer].size();
+  if (nu == 1 && nv == 1)
+    return;
+  if (nu == 1 || nv == 1) {
+    // One side fixed: the edge cost joins the other side's objective.
+    for (int s = 0; s < std::max(nu, nv); ++s) {
+      double c = e.mult * in.commWeight *
+                 (nu == 1 ? edgeCost(e, 0, s) : edgeCost(e, s, 0));
+      int var = (nu == 1 ? firstVar[e.consumer] : firstVar[e.producer]) + s;
+      Cbc_setObjCoeff(model, var, Cbc_getObjCoefficients(model)[var] + c);
+    }
+    return;
+  }
+  int base = vars;
+  for (int a = 0; a < nu; ++a)
+    for (int c = 0; c < nv; ++c) {
+      Cbc_addCol(model, "", 0, 1, e.mult * in.commWeight * edgeCost(e, a, c),
+                 0, 0, nullptr, nullptr);
+      budgetCoef.push_back(0);
+      ++vars;
+    }
+  // sum_b e[a][b] = x[u][a] and sum_a e[a][b] = x[v][b].
+  auto marginal = [&](int count, int stride, int offset, int x) {
+    std::vector<int> cols;
+    for (int k = 0; k < count; ++k)
+      cols.push_back(base + offset + k * stride);
+    cols.push_back(x);
+    std::vector<double> coefs(count, 1);
+    coefs.push_back(-1);
+    Cbc_addRow(model, "", cols.size(), cols.data(), coefs.data(), 'E', 0);
   };
+  for (int a = 0; a < nu; ++a)
+    marginal(nv, 1, a * nv, firstVar[e.producer] + a);
+  for (int c = 0; c < nv; ++c)
+    marginal(nu, nv, c, firstVar[e.consumer] + c);
+  result.constraints += nu + nv;
+}
 
-  bool anyChoice = llvm::any_of(options, [](const auto &o) {
-    return o.size() > 1;
-  });
-  if (anyChoice) {
-    Cbc_Model *model = Cbc_newModel();
-    Cbc_setLogLevel(model, 0);
-    Cbc_setMaximumSeconds(model, 30);
-    std::vector<int> firstVar(n, -1);
-    int vars = 0;
-    std::vector<double> budgetCoef;
-    auto nodeObjective = [&](int i, const NodeChoice &c) {
-      return nodeMult[i] * (in.computeWeight * c.compute +
-                            in.commWeight * c.comm +
-                            c.gradSync / in.microbatches);
-    };
-    for (int i = 0; i < n; ++i) {
-      if (options[i].size() <= 1)
-        continue;
-      firstVar[i] = vars;
-      for (const NodeChoice &c : options[i]) {
-        Cbc_addCol(model, "", 0, 1, nodeObjective(i, c), 1, 0, nullptr,
-                   nullptr);
-        budgetCoef.push_back(nodeMult[i] * c.weightBytes * in.weightFactor);
-        ++vars;
-      }
-      std::vector<int> cols(options[i].size());
-      std::vector<double> ones(cols.size(), 1);
-      for (size_t s = 0; s < cols.size(); ++s)
-        cols[s] = firstVar[i] + s;
-      Cbc_addRow(model, "", cols.size(), cols.data(), ones.data(), 'E', 1);
-      ++result.constraints;
+void LayoutProblem::addWeightBudget(Cbc_Model *model, int vars,
+                                    ArrayRef<double> budgetCoef,
+                                    SearchResult &result) {
+  double fixed = 0;
+  for (int i = 0; i < n; ++i)
+    if (options[i].size() == 1)
+      fixed += nodeMult[i] * options[i][0].weightBytes * in.weightFactor;
+  std::vector<int> cols;
+  std::vector<double> coefs;
+  for (int v = 0; v < vars; ++v)
+    if (budgetCoef[v] > 0) {
+      cols.push_back(v);
+      coefs.push_back(budgetCoef[v]);
     }
-    for (const Edge &e : edges) {
-      int nu = options[e.producer].size(), nv = options[e.consumer].size();
-      if (nu == 1 && nv == 1)
-        continue;
-      if (nu == 1 || nv == 1) {
-        // One side fixed: the edge cost joins the other side's objective.
-        for (int s = 0; s < std::max(nu, nv); ++s) {
-          double c = e.mult * in.commWeight *
-                     (nu == 1 ? edgeCost(e, 0, s) : edgeCost(e, s, 0));
-          int var = (nu == 1 ? firstVar[e.consumer] : firstVar[e.producer]) + s;
-          Cbc_setObjCoeff(model, var, Cbc_getObjCoefficients(model)[var] + c);
-        }
-        continue;
-      }
-      int base = vars;
-      for (int a = 0; a < nu; ++a)
-        for (int c = 0; c < nv; ++c) {
-          Cbc_addCol(model, "", 0, 1, e.mult * in.commWeight * edgeCost(e, a, c),
-                     0, 0, nullptr, nullptr);
-          budgetCoef.push_back(0);
-          ++vars;
-        }
-      // sum_b e[a][b] = x[u][a] and sum_a e[a][b] = x[v][b].
-      auto marginal = [&](int count, int stride, int offset, int x) {
-        std::vector<int> cols;
-        for (int k = 0; k < count; ++k)
-          cols.push_back(base + offset + k * stride);
-        cols.push_back(x);
-        std::vector<double> coefs(count, 1);
-        coefs.push_back(-1);
-        Cbc_addRow(model, "", cols.size(), cols.data(), coefs.data(), 'E', 0);
-      };
-      for (int a = 0; a < nu; ++a)
-        marginal(nv, 1, a * nv, firstVar[e.producer] + a);
-      for (int c = 0; c < nv; ++c)
-        marginal(nu, nv, c, firstVar[e.consumer] + c);
-      result.constraints += nu + nv;
+  if (cols.empty())
+    return;
+  Cbc_addRow(model, "", cols.size(), cols.data(), coefs.data(), 'L',
+             in.weightBudget - fixed);
+  ++result.constraints;
+}
+
+void LayoutProblem::solveProgram(SearchResult &result) {
+  Cbc_Model *model = Cbc_newModel();
+  Cbc_setLogLevel(model, 0);
+  Cbc_setMaximumSeconds(model, 30);
+  firstVar.assign(n, -1);
+  int vars = 0;
+  std::vector<double> budgetCoef;
+  for (int i = 0; i < n; ++i) {
+    if (options[i].size() <= 1)
+      continue;
+    firstVar[i] = vars;
+    for (const NodeChoice &c : options[i]) {
+      double objective =
+          nodeMult[i] * (in.computeWeight * c.compute +
+                         in.commWeight * c.comm + c.gradSync / in.microbatches);
+      Cbc_addCol(model, "", 0, 1, objective, 1, 0, nullptr, nullptr);
+      budgetCoef.push_back(nodeMult[i] * c.weightBytes * in.weightFactor);
+      ++vars;
     }
-    if (in.weightBudget > 0) {
-      double fixed = 0;
-      for (int i = 0; i < n; ++i)
-        if (options[i].size() == 1)
-          fixed += nodeMult[i] * options[i][0].weightBytes * in.weightFactor;
-      std::vector<int> cols;
-      std::vector<double> coefs;
-      for (int v = 0; v < vars; ++v)
-        if (budgetCoef[v] > 0) {
-          cols.push_back(v);
-          coefs.push_back(budgetCoef[v]);
-        }
-      if (!cols.empty()) {
-        Cbc_addRow(model, "", cols.size(), cols.data(), coefs.data(), 'L',
-                   in.weightBudget - fixed);
-        ++result.constraints;
-      }
-    }
-    result.variables = vars;
-    Cbc_solve(model);
-    result.optimal = Cbc_isProvenOptimal(model);
-    result.feasible = !Cbc_isProvenInfeasible(model) &&
-                      Cbc_getColSolution(model) != nullptr;
-    if (result.feasible) {
-      const double *x = Cbc_getColSolution(model);
-      for (int i = 0; i < n; ++i) {
-        if (firstVar[i] < 0)
-          continue;
-        for (size_t s = 0; s < options[i].size(); ++s)
-          if (x[firstVar[i] + s] > 0.5)
-            choice[i] = s;
-      }
-    }
-    Cbc_deleteModel(model);
-  } else {
-    result.optimal = true;
+    std::vector<int> cols(options[i].size());
+    std::vector<double> ones(cols.size(), 1);
+    for (size_t s = 0; s < cols.size(); ++s)
+      cols[s] = firstVar[i] + s;
+    Cbc_addRow(model, "", cols.size(), cols.data(), ones.data(), 'E', 1);
+    ++result.constraints;
   }
+  for (const Edge &e : edges)
+    addEdge(model, e, vars, budgetCoef, result);
+  if (in.weightBudget > 0)
+    addWeightBudget(model, vars, budgetCoef, result);
+  result.variables = vars;
+  Cbc_solve(model);
+  result.optimal = Cbc_isProvenOptimal(model);
+  result.feasible = !Cbc_isProvenInfeasible(model) &&
+                    Cbc_getColSolution(model) != nullptr;
+  if (result.feasible) {
+    const double *x = Cbc_getColSolution(model);
+    for (int i = 0; i < n; ++i) {
+      if (firstVar[i] < 0)
+        continue;
+      for (size_t s = 0; s < options[i].size(); ++s)
+        if (x[firstVar[i] + s] > 0.5)
+          choice[i] = s;
+    }
+  }
+  Cbc_deleteModel(model);
+}
 
-  // Spell the choice out for every node, with the collectives on its
-  // incoming edges as the partitioner will insert them.
+void LayoutProblem::spellOut(SearchResult &result) const {
+  const RepeatedBlock &b = g.block;
   result.nodes.resize(n);
   // Copies after the second are wired like the second: copy its costs.
   int copiedFrom = b.present() ? b.begin + 2 * b.period : n;
@@ -396,10 +436,30 @@ SearchResult searchTensorParallel(const PlanGraph &g, const CostModel &cost,
       pc.node = i;
     result.nodes[i] = std::move(c);
   }
+}
+
+SearchResult LayoutProblem::solve() {
+  auto start = std::chrono::steady_clock::now();
+  SearchResult result;
+  collectOptions();
+  collectEdges();
+  priceOutputReductions();
+  if (llvm::any_of(options, [](const auto &o) { return o.size() > 1; }))
+    solveProgram(result);
+  else
+    result.optimal = true;
+  spellOut(result);
   result.seconds = std::chrono::duration<double>(
                        std::chrono::steady_clock::now() - start)
                        .count();
   return result;
+}
+
+} // namespace
+
+SearchResult searchTensorParallel(const PlanGraph &g, const CostModel &cost,
+                                  const SearchInput &in) {
+  return LayoutProblem(g, cost, in).solve();
 }
 
 } // namespace pcc

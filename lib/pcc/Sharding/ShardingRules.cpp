@@ -34,7 +34,7 @@ struct DimRef {
 /// How partial sums flow through an op without a reduction.
 enum class Linearity {
   None,      // partial operands are summed first
-  Unary,     // f(sum x) = sum f(x): reshape, transpose, slice, neg, expand
+  Unary,     // f(sum x) = sum f(x): neg, expand, split
   AllSame,   // add/sub/concat: every operand partial over the same axes
   OneOf,     // mul: exactly one operand partial
   Numerator, // div: the dividend partial
@@ -445,16 +445,17 @@ OpSharding replicatedSharding(Operation *op) {
   return out;
 }
 
-bool isUnaryElementwise(Operation *op) {
-  return isa<NegOp, AbsOp, ExpOp, LogOp, SqrtOp, ReciprocalOp, FloorOp, CeilOp,
-             TanhOp, ErfOp, SigmoidOp, ReluOp, SinOp, CosOp, NotOp, GeluOp,
-             LeakyReluOp, ClipOp, CastOp>(op);
-}
-
-bool isBinaryElementwise(Operation *op) {
-  return isa<AddOp, SubOp, MulOp, DivOp, PowOp, MaxOp, MinOp, EqualOp, LessOp,
-             LessEqualOp, GreaterOp, GreaterEqualOp, AndOp, OrOp, XorOp,
-             WhereOp>(op);
+/// How partial sums pass through `op`, as its ODS traits declare.
+Linearity linearityOf(Operation *op) {
+  if (op->hasTrait<pcc::OpTrait::LinearUnary>())
+    return Linearity::Unary;
+  if (op->hasTrait<pcc::OpTrait::LinearAllSame>())
+    return Linearity::AllSame;
+  if (op->hasTrait<pcc::OpTrait::LinearInOne>())
+    return Linearity::OneOf;
+  if (op->hasTrait<pcc::OpTrait::LinearInNumerator>())
+    return Linearity::Numerator;
+  return Linearity::None;
 }
 
 } // namespace
@@ -481,21 +482,8 @@ OpSharding inferOpSharding(Operation *op, ArrayRef<TensorSharding> in,
     return transposeSharding(t, operands[0]);
 
   std::optional<FactorRule> rule;
-  if (isUnaryElementwise(op)) {
+  if (op->hasTrait<pcc::OpTrait::Pointwise>()) {
     rule = elementwiseRule(op);
-    if (isa<NegOp>(op))
-      rule->linear = Linearity::Unary;
-  } else if (isBinaryElementwise(op)) {
-    rule = elementwiseRule(op);
-    if (isa<AddOp, SubOp>(op))
-      rule->linear = Linearity::AllSame;
-    else if (isa<MulOp>(op))
-      rule->linear = Linearity::OneOf;
-    else if (isa<DivOp>(op))
-      rule->linear = Linearity::Numerator;
-  } else if (auto e = dyn_cast<ExpandOp>(op)) {
-    rule = elementwiseRule(op);
-    rule->linear = Linearity::Unary;
   } else if (auto mm = dyn_cast<MatMulOp>(op)) {
     rule = matmulRule(mm);
   } else if (auto g = dyn_cast<GemmOp>(op)) {
@@ -536,16 +524,15 @@ OpSharding inferOpSharding(Operation *op, ArrayRef<TensorSharding> in,
     int64_t rank = shapeOf(c.getResult()).size();
     int64_t axis = normalizeAxis(c.getAxis(), rank);
     rule = sameShapeRule(op, [&](int64_t d) { return d == axis; });
-    rule->linear = Linearity::AllSame;
   } else if (auto sp = dyn_cast<SplitOp>(op)) {
     rule = splitRule(sp);
-    rule->linear = Linearity::Unary;
   } else if (isa<TriluOp>(op)) {
     int64_t rank = shapeOf(op->getOperand(0)).size();
     rule = sameShapeRule(op, [&](int64_t d) { return d >= rank - 2; });
   }
   if (!rule)
     return replicatedSharding(op);
+  rule->linear = linearityOf(op);
 
   OpSharding out = applyRule(op, *rule, operands, mesh);
   // A gemm adds C after the sum over a split K, so that C counts once.

@@ -15,6 +15,30 @@ include "mlir/IR/BuiltinAttributeInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
+//===----------------------------------------------------------------------===//
+// Op semantics (PCCTraits.h): what the planner, partitioner and code
+// generator ask an op instead of listing op kinds themselves.
+//===----------------------------------------------------------------------===//
+
+class PCC_Trait<string name> : NativeOpTrait<name> {
+  let cppNamespace = "::pcc::OpTrait";
+}
+// Each result element depends only on the operand elements at the same
+// index after numpy broadcasting: the op fuses into its neighbours' loop and
+// shards dimension by dimension.
+def PCC_Pointwise : PCC_Trait<"Pointwise">;
+// How partial sums (a value split into addends over mesh axes) pass through
+// an op without being summed first:
+// f(sum x) = sum f(x) for its one operand (neg, expand, split);
+def PCC_LinearUnary : PCC_Trait<"LinearUnary">;
+// linear in all operands together when each is partial over the same axes
+// (add, sub, concat);
+def PCC_LinearAllSame : PCC_Trait<"LinearAllSame">;
+// linear in any one operand while the others are whole (mul);
+def PCC_LinearInOne : PCC_Trait<"LinearInOne">;
+// linear in its first operand while the second is whole (div).
+def PCC_LinearInNumerator : PCC_Trait<"LinearInNumerator">;
+
 def PCC_Tensor : StaticShapeTensorOf<[AnyType]>;
 
 // A signless i64 attribute read back as int64_t: axes, offsets and diagonal
@@ -73,14 +97,16 @@ def PCC_WeightOp : PCC_Op<"weight", [Pure]> {
 class PCC_UnaryOp<string mnemonic, string desc, Type type = PCC_FloatTensor,
                   list<Trait> traits = []>
     : PCC_Op<mnemonic, !listconcat(traits,
-        [Pure, Elementwise, InferTypeOpAdaptor])> {
+        [Pure, Elementwise, PCC_Pointwise, InferTypeOpAdaptor])> {
   let summary = "Elementwise " # desc;
   let arguments = (ins type:$input);
   let results = (outs type:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
 }
 
-def PCC_NegOp : PCC_UnaryOp<"neg", "negation", PCC_Tensor> { let hasFolder = 1; }
+def PCC_NegOp : PCC_UnaryOp<"neg", "negation", PCC_Tensor, [PCC_LinearUnary]> {
+  let hasFolder = 1;
+}
 def PCC_AbsOp : PCC_UnaryOp<"abs", "absolute value", PCC_Tensor>;
 def PCC_ExpOp : PCC_UnaryOp<"exp", "e^x">;
 def PCC_LogOp : PCC_UnaryOp<"log", "natural logarithm">;
@@ -115,7 +141,8 @@ def PCC_ClipOp : PCC_UnaryOp<"clip", "clamp to [min, max]"> {
   let hasVerifier = 1;
 }
 
-def PCC_CastOp : PCC_Op<"cast", [Pure, Elementwise, InferTypeOpAdaptor]> {
+def PCC_CastOp : PCC_Op<"cast", [Pure, Elementwise, PCC_Pointwise,
+                                  InferTypeOpAdaptor]> {
   let summary = "Elementwise conversion to another element type";
   let description = [{
     Converts with ONNX Cast semantics: float to integer truncates toward
@@ -131,7 +158,8 @@ def PCC_CastOp : PCC_Op<"cast", [Pure, Elementwise, InferTypeOpAdaptor]> {
 
 class PCC_BinaryOp<string mnemonic, string desc, Type type = PCC_Tensor,
                    list<Trait> traits = []>
-    : PCC_Op<mnemonic, !listconcat(traits, [Pure, InferTypeOpAdaptor])> {
+    : PCC_Op<mnemonic, !listconcat(traits,
+                                   [Pure, PCC_Pointwise, InferTypeOpAdaptor])> {
   let summary = "Elementwise " # desc # " with numpy broadcasting";
   let arguments = (ins type:$lhs, type:$rhs);
   let results = (outs PCC_Tensor:$result);
@@ -141,10 +169,14 @@ class PCC_BinaryOp<string mnemonic, string desc, Type type = PCC_Tensor,
   let hasFolder = 1;
 }
 
-def PCC_AddOp : PCC_BinaryOp<"add", "addition", PCC_Tensor, [Commutative]>;
-def PCC_SubOp : PCC_BinaryOp<"sub", "subtraction">;
-def PCC_MulOp : PCC_BinaryOp<"mul", "multiplication", PCC_Tensor, [Commutative]>;
-def PCC_DivOp : PCC_BinaryOp<"div", "division (integers truncate)">;
+def PCC_AddOp : PCC_BinaryOp<"add", "addition", PCC_Tensor,
+                             [Commutative, PCC_LinearAllSame]>;
+def PCC_SubOp : PCC_BinaryOp<"sub", "subtraction", PCC_Tensor,
+                             [PCC_LinearAllSame]>;
+def PCC_MulOp : PCC_BinaryOp<"mul", "multiplication", PCC_Tensor,
+                             [Commutative, PCC_LinearInOne]>;
+def PCC_DivOp : PCC_BinaryOp<"div", "division (integers truncate)", PCC_Tensor,
+                             [PCC_LinearInNumerator]>;
 def PCC_PowOp : PCC_BinaryOp<"pow", "power">;
 def PCC_MaxOp : PCC_BinaryOp<"max", "maximum", PCC_Tensor, [Commutative]>;
 def PCC_MinOp : PCC_BinaryOp<"min", "minimum", PCC_Tensor, [Commutative]>;
@@ -157,7 +189,7 @@ def PCC_AndOp : PCC_BinaryOp<"and", "logical and", PCC_BoolTensor, [Commutative]
 def PCC_OrOp : PCC_BinaryOp<"or", "logical or", PCC_BoolTensor, [Commutative]>;
 def PCC_XorOp : PCC_BinaryOp<"xor", "logical xor", PCC_BoolTensor, [Commutative]>;
 
-def PCC_WhereOp : PCC_Op<"where", [Pure, InferTypeOpAdaptor]> {
+def PCC_WhereOp : PCC_Op<"where", [Pure, PCC_Pointwise, InferTypeOpAdaptor]> {
   let summary = "Elementwise select with numpy broadcasting";
   let description = [{
     `cond ? lhs : rhs` elementwise, all three broadcast to a common shape.
@@ -344,7 +376,8 @@ def PCC_TransposeOp : PCC_Op<"transpose", [Pure, InferTypeOpAdaptor]> {
   let hasFolder = 1;
 }
 
-def PCC_ExpandOp : PCC_Op<"expand", [Pure, InferTypeOpAdaptor]> {
+def PCC_ExpandOp : PCC_Op<"expand", [Pure, PCC_Pointwise, PCC_LinearUnary,
+                                      InferTypeOpAdaptor]> {
   let summary = "Broadcast to a shape (numpy rules with `shape`)";
   let description = [{
     The result shape is the broadcast of the input shape with `shape`, as in
@@ -356,7 +389,8 @@ def PCC_ExpandOp : PCC_Op<"expand", [Pure, InferTypeOpAdaptor]> {
   let hasFolder = 1;
 }
 
-def PCC_ConcatOp : PCC_Op<"concat", [Pure, InferTypeOpAdaptor]> {
+def PCC_ConcatOp : PCC_Op<"concat", [Pure, PCC_LinearAllSame,
+                                      InferTypeOpAdaptor]> {
   let summary = "Join tensors along `axis`";
   let arguments = (ins Variadic<PCC_Tensor>:$inputs, PCC_I64Attr:$axis);
   let results = (outs PCC_Tensor:$result);
@@ -364,7 +398,7 @@ def PCC_ConcatOp : PCC_Op<"concat", [Pure, InferTypeOpAdaptor]> {
   let hasFolder = 1;
 }
 
-def PCC_SplitOp : PCC_Op<"split", [Pure, InferTypeOpAdaptor]> {
+def PCC_SplitOp : PCC_Op<"split", [Pure, PCC_LinearUnary, InferTypeOpAdaptor]> {
   let summary = "Cut a tensor into consecutive pieces of `sizes` along `axis`";
   let arguments = (ins PCC_Tensor:$input, PCC_I64Attr:$axis, DenseI64ArrayAttr:$sizes);
   let results = (outs Variadic<PCC_Tensor>:$results);

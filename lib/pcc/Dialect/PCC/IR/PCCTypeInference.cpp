@@ -61,7 +61,7 @@ FailureOr<SmallVector<int64_t>> broadcast(std::optional<Location> loc,
                                           ArrayRef<int64_t> a,
                                           ArrayRef<int64_t> b) {
   SmallVector<int64_t> out;
-  if (!OpTrait::util::getBroadcastedShape(a, b, out))
+  if (!mlir::OpTrait::util::getBroadcastedShape(a, b, out))
     return emitOptionalError(loc, "incompatible shapes ", shapeStr(a), " and ",
                              shapeStr(b), " for broadcasting");
   return out;
@@ -284,7 +284,7 @@ LogicalResult GemmOp::inferReturnTypes(MLIRContext *,
                              " vs ", k2);
   if (Value c = adaptor.getC()) {
     SmallVector<int64_t> out;
-    if (!OpTrait::util::getBroadcastedShape(tensorOf(c).getShape(), {m, n},
+    if (!mlir::OpTrait::util::getBroadcastedShape(tensorOf(c).getShape(), {m, n},
                                             out) ||
         out != ArrayRef<int64_t>{m, n})
       return emitOptionalError(loc, "gemm bias shape ",

@@ -1,0 +1,40 @@
+//===- Fusion.h - which ops run inside their user's loop --------*- C++ -*-===//
+//
+// The code generator's fusion rule: a pointwise op with a single user fuses
+// into that user's loop when the user is pointwise too, in the same block,
+// with the same result shape. (The planner still prices a narrower rule:
+// see PlanGraph.cpp.)
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PCC_DIALECT_PCC_IR_FUSION_H
+#define PCC_DIALECT_PCC_IR_FUSION_H
+
+#include "pcc/Dialect/PCC/IR/PCCTraits.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Operation.h"
+
+namespace pcc {
+
+inline bool isPointwise(mlir::Operation *op) {
+  return op->hasTrait<OpTrait::Pointwise>();
+}
+
+/// The user `op` runs inside, or null when it runs its own loop or kernel.
+inline mlir::Operation *fusedUser(mlir::Operation *op) {
+  if (!isPointwise(op) || op->getNumResults() != 1 || !op->hasOneUse())
+    return nullptr;
+  mlir::Operation *user = *op->getUsers().begin();
+  auto shapeOf = [](mlir::Operation *o) {
+    return llvm::cast<mlir::ShapedType>(o->getResult(0).getType()).getShape();
+  };
+  if (!isPointwise(user) || user->getBlock() != op->getBlock() ||
+      user->getNumResults() != 1 || shapeOf(user) != shapeOf(op))
+    return nullptr;
+  return user;
+}
+
+} // namespace pcc
+
+#endif // PCC_DIALECT_PCC_IR_FUSION_H
