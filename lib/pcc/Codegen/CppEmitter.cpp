@@ -619,25 +619,25 @@ LogicalResult Emitter::emitContraction(Operation *op) {
   if (auto mm = dyn_cast<MatMulOp>(op)) {
     if (failed(requireF32(op, mm.getLhs())))
       return failure();
+    GemmShape gs = mm.gemmShape();
+    int64_t m = gs.m, k = gs.k, n = gs.n, outBatch = gs.batch;
+    if (m * n == 0 || outBatch == 0)
+      return success();
+    if (outBatch == 1) {
+      os << "  gemmF32(false, false, " << m << ", " << n << ", " << k
+         << ", 1.0f, " << ptr(mm.getLhs()) << ", " << k << ", "
+         << ptr(mm.getRhs()) << ", " << n << ", 0.0f, " << out(op) << ", " << n
+         << ");\n";
+      return success();
+    }
+    // Broadcast batches: per-batch element offsets, computed now.
     SmallVector<int64_t> ls(typeOf(mm.getLhs()).getShape());
     SmallVector<int64_t> rs(typeOf(mm.getRhs()).getShape());
     if (ls.size() == 1)
       ls.insert(ls.begin(), 1);
     if (rs.size() == 1)
       rs.push_back(1);
-    int64_t m = ls[ls.size() - 2], k = ls.back(), n = rs.back();
     ArrayRef<int64_t> lb = ArrayRef(ls).drop_back(2), rb = ArrayRef(rs).drop_back(2);
-    int64_t outBatch = typeOf(mm.getResult()).getNumElements() / std::max<int64_t>(m * n, 1);
-    if (m * n == 0)
-      return success();
-    if (numElements(rb) == 1 && numElements(lb) == outBatch) {
-      os << "  gemmF32(false, false, " << outBatch * m << ", " << n << ", "
-         << k << ", 1.0f, " << ptr(mm.getLhs()) << ", " << k << ", "
-         << ptr(mm.getRhs()) << ", " << n << ", 0.0f, " << out(op) << ", " << n
-         << ");\n";
-      return success();
-    }
-    // General broadcast batch: per-batch element offsets, computed now.
     size_t rank = std::max(lb.size(), rb.size());
     SmallVector<int64_t> bshape(rank, 1), lpad(rank, 1), rpad(rank, 1);
     for (size_t d = 0; d < lb.size(); ++d)
@@ -672,8 +672,8 @@ LogicalResult Emitter::emitContraction(Operation *op) {
       return failure();
     auto a = typeOf(g.getA()), b = typeOf(g.getB());
     auto y = typeOf(g.getResult());
-    int64_t m = y.getDimSize(0), n = y.getDimSize(1);
-    int64_t k = a.getDimSize(g.getTransA() ? 0 : 1);
+    GemmShape gs = g.gemmShape();
+    int64_t m = gs.m, n = gs.n, k = gs.k;
     float beta = 0.0f;
     if (Value c = g.getC()) {
       // Broadcast C into Y, then accumulate the product with beta.

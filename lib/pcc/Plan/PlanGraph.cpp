@@ -157,29 +157,16 @@ OpWork opWork(Operation *op, ArrayRef<SmallVector<int64_t>> operandShapes,
     for (auto [v, shape] : llvm::zip(op->getResults(), resultShapes))
       w.bytes += shapeBytes(shape, elementTypeOf(v)) * activationScale;
   double out = resultShapes.empty() ? 0 : double(numElements(resultShapes.front()));
-  if (isa<MatMulOp>(op)) {
-    ArrayRef<int64_t> lhs = operandShapes[0], rhs = operandShapes[1];
-    ArrayRef<int64_t> res = resultShapes.front();
-    double k = lhs.empty() ? 1 : double(lhs.back());
-    w.flops = 2 * out * k;
-    if (!res.empty()) {
-      // A 2-D right operand is one GEMM over all leading rows; otherwise a
-      // batch of GEMMs, each with the last two dimensions.
-      double n = double(res.back());
-      double m = rhs.size() == 2 ? out / std::max(1.0, n)
-                                 : (res.size() >= 2 ? double(res[res.size() - 2]) : 1);
-      w.gemmMinDim = std::min({m * activationScale, n, k});
-    }
-  } else if (auto g = dyn_cast<GemmOp>(op)) {
-    ArrayRef<int64_t> a = operandShapes[0];
-    double k = double(g.getTransA() ? a[0] : a[1]);
-    w.flops = 2 * out * k + out;
-    ArrayRef<int64_t> res = resultShapes.front();
-    w.gemmMinDim =
-        std::min({double(res[0]) * activationScale, double(res[1]), k});
-  } else if (isa<ConvOp>(op)) {
-    ArrayRef<int64_t> weight = operandShapes[1];
-    w.flops = 2 * out * double(numElements(weight.drop_front()));
+  if (auto contraction = dyn_cast<ContractionOpInterface>(op)) {
+    GemmShape s = contraction.gemmShapeFor(operandShapes, resultShapes.front());
+    w.flops = s.flops();
+    if (isa<GemmOp>(op))
+      w.flops += out; // alpha and beta C
+    // A GEMM's efficiency follows its smallest dimension; the rows shrink
+    // with the activation share.
+    if (!isa<ConvOp>(op) && !resultShapes.front().empty())
+      w.gemmMinDim = std::min({double(s.m) * activationScale, double(s.n),
+                               double(s.k)});
   } else if (isa<TransposeOp, ExpandOp, ConcatOp, SplitOp, SliceOp, GatherOp,
                  ShardGatherOp, CastOp>(op)) {
     w.flops = 0;

@@ -12,6 +12,7 @@
 #include "pcc/Plan/Planner.h"
 
 #include "pcc/Dialect/PCC/IR/PCCOps.h"
+#include "pcc/Dialect/PCC/IR/TensorUtils.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -81,32 +82,17 @@ std::optional<std::pair<int64_t, int64_t>> tensorGrid(TensorMode mode,
   return std::nullopt;
 }
 
-/// Global (M, K, N) of a linear node with its weight, if it has that form.
+/// Global (M, K, N) of a linear node with its weight, if it has that form
+/// (grouped convolutions count all groups' output channels in N).
 std::optional<std::tuple<double, double, double>> gemmDims(Operation *op) {
-  auto shape = [](Value v) {
-    return cast<RankedTensorType>(v.getType()).getShape();
-  };
-  double out = double(cast<RankedTensorType>(op->getResult(0).getType())
-                          .getNumElements());
-  if (auto mm = dyn_cast<MatMulOp>(op)) {
-    if (!mm.getRhs().getDefiningOp<WeightOp>() || shape(mm.getRhs()).size() != 2)
+  auto contraction = dyn_cast<ContractionOpInterface>(op);
+  if (!contraction)
+    return std::nullopt;
+  if (auto mm = dyn_cast<MatMulOp>(op))
+    if (!mm.getRhs().getDefiningOp<WeightOp>() || shapeOf(mm.getRhs()).size() != 2)
       return std::nullopt;
-    double k = shape(mm.getRhs())[0], n = shape(mm.getRhs())[1];
-    return std::make_tuple(out / n, k, n);
-  }
-  if (auto g = dyn_cast<GemmOp>(op)) {
-    ArrayRef<int64_t> b = shape(g.getB());
-    double n = g.getTransB() ? b[0] : b[1], k = g.getTransB() ? b[1] : b[0];
-    return std::make_tuple(out / n, k, n);
-  }
-  if (auto c = dyn_cast<ConvOp>(op)) {
-    ArrayRef<int64_t> w = shape(c->getOperand(1));
-    double k = 1;
-    for (int64_t d : w.drop_front())
-      k *= double(d);
-    return std::make_tuple(out / double(w[0]), k, double(w[0]));
-  }
-  return std::nullopt;
+  GemmShape s = contraction.gemmShape();
+  return std::make_tuple(double(s.m), double(s.k), double(s.n * s.batch));
 }
 
 struct Grid {

@@ -12,6 +12,7 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "pcc/Dialect/PCC/IR/PCCAttrs.h"
 #include "pcc/Dialect/PCC/IR/PCCDialect.h"
+#include "pcc/Dialect/PCC/IR/PCCInterfaces.h"
 #include "pcc/Dialect/PCC/IR/PCCTraits.h"
 
 #define GET_OP_CLASSES

@@ -11,6 +11,7 @@
 
 include "pcc/Dialect/PCC/IR/PCCDialect.td"
 include "pcc/Dialect/PCC/IR/PCCAttrs.td"
+include "pcc/Dialect/PCC/IR/PCCInterfaces.td"
 include "mlir/IR/BuiltinAttributeInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
@@ -208,7 +209,8 @@ def PCC_WhereOp : PCC_Op<"where", [Pure, PCC_Pointwise, InferTypeOpAdaptor]> {
 // Contractions and convolutions
 //===----------------------------------------------------------------------===//
 
-def PCC_MatMulOp : PCC_Op<"matmul", [Pure, InferTypeOpAdaptor]> {
+def PCC_MatMulOp : PCC_Op<"matmul", [Pure, InferTypeOpAdaptor,
+    DeclareOpInterfaceMethods<PCC_ContractionOpInterface>]> {
   let summary = "Batched matrix product with numpy semantics";
   let description = [{
     `numpy.matmul`: rank-1 operands are promoted to matrices and the
@@ -221,7 +223,8 @@ def PCC_MatMulOp : PCC_Op<"matmul", [Pure, InferTypeOpAdaptor]> {
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
 }
 
-def PCC_GemmOp : PCC_Op<"gemm", [Pure, InferTypeOpAdaptor]> {
+def PCC_GemmOp : PCC_Op<"gemm", [Pure, InferTypeOpAdaptor,
+    DeclareOpInterfaceMethods<PCC_ContractionOpInterface>]> {
   let summary = "General matrix multiply: alpha op(A) op(B) + beta C";
   let description = [{
     ONNX Gemm on rank-2 operands; `C` is optional and broadcasts to the
@@ -239,7 +242,8 @@ def PCC_GemmOp : PCC_Op<"gemm", [Pure, InferTypeOpAdaptor]> {
   let assemblyFormat = "$a `,` $b (`,` $c^)? attr-dict `:` functional-type(operands, results)";
 }
 
-def PCC_ConvOp : PCC_Op<"conv", [Pure, InferTypeOpAdaptor]> {
+def PCC_ConvOp : PCC_Op<"conv", [Pure, InferTypeOpAdaptor,
+    DeclareOpInterfaceMethods<PCC_ContractionOpInterface>]> {
   let summary = "N-D grouped convolution (NCHW)";
   let description = [{
     ONNX Conv with explicit padding: `pads` holds the begin pads of every
