@@ -2,9 +2,10 @@
 //
 // One process per device; MPI_COMM_WORLD rank k sits at the row-major
 // coordinates of k in the mesh. Each group the model communicates over (a
-// list of mesh axes, major first) gets one MPI sub-communicator of the
-// devices that differ only along those axes, ranked by their in-group index.
-// Generated code calls the collectives below; MPI stays out of its headers.
+// list of mesh axes, major first) gets one Communicator (Communicator.h) of
+// the devices that differ only along those axes, ranked by their in-group
+// index. Generated code calls the collectives in Kernels.h; MPI stays out
+// of the headers.
 //
 //===----------------------------------------------------------------------===//
 

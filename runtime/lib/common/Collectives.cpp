@@ -1,0 +1,84 @@
+//===- Collectives.cpp - collectives on split tensor dimensions -----------===//
+//
+// What generated code calls (Kernels.h): a collective over communication
+// group `g` on a tensor viewed as [outer, block] per device, built on the
+// group's Communicator. Here the blocks are laid out; the back end moves and
+// sums bytes.
+//
+//===----------------------------------------------------------------------===//
+
+#include "MeshImpl.h"
+
+#include <cstring>
+
+namespace pccrt {
+
+void allReduceSum(Mesh &mesh, int g, DType t, const void *in, void *out,
+                  int64_t count) {
+  Communicator &c = *mesh.impl().groups[g];
+  if (in != out)
+    std::memcpy(out, in, count * dtypeSize(t));
+  if (c.size() == 1)
+    return;
+  c.allReduceSum(t, out, count);
+}
+
+void allGather(Mesh &mesh, int g, const void *in, void *out, int64_t outer,
+               int64_t blockBytes) {
+  Mesh::Impl &m = mesh.impl();
+  Communicator &c = *m.groups[g];
+  int64_t n = c.size();
+  int64_t bytes = outer * blockBytes;
+  if (n == 1) {
+    std::memcpy(out, in, bytes);
+    return;
+  }
+  // Devices' parts arrive one after another; reorder to [outer, device,
+  // block].
+  char *dst = outer == 1 ? static_cast<char *>(out) : m.buffer(n * bytes);
+  c.allGather(in, dst, bytes);
+  if (outer == 1)
+    return;
+  char *o = static_cast<char *>(out);
+  for (int64_t i = 0; i < outer; ++i)
+    for (int64_t r = 0; r < n; ++r)
+      std::memcpy(o + (i * n + r) * blockBytes,
+                  dst + (r * outer + i) * blockBytes, blockBytes);
+}
+
+void reduceScatterSum(Mesh &mesh, int g, DType t, const void *in, void *out,
+                      int64_t outer, int64_t blockCount) {
+  Mesh::Impl &m = mesh.impl();
+  Communicator &c = *m.groups[g];
+  int64_t n = c.size();
+  size_t elem = dtypeSize(t);
+  int64_t blockBytes = blockCount * elem;
+  if (n == 1) {
+    std::memcpy(out, in, outer * blockBytes);
+    return;
+  }
+  // Reorder [outer, device, block] to [device, outer, block].
+  const char *src = static_cast<const char *>(in);
+  if (outer != 1) {
+    char *packed = m.buffer(n * outer * blockBytes);
+    for (int64_t i = 0; i < outer; ++i)
+      for (int64_t r = 0; r < n; ++r)
+        std::memcpy(packed + (r * outer + i) * blockBytes,
+                    src + (i * n + r) * blockBytes, blockBytes);
+    src = packed;
+  }
+  c.reduceScatterSum(t, src, out, outer * blockCount);
+}
+
+void allSlice(Mesh &mesh, int g, const void *in, void *out, int64_t outer,
+              int64_t blockBytes) {
+  Communicator &c = *mesh.impl().groups[g];
+  int64_t n = c.size(), r = c.index();
+  const char *src = static_cast<const char *>(in);
+  char *dst = static_cast<char *>(out);
+  for (int64_t i = 0; i < outer; ++i)
+    std::memcpy(dst + i * blockBytes, src + (i * n + r) * blockBytes,
+                blockBytes);
+}
+
+} // namespace pccrt

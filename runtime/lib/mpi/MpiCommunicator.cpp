@@ -1,0 +1,67 @@
+//===- MpiCommunicator.cpp - communication groups over MPI ----------------===//
+//
+// Each group is an MPI sub-communicator of the devices that differ only
+// along the group's axes (MPI_Comm_split by color, ranked by in-group
+// index). Collectives are nonblocking and waited on through HangWatch, so
+// a rank that stops answering ends the job instead of hanging it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "MpiWorld.h"
+
+#include "pccrt/Communicator.h"
+
+namespace pccrt {
+
+namespace {
+
+class MpiCommunicator final : public Communicator {
+public:
+  MpiCommunicator(MPI_Comm comm, int64_t index, int64_t size)
+      : Communicator(index, size), comm(comm) {}
+  ~MpiCommunicator() override {
+    if (comm != MPI_COMM_NULL && mpiActive())
+      MPI_Comm_free(&comm);
+  }
+
+  void allReduceSum(DType type, void *buf, int64_t count) override {
+    MPI_Request r;
+    MPI_Iallreduce(MPI_IN_PLACE, buf, static_cast<int>(count), mpiType(type),
+                   MPI_SUM, comm, &r);
+    waitFor(r, WaitKind::AllReduce);
+  }
+
+  void allGather(const void *in, void *out, int64_t bytes) override {
+    MPI_Request r;
+    MPI_Iallgather(in, static_cast<int>(bytes), MPI_BYTE, out,
+                   static_cast<int>(bytes), MPI_BYTE, comm, &r);
+    waitFor(r, WaitKind::AllGather);
+  }
+
+  void reduceScatterSum(DType type, const void *in, void *out,
+                        int64_t count) override {
+    MPI_Request r;
+    MPI_Ireduce_scatter_block(in, out, static_cast<int>(count), mpiType(type),
+                              MPI_SUM, comm, &r);
+    waitFor(r, WaitKind::ReduceScatter);
+  }
+
+private:
+  MPI_Comm comm;
+};
+
+} // namespace
+
+std::unique_ptr<Communicator> makeGroupCommunicator(int64_t color,
+                                                    int64_t index,
+                                                    int64_t size) {
+  MPI_Comm comm = MPI_COMM_NULL;
+  if (mpiActive()) {
+    MPI_Comm_split(MPI_COMM_WORLD, static_cast<int>(color),
+                   static_cast<int>(index), &comm);
+    MPI_Comm_set_errhandler(comm, MPI_ERRORS_ARE_FATAL);
+  }
+  return std::make_unique<MpiCommunicator>(comm, index, size);
+}
+
+} // namespace pccrt
