@@ -84,7 +84,7 @@ llvm::Expected<Plan> makePlan(const PlanGraph &graph,
                               const ClusterSpec &cluster,
                               const PlanOptions &options);
 
-/// Ranks are row-major over the mesh axes in kAxisRoles order (Sharding.h):
+/// Ranks are row-major over the mesh axes in kAxisRoles order (PCCAttrs.h):
 /// (pp, dp, sp, tensor axes), the tensor axes fastest. True if a group of
 /// `size` ranks `stride` apart spans more than one node.
 bool groupCrossesNodes(int64_t stride, int64_t size,

@@ -50,13 +50,6 @@ struct TensorSharding {
   bool operator!=(const TensorSharding &o) const { return !(*this == o); }
 };
 
-/// Roles of mesh axes, in the one rank order: ranks are row-major over a
-/// mesh's axes in this order (pipeline slowest, tensor fastest), so a tensor
-/// group is a run of neighbouring ranks (one node) and pipeline stages lie
-/// furthest apart. The planner prices groups by this order; meshForDegrees
-/// builds it, and the runtime numbers devices row-major over the mesh.
-inline constexpr llvm::StringLiteral kAxisRoles[] = {"pp", "dp", "sp", "tp"};
-
 /// A logical device grid: `shard.grid @name(shape = ...)` plus axis roles.
 struct Mesh {
   std::string name = "mesh";

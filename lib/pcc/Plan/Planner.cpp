@@ -419,6 +419,8 @@ bool PlanSearch::partRuns(int64_t pp, int64_t sp, int64_t tp,
 }
 
 SmallVector<TensorMode, 4> PlanSearch::tensorModes() const {
+  // A mode is asked about on a tensor group of more than one device (the
+  // size only has to be above 1: grids are checked per candidate).
   SmallVector<TensorMode, 4> modes;
   for (TensorMode m : {TensorMode::OneD, TensorMode::TwoD,
                        TensorMode::TwoPointFiveD, TensorMode::ThreeD})

@@ -6,6 +6,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "pccrt/Kernels.h"
+
+#include "ElementTypes.h"
 #include "pccrt/Status.h"
 
 #include <algorithm>
@@ -140,32 +142,16 @@ void trilu(const T *x, T *y, int64_t batch, int64_t rows, int64_t cols,
       }
 }
 
-// Generated code sees only the declarations in Kernels.h.
-template bool gather<int32_t>(size_t, const char *, const int32_t *, char *, int64_t,
-                          int64_t, int64_t, int64_t, int64_t, int64_t);
-template bool gather<int64_t>(size_t, const char *, const int64_t *, char *, int64_t,
-                          int64_t, int64_t, int64_t, int64_t, int64_t);
-template void trilu<float>(const float *, float *, int64_t, int64_t, int64_t, bool,
+#define INSTANTIATE_GATHER(Index)                                              \
+  template bool gather<Index>(size_t, const char *, const Index *, char *,     \
+                              int64_t, int64_t, int64_t, int64_t, int64_t,     \
+                              int64_t);
+PCCRT_FOR_EACH_INDEX_TYPE(INSTANTIATE_GATHER)
+#undef INSTANTIATE_GATHER
+#define INSTANTIATE_TRILU(T)                                                   \
+  template void trilu<T>(const T *, T *, int64_t, int64_t, int64_t, bool,      \
                          int64_t);
-template void trilu<double>(const double *, double *, int64_t, int64_t, int64_t, bool,
-                         int64_t);
-template void trilu<int8_t>(const int8_t *, int8_t *, int64_t, int64_t, int64_t, bool,
-                         int64_t);
-template void trilu<int16_t>(const int16_t *, int16_t *, int64_t, int64_t, int64_t, bool,
-                         int64_t);
-template void trilu<int32_t>(const int32_t *, int32_t *, int64_t, int64_t, int64_t, bool,
-                         int64_t);
-template void trilu<int64_t>(const int64_t *, int64_t *, int64_t, int64_t, int64_t, bool,
-                         int64_t);
-template void trilu<uint8_t>(const uint8_t *, uint8_t *, int64_t, int64_t, int64_t, bool,
-                         int64_t);
-template void trilu<uint16_t>(const uint16_t *, uint16_t *, int64_t, int64_t, int64_t, bool,
-                         int64_t);
-template void trilu<uint32_t>(const uint32_t *, uint32_t *, int64_t, int64_t, int64_t, bool,
-                         int64_t);
-template void trilu<uint64_t>(const uint64_t *, uint64_t *, int64_t, int64_t, int64_t, bool,
-                         int64_t);
-template void trilu<bool>(const bool *, bool *, int64_t, int64_t, int64_t, bool,
-                         int64_t);
+PCCRT_FOR_EACH_ELEMENT_TYPE(INSTANTIATE_TRILU)
+#undef INSTANTIATE_TRILU
 
 } // namespace pccrt

@@ -5,6 +5,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "pccrt/Kernels.h"
+
+#include "ElementTypes.h"
 #include "pccrt/Status.h"
 
 #include <algorithm>
@@ -90,20 +92,13 @@ void batchNorm(const T *x, const T *scale, const T *bias, const T *mean,
   }
 }
 
-// Generated code sees only the declarations in Kernels.h.
-template void softmax<float>(const float *, float *, int64_t, int64_t, int64_t,
-                            bool);
-template void softmax<double>(const double *, double *, int64_t, int64_t, int64_t,
-                            bool);
-template void layerNorm<float>(const float *, const float *, int64_t, const float *,
-                              int64_t, float *, int64_t, int64_t, float);
-template void layerNorm<double>(const double *, const double *, int64_t, const double *,
-                              int64_t, double *, int64_t, int64_t, float);
-template void batchNorm<float>(const float *, const float *, const float *, const float *,
-                              const float *, float *, int64_t, int64_t, int64_t,
-                              float);
-template void batchNorm<double>(const double *, const double *, const double *, const double *,
-                              const double *, double *, int64_t, int64_t, int64_t,
-                              float);
+#define INSTANTIATE(T)                                                         \
+  template void softmax<T>(const T *, T *, int64_t, int64_t, int64_t, bool);   \
+  template void layerNorm<T>(const T *, const T *, int64_t, const T *,         \
+                             int64_t, T *, int64_t, int64_t, float);           \
+  template void batchNorm<T>(const T *, const T *, const T *, const T *,       \
+                             const T *, T *, int64_t, int64_t, int64_t, float);
+PCCRT_FOR_EACH_FLOAT_TYPE(INSTANTIATE)
+#undef INSTANTIATE
 
 } // namespace pccrt

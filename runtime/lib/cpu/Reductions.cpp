@@ -6,6 +6,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "pccrt/Kernels.h"
+
+#include "ElementTypes.h"
 #include "pccrt/Status.h"
 
 #include <algorithm>
@@ -70,50 +72,12 @@ void argReduce(bool isMax, const T *x, int64_t *y, int64_t outer, int64_t n,
   }
 }
 
-// Generated code sees only the declarations in Kernels.h.
-template void reduce<float>(ReduceKind, const float *, float *, int64_t, int64_t,
-                          int64_t);
-template void reduce<double>(ReduceKind, const double *, double *, int64_t, int64_t,
-                          int64_t);
-template void reduce<int8_t>(ReduceKind, const int8_t *, int8_t *, int64_t, int64_t,
-                          int64_t);
-template void reduce<int16_t>(ReduceKind, const int16_t *, int16_t *, int64_t, int64_t,
-                          int64_t);
-template void reduce<int32_t>(ReduceKind, const int32_t *, int32_t *, int64_t, int64_t,
-                          int64_t);
-template void reduce<int64_t>(ReduceKind, const int64_t *, int64_t *, int64_t, int64_t,
-                          int64_t);
-template void reduce<uint8_t>(ReduceKind, const uint8_t *, uint8_t *, int64_t, int64_t,
-                          int64_t);
-template void reduce<uint16_t>(ReduceKind, const uint16_t *, uint16_t *, int64_t, int64_t,
-                          int64_t);
-template void reduce<uint32_t>(ReduceKind, const uint32_t *, uint32_t *, int64_t, int64_t,
-                          int64_t);
-template void reduce<uint64_t>(ReduceKind, const uint64_t *, uint64_t *, int64_t, int64_t,
-                          int64_t);
-template void reduce<bool>(ReduceKind, const bool *, bool *, int64_t, int64_t,
-                          int64_t);
-template void argReduce<float>(bool, const float *, int64_t *, int64_t,
-                             int64_t, int64_t);
-template void argReduce<double>(bool, const double *, int64_t *, int64_t,
-                             int64_t, int64_t);
-template void argReduce<int8_t>(bool, const int8_t *, int64_t *, int64_t,
-                             int64_t, int64_t);
-template void argReduce<int16_t>(bool, const int16_t *, int64_t *, int64_t,
-                             int64_t, int64_t);
-template void argReduce<int32_t>(bool, const int32_t *, int64_t *, int64_t,
-                             int64_t, int64_t);
-template void argReduce<int64_t>(bool, const int64_t *, int64_t *, int64_t,
-                             int64_t, int64_t);
-template void argReduce<uint8_t>(bool, const uint8_t *, int64_t *, int64_t,
-                             int64_t, int64_t);
-template void argReduce<uint16_t>(bool, const uint16_t *, int64_t *, int64_t,
-                             int64_t, int64_t);
-template void argReduce<uint32_t>(bool, const uint32_t *, int64_t *, int64_t,
-                             int64_t, int64_t);
-template void argReduce<uint64_t>(bool, const uint64_t *, int64_t *, int64_t,
-                             int64_t, int64_t);
-template void argReduce<bool>(bool, const bool *, int64_t *, int64_t,
-                             int64_t, int64_t);
+#define INSTANTIATE(T)                                                         \
+  template void reduce<T>(ReduceKind, const T *, T *, int64_t, int64_t,        \
+                          int64_t);                                            \
+  template void argReduce<T>(bool, const T *, int64_t *, int64_t, int64_t,     \
+                             int64_t);
+PCCRT_FOR_EACH_ELEMENT_TYPE(INSTANTIATE)
+#undef INSTANTIATE
 
 } // namespace pccrt

@@ -6,6 +6,20 @@
 #include "mlir/IR/Attributes.h"
 #include "mlir/IR/BuiltinAttributes.h"
 
+#include "llvm/ADT/StringRef.h"
+
+namespace pcc {
+
+/// Roles of mesh axes, in the one rank order: ranks are row-major over a
+/// mesh's axes in this order (pipeline slowest, tensor fastest), so a tensor
+/// group is a run of neighbouring ranks (one node) and pipeline stages lie
+/// furthest apart. #pcc.plan lists its axes in this order; the planner
+/// prices groups by it; meshForDegrees (Sharding.h) builds it; the runtime
+/// numbers devices row-major over the mesh.
+inline constexpr llvm::StringLiteral kAxisRoles[] = {"pp", "dp", "sp", "tp"};
+
+} // namespace pcc
+
 #define GET_ATTRDEF_CLASSES
 #include "pcc/Dialect/PCC/IR/PCCAttrs.h.inc"
 

@@ -122,8 +122,6 @@ LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                ArrayAttr axes, DenseI64ArrayAttr sizes,
                                StringRef tensorMode, StringRef tensorLayout,
                                int64_t microbatches, bool, bool) {
-  // The one rank order; Sharding.h's kAxisRoles names it for C++.
-  static constexpr StringLiteral order[] = {"pp", "dp", "sp", "tp"};
   if (!sizes || int64_t(axes.size()) != sizes.size())
     return emitError() << "needs one size per axis";
   size_t next = 0;
@@ -131,13 +129,13 @@ LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     auto name = dyn_cast<StringAttr>(axis);
     if (!name)
       return emitError() << "axes must be strings";
-    const StringLiteral *at =
-        std::find(std::begin(order) + next, std::end(order), name.getValue());
-    if (at == std::end(order))
+    const StringLiteral *at = std::find(std::begin(kAxisRoles) + next,
+                                        std::end(kAxisRoles), name.getValue());
+    if (at == std::end(kAxisRoles))
       return emitError() << "axis '" << name.getValue()
                          << "' is not a role in rank order (pp, dp, sp, tp), "
                             "or repeats";
-    next = at - std::begin(order) + 1;
+    next = at - std::begin(kAxisRoles) + 1;
     if (size < 1)
       return emitError() << "axis '" << name.getValue() << "' has size "
                          << size;
