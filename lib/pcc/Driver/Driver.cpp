@@ -142,16 +142,16 @@ Expected<ChosenPlan> choosePlan(mlir::ModuleOp module, PlanOptions o,
     auto cluster = chooseCluster(clusterName);
     if (!cluster)
       return cluster.takeError();
+    // Only plans the back end runs (cpuCannotRun prunes the rest).
     o.dp = forced ? dp : 0;
     o.tp = forced ? tp : 0;
-    o.pp = o.sp = 1;
     o.devices = devices;
-    o.tpMode = TensorMode::OneD;
     o.runnableOnly = true;
     auto planned = planModel(fn, *cluster, o, layouts);
     if (!planned)
       return planned.takeError();
     const PlanCandidate &best = planned->plan.best;
+    chosen.plan = best.toPlan(o.train);
     dp = best.dp;
     tp = best.tp;
     chosen.note = formatv("plan dp {0} x tp {1} on cluster {2}, predicted "
@@ -161,8 +161,9 @@ Expected<ChosenPlan> choosePlan(mlir::ModuleOp module, PlanOptions o,
       recordPlannedLayouts(planned->graph, *best.layout);
       plannedLayouts = true;
     }
+  } else {
+    chosen.plan = ParallelPlan::withDegrees(1, dp, 1, tp);
   }
-  chosen.plan = ParallelPlan::withDegrees(1, dp, 1, tp);
   chosen.plan.tensorLayouts =
       plannedLayouts ? TensorLayouts::Planned : TensorLayouts::Megatron;
   // One device needs no plan on the module: nothing is split.
