@@ -1,4 +1,4 @@
-# lit configuration for pcc: FileCheck tests over pcc and pcc-opt.
+# lit configuration for pcc: FileCheck tests over pcc, pcc-opt and pcc-translate.
 import os
 
 import lit.formats
@@ -16,7 +16,7 @@ config.environment["FILECHECK_OPTS"] = "-enable-var-scope"
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.pcc_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
-llvm_config.add_tool_substitutions(["pcc", "pcc-opt"], [config.pcc_tools_dir])
+llvm_config.add_tool_substitutions(["pcc", "pcc-opt", "pcc-translate"], [config.pcc_tools_dir])
 config.substitutions.append(("%python", config.python_onnx))
 # mpirun for e2e tests: a wrapper that isolates each run's OpenMPI session
 # directory and sets the flags every test needs (see the script).

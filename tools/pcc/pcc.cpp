@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "pcc/Codegen/Compile.h"
+#include "pcc/Codegen/Cpu/CpuTarget.h"
 #include "pcc/Driver/Driver.h"
 #include "pcc/Dialect/PCC/IR/PCCDialect.h"
 #include "pcc/Import/ONNXImporter.h"
@@ -295,7 +296,8 @@ int printPlan(mlir::func::FuncOp fn, const pcc::PlanOptions &options) {
   auto cluster = pcc::chooseCluster(clusterName);
   if (!cluster)
     return fail(toString(cluster.takeError()));
-  auto planned = pcc::planModel(fn, *cluster, options, tensorLayouts());
+  auto planned = pcc::planModel(fn, *cluster, options, tensorLayouts(),
+                                 pcc::cpuTarget());
   if (!planned)
     return fail(toString(planned.takeError()));
   const auto &[spec, graph, plan] = *planned;
@@ -407,7 +409,7 @@ int main(int argc, char **argv) {
     return writeText(*module);
 
   auto chosen = pcc::choosePlan(*module, *planOpts, tensorLayouts(),
-                                clusterName);
+                                clusterName, pcc::cpuTarget());
   if (!chosen)
     return fail(toString(chosen.takeError()));
   if (chosen->plan.devices() > 1 &&
@@ -420,6 +422,7 @@ int main(int argc, char **argv) {
   copts.outputDir =
       outputPath.empty() ? std::string("out") : outputPath.getValue();
   copts.modelPath = inputFile;
+  copts.target = &pcc::cpuTarget();
   copts.devices = chosen->plan.devices();
   copts.cxxFlags = cxxFlags;
   if (deviceMemoryBytes)

@@ -3,11 +3,10 @@
 #ifndef PCC_CODEGEN_COMPILE_H
 #define PCC_CODEGEN_COMPILE_H
 
-#include "pcc/Codegen/CppEmitter.h"
+#include "pcc/Codegen/Target.h"
 
 #include "mlir/IR/BuiltinOps.h"
 
-#include <functional>
 #include <string>
 
 namespace pcc {
@@ -27,9 +26,9 @@ struct CompileOptions {
   /// byte each); false with `error` set when missing or unreadable. The back
   /// end knows no model format: the driver reads them through the importer
   /// (pcc/Import/WeightReader.h).
-  std::function<bool(llvm::StringRef name, std::string &bytes,
-                     std::string &error)>
-      readWeight;
+  ReadWeightFn readWeight;
+  /// The back end; the driver's choice (the CPU one unless told).
+  const Target *target = nullptr;
   int devices = 1;
   /// Extra flags for the C++ compiler (e.g. -march=native).
   std::string cxxFlags;
@@ -48,8 +47,9 @@ struct CompileReport {
   double codegenSeconds = 0, cxxSeconds = 0;
 };
 
-/// Emits C++, writes the weights file and plan.json, and compiles and links
-/// DIR/model against the runtime. On failure nothing is left in DIR.
+/// Generates the target's program, writes it, the weights file and
+/// plan.json, and builds DIR/model with the target's toolchain. On failure
+/// nothing is left in DIR.
 mlir::LogicalResult compileToExecutable(mlir::ModuleOp module,
                                         const CompileOptions &options,
                                         CompileReport &report);

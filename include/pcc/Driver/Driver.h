@@ -46,11 +46,12 @@ struct PlannedModel {
 
 /// Plans `fn` on `cluster`. With Megatron layouts, 1D tensor candidates are
 /// costed on Megatron-LM's per-op layouts instead of the exact search's.
-/// The CPU back end's capabilities decide which candidates are runnable.
+/// `target` decides which candidates are runnable.
 llvm::Expected<PlannedModel> planModel(mlir::func::FuncOp fn,
                                        const ClusterSpec &cluster,
                                        PlanOptions options,
-                                       TensorLayouts layouts);
+                                       TensorLayouts layouts,
+                                       const Target &target);
 
 struct ChosenPlan {
   ParallelPlan plan;
@@ -58,23 +59,23 @@ struct ChosenPlan {
   std::string note;
 };
 
-/// Chooses the plan to compile `module` with, among those the CPU back end
-/// runs: the forced degrees, the planner's best otherwise (and the
+/// Chooses the plan to compile `module` with, among those `target` runs: the forced degrees, the planner's best otherwise (and the
 /// planner's per-op tensor layouts unless `layouts` is Megatron). For more
 /// than one device, records the plan on the module (kPlanAttr) and, for
 /// planned layouts, each op's layouts (kPlannedShardingAttr).
 llvm::Expected<ChosenPlan> choosePlan(mlir::ModuleOp module,
                                       PlanOptions options,
                                       TensorLayouts layouts,
-                                      llvm::StringRef clusterName);
+                                      llvm::StringRef clusterName,
+                                      const Target &target);
 
 /// Applies the module's plan (pcc-apply-plan) and, with `partition`, turns
 /// the module into the per-device program (pcc-partition).
 mlir::LogicalResult applyPlan(mlir::ModuleOp module, bool partition);
 
 /// Generates, builds and writes the executable for the (partitioned)
-/// `module` into options.outputDir, reading weights from the ONNX model at
-/// options.modelPath.
+/// `module` into options.outputDir with options.target, reading weights from
+/// the ONNX model at options.modelPath.
 mlir::LogicalResult compileModel(mlir::ModuleOp module,
                                  CompileOptions options,
                                  CompileReport &report);

@@ -5,12 +5,10 @@
 // what each result comes out as. It is the one place that knows op semantics;
 // propagation and partitioning both call it, so they always agree.
 //
-// Most ops are described by factors, as in Shardy and GSPMD: every operand and
-// result dimension is tied to a factor (a loop of the computation) or to none
-// (it must be whole on every device). A factor split on some grid axes splits
-// every dimension tied to it; a split contracting factor (a matmul's K) makes
-// the result a partial sum over those axes. Reshape and transpose map
-// layouts directly.
+// Ops state their computation as factors (pcc/Dialect/PCC/IR/FactorRule.h)
+// through ShardingRuleOpInterface; this applies any op's rule the same way.
+// Reshape, transpose and slice map layouts directly; any other op computes
+// on whole tensors.
 //
 //===----------------------------------------------------------------------===//
 

@@ -2,7 +2,6 @@
 
 #include "pcc/Driver/Driver.h"
 
-#include "pcc/Codegen/Target.h"
 #include "pcc/Dialect/PCC/Transforms/Passes.h"
 #include "pcc/Import/WeightReader.h"
 #include "pcc/Partition/Passes.h"
@@ -87,7 +86,8 @@ Expected<PlanOptions> completeDegrees(PlanOptions o, bool devicesGiven) {
 
 Expected<PlannedModel> planModel(mlir::func::FuncOp fn,
                                  const ClusterSpec &cluster,
-                                 PlanOptions options, TensorLayouts layouts) {
+                                 PlanOptions options, TensorLayouts layouts,
+                                 const Target &target) {
   PlannedModel planned{cluster, buildPlanGraph(fn), {}};
   if (layouts == TensorLayouts::Megatron)
     options.tensorLayouts = [&](int64_t dp, int64_t tp) {
@@ -97,7 +97,9 @@ Expected<PlannedModel> planModel(mlir::func::FuncOp fn,
         perNode.push_back(byOp.lookup(n.op));
       return perNode;
     };
-  options.cannotRun = cpuCannotRun;
+  options.cannotRun = [&target](const ParallelPlan &plan) {
+    return target.cannotRun(plan);
+  };
   auto plan = makePlan(planned.graph, planned.cluster, options);
   if (!plan)
     return plan.takeError();
@@ -107,13 +109,13 @@ Expected<PlannedModel> planModel(mlir::func::FuncOp fn,
 
 Expected<ChosenPlan> choosePlan(mlir::ModuleOp module, PlanOptions o,
                                 TensorLayouts layouts,
-                                StringRef clusterName) {
+                                StringRef clusterName, const Target &target) {
   // What the flags force must run here before anything is searched.
   ParallelPlan forcedParts = ParallelPlan::withDegrees(
       orOne(o.pp), orOne(o.dp), orOne(o.sp), orOne(o.tp));
   forcedParts.tensorMode = o.tpMode.value_or(TensorMode::OneD);
   forcedParts.train = o.train;
-  if (auto why = cpuCannotRun(forcedParts))
+  if (auto why = target.cannotRun(forcedParts))
     return failure("cannot compile " + forcedParts.describe() + " yet: " +
                    *why);
   auto fn = module.lookupSymbol<mlir::func::FuncOp>("main");
@@ -142,12 +144,12 @@ Expected<ChosenPlan> choosePlan(mlir::ModuleOp module, PlanOptions o,
     auto cluster = chooseCluster(clusterName);
     if (!cluster)
       return cluster.takeError();
-    // Only plans the back end runs (cpuCannotRun prunes the rest).
+    // Only plans the target runs (its cannotRun prunes the rest).
     o.dp = forced ? dp : 0;
     o.tp = forced ? tp : 0;
     o.devices = devices;
     o.runnableOnly = true;
-    auto planned = planModel(fn, *cluster, o, layouts);
+    auto planned = planModel(fn, *cluster, o, layouts, target);
     if (!planned)
       return planned.takeError();
     const PlanCandidate &best = planned->plan.best;

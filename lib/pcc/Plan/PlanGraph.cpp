@@ -16,18 +16,6 @@ namespace pcc {
 
 namespace {
 
-/// Arithmetic per output element of ops that are not contractions:
-/// transcendental activations and normalisations cost a few operations.
-double flopsPerElement(Operation *op) {
-  if (isa<SoftmaxOp, LogSoftmaxOp>(op))
-    return 5;
-  if (isa<LayerNormOp>(op))
-    return 8;
-  if (isa<GeluOp, ErfOp, ExpOp, LogOp, TanhOp, SigmoidOp, PowOp, SqrtOp>(op))
-    return 8;
-  return 1;
-}
-
 std::string nodeName(Operation *op) {
   Location loc = op->getLoc();
   if (auto fused = dyn_cast<FusedLoc>(loc))
@@ -167,11 +155,10 @@ OpWork opWork(Operation *op, ArrayRef<SmallVector<int64_t>> operandShapes,
     if (!isa<ConvOp>(op) && !resultShapes.front().empty())
       w.gemmMinDim = std::min({double(s.m) * activationScale, double(s.n),
                                double(s.k)});
-  } else if (isa<TransposeOp, ExpandOp, ConcatOp, SplitOp, SliceOp, GatherOp,
-                 ShardGatherOp, CastOp>(op)) {
-    w.flops = 0;
+  } else if (auto work = dyn_cast<WorkOpInterface>(op)) {
+    w.flops = out * work.getFlopsPerElement();
   } else {
-    w.flops = out * flopsPerElement(op);
+    w.flops = out;
   }
   w.flops *= activationScale;
   return w;
@@ -206,7 +193,7 @@ PlanGraph buildPlanGraph(func::FuncOp fn) {
         activationOperands = false;
       }
     }
-    bool contraction = isa<MatMulOp, GemmOp, ConvOp>(op);
+    bool contraction = isa<ContractionOpInterface>(op);
     node.linear = contraction && weightOperand;
     node.activationMatmul = contraction && activationOperands;
     if (contraction && !dtypeSet) {

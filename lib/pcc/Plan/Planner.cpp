@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "pcc/Plan/Planner.h"
+#include "pcc/Plan/StageBalance.h"
 
 #include "pcc/Dialect/PCC/IR/PCCOps.h"
 #include "pcc/Dialect/PCC/IR/TensorUtils.h"
@@ -195,50 +196,6 @@ std::vector<Unit> makeUnits(const PlanGraph &g) {
     ++i;
   }
   return units;
-}
-
-/// Splits `cost` (per unit) into `parts` contiguous non-empty runs
-/// minimising the largest sum; returns the first unit of each run.
-std::vector<int> balance(ArrayRef<double> cost, int parts) {
-  int n = cost.size();
-  auto greedy = [&](double limit) {
-    std::vector<int> starts{0};
-    double sum = 0;
-    for (int i = 0; i < n; ++i) {
-      if (sum + cost[i] > limit && sum > 0) {
-        starts.push_back(i);
-        sum = 0;
-      }
-      sum += cost[i];
-    }
-    return starts;
-  };
-  double lo = *std::max_element(cost.begin(), cost.end()), hi = 0;
-  for (double c : cost)
-    hi += c;
-  for (int it = 0; it < 60 && hi - lo > 1e-12 * hi; ++it) {
-    double mid = (lo + hi) / 2;
-    if (int(greedy(mid).size()) <= parts)
-      hi = mid;
-    else
-      lo = mid;
-  }
-  std::vector<int> starts = greedy(hi);
-  // Fewer runs than parts: split the longest runs (never raises the max).
-  while (int(starts.size()) < parts) {
-    int best = -1, bestLen = 1;
-    for (size_t s = 0; s < starts.size(); ++s) {
-      int end = s + 1 < starts.size() ? starts[s + 1] : n;
-      if (end - starts[s] > bestLen) {
-        bestLen = end - starts[s];
-        best = s;
-      }
-    }
-    if (best < 0)
-      break;
-    starts.insert(starts.begin() + best + 1, starts[best] + bestLen / 2);
-  }
-  return starts;
 }
 
 struct StageSummary {
@@ -532,7 +489,7 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
     for (int i = unit.first; i <= unit.last; ++i)
       unitTime[u] +=
           cw * layout.nodes[i].compute + cc * (layout.nodes[i].comm + spComm[i]);
-  std::vector<int> starts = balance(unitTime, pp);
+  std::vector<int> starts = balanceStages(unitTime, pp);
   Stages out;
   out.boundary = blockBoundaryBytes(g, layout);
   double maxWeights = 0, maxActivations = 0;

@@ -24,13 +24,6 @@ using namespace mlir;
 namespace pcc {
 namespace {
 
-/// A dimension's tie to a factor; a dimension of `mult` groups is tied with
-/// groups multiplied by `mult` (split's input along its axis).
-struct DimRef {
-  int factor = -1;
-  int64_t mult = 1;
-};
-
 /// How partial sums flow through an op without a reduction.
 enum class Linearity {
   None,      // partial operands are summed first
@@ -40,31 +33,12 @@ enum class Linearity {
   Numerator, // div: the dividend partial
 };
 
-struct FactorRule {
-  int numFactors = 0;
-  SmallVector<SmallVector<DimRef>> operands, results;
-  llvm::SmallBitVector reduction;
-  Linearity linear = Linearity::None;
-
-  explicit FactorRule(Operation *op) {
-    for (Value v : op->getOperands())
-      operands.emplace_back(shapeOf(v).size());
-    for (Value v : op->getResults())
-      results.emplace_back(shapeOf(v).size());
-  }
-  int add(bool isReduction = false) {
-    reduction.resize(numFactors + 1);
-    reduction[numFactors] = isReduction;
-    return numFactors++;
-  }
-};
-
 bool isParameter(Value v) {
   Operation *def = v.getDefiningOp();
   return def && isa<WeightOp, ConstantOp>(def);
 }
 
-OpSharding applyRule(Operation *op, const FactorRule &rule,
+OpSharding applyRule(Operation *op, const FactorRule &rule, Linearity linear,
                      ArrayRef<TensorSharding> in, const Mesh &mesh) {
   int nf = rule.numFactors;
   SmallVector<DimSharding> factor(nf);
@@ -128,7 +102,7 @@ OpSharding applyRule(Operation *op, const FactorRule &rule,
     numPartial += !partialOf(i).empty();
   if (numPartial && partial.empty()) {
     ArrayRef<int64_t> p;
-    switch (rule.linear) {
+    switch (linear) {
     case Linearity::None:
       break;
     case Linearity::Unary:
@@ -180,185 +154,6 @@ OpSharding applyRule(Operation *op, const FactorRule &rule,
     out.results.back().partial = partial;
   }
   return out;
-}
-
-/// Ties operand and result dims of a broadcasting elementwise op
-/// (right-aligned; size-1 dims that broadcast stay whole).
-FactorRule elementwiseRule(Operation *op) {
-  FactorRule r(op);
-  ArrayRef<int64_t> out = shapeOf(op->getResult(0));
-  for (size_t d = 0; d < out.size(); ++d)
-    r.results[0][d] = {r.add(), 1};
-  for (auto [i, v] : llvm::enumerate(op->getOperands())) {
-    ArrayRef<int64_t> s = shapeOf(v);
-    size_t off = out.size() - s.size();
-    for (size_t d = 0; d < s.size(); ++d)
-      if (s[d] == out[d + off])
-        r.operands[i][d] = r.results[0][d + off];
-  }
-  return r;
-}
-
-/// Result dim `d` keeps input dim `d` except for `whole` dims.
-FactorRule sameShapeRule(Operation *op, llvm::function_ref<bool(int64_t)> whole) {
-  FactorRule r(op);
-  ArrayRef<int64_t> out = shapeOf(op->getResult(0));
-  for (size_t d = 0; d < out.size(); ++d) {
-    if (whole(d))
-      continue;
-    DimRef ref{r.add(), 1};
-    r.results[0][d] = ref;
-    for (auto [i, v] : llvm::enumerate(op->getOperands()))
-      if (d < shapeOf(v).size() && shapeOf(v)[d] == out[d])
-        r.operands[i][d] = ref;
-  }
-  return r;
-}
-
-FactorRule matmulRule(MatMulOp mm) {
-  FactorRule r(mm);
-  auto &l = r.operands[0], &rr = r.operands[1], &o = r.results[0];
-  int64_t lr = l.size(), rk = rr.size(), orank = o.size();
-  int k = r.add(/*isReduction=*/true);
-  l[lr - 1] = {k, 1};
-  rr[rk == 1 ? 0 : rk - 2] = {k, 1};
-  if (lr >= 2) {
-    int m = r.add();
-    l[lr - 2] = {m, 1};
-    o[orank - (rk >= 2 ? 2 : 1)] = {m, 1};
-  }
-  if (rk >= 2) {
-    int n = r.add();
-    rr[rk - 1] = {n, 1};
-    o[orank - 1] = {n, 1};
-  }
-  // Batch dims, right-aligned and broadcast.
-  int64_t batch = orank - (lr >= 2) - (rk >= 2);
-  ArrayRef<int64_t> os = shapeOf(mm.getResult());
-  for (int64_t d = 0; d < batch; ++d) {
-    int f = r.add();
-    o[d] = {f, 1};
-    int64_t li = d - (batch - std::max<int64_t>(lr - 2, 0));
-    int64_t ri = d - (batch - std::max<int64_t>(rk - 2, 0));
-    if (li >= 0 && shapeOf(mm.getLhs())[li] == os[d])
-      l[li] = {f, 1};
-    if (ri >= 0 && shapeOf(mm.getRhs())[ri] == os[d])
-      rr[ri] = {f, 1};
-  }
-  return r;
-}
-
-FactorRule gemmRule(GemmOp g) {
-  FactorRule r(g);
-  int m = r.add(), n = r.add(), k = r.add(/*isReduction=*/true);
-  auto &a = r.operands[0], &b = r.operands[1];
-  a[g.getTransA() ? 1 : 0] = {m, 1};
-  a[g.getTransA() ? 0 : 1] = {k, 1};
-  b[g.getTransB() ? 1 : 0] = {k, 1};
-  b[g.getTransB() ? 0 : 1] = {n, 1};
-  r.results[0][0] = {m, 1};
-  r.results[0][1] = {n, 1};
-  if (Value c = g.getC()) {
-    ArrayRef<int64_t> cs = shapeOf(c), ys = shapeOf(g.getResult());
-    size_t off = 2 - cs.size();
-    for (size_t d = 0; d < cs.size(); ++d)
-      if (cs[d] == ys[d + off])
-        r.operands[2][d] = r.results[0][d + off];
-  }
-  return r;
-}
-
-FactorRule convRule(ConvOp conv) {
-  FactorRule r(conv);
-  int n = r.add(), cout = r.add();
-  r.operands[0][0] = r.results[0][0] = {n, 1};
-  r.operands[1][0] = r.results[0][1] = {cout, 1};
-  if (conv.getBias())
-    r.operands[2][0] = {cout, 1};
-  // The input channels are a sum; splitting them would add the bias once
-  // per device, so only bias-free ungrouped convolutions split them.
-  if (conv.getGroup() == 1 && !conv.getBias()) {
-    int cin = r.add(/*isReduction=*/true);
-    r.operands[0][1] = r.operands[1][1] = {cin, 1};
-  }
-  return r;
-}
-
-/// Batch and channel dims of pooling / batch norm; `spatial` also ties the
-/// remaining dims (elementwise in space).
-FactorRule channelRule(Operation *op, bool spatial) {
-  FactorRule r(op);
-  size_t rank = r.results[0].size();
-  for (size_t d = 0; d < rank; ++d) {
-    if (d >= 2 && !spatial)
-      continue;
-    int f = r.add();
-    r.operands[0][d] = r.results[0][d] = {f, 1};
-    if (d == 1)
-      for (size_t i = 1; i < r.operands.size(); ++i)
-        r.operands[i][0] = {f, 1};
-  }
-  return r;
-}
-
-FactorRule reduceRule(Operation *op, ArrayRef<int64_t> axes, bool keepdims,
-                      bool isSum) {
-  FactorRule r(op);
-  size_t rank = r.operands[0].size();
-  for (size_t d = 0, o = 0; d < rank; ++d) {
-    bool reduced = llvm::is_contained(axes, static_cast<int64_t>(d));
-    if (reduced) {
-      if (isSum)
-        r.operands[0][d] = {r.add(/*isReduction=*/true), 1};
-      if (keepdims)
-        ++o;
-      continue;
-    }
-    int f = r.add();
-    r.operands[0][d] = r.results[0][o++] = {f, 1};
-  }
-  return r;
-}
-
-FactorRule gatherRule(Operation *op, int64_t axis) {
-  FactorRule r(op);
-  size_t rank = r.operands[0].size(), irank = r.operands[1].size();
-  axis = normalizeAxis(axis, rank);
-  for (size_t d = 0; d < rank; ++d) {
-    if (static_cast<int64_t>(d) == axis) {
-      // Gathering from a split table: each device looks up the rows it has
-      // and the results are summed (vocabulary-parallel embedding).
-      if (isa<GatherOp>(op))
-        r.operands[0][d] = {r.add(/*isReduction=*/true), 1};
-      continue;
-    }
-    int f = r.add();
-    r.operands[0][d] = {f, 1};
-    r.results[0][d < static_cast<size_t>(axis) ? d : d + irank - 1] = {f, 1};
-  }
-  for (size_t d = 0; d < irank; ++d) {
-    int f = r.add();
-    r.operands[1][d] = r.results[0][axis + d] = {f, 1};
-  }
-  return r;
-}
-
-FactorRule splitRule(SplitOp sp) {
-  FactorRule r(sp);
-  size_t rank = r.operands[0].size();
-  int64_t axis = normalizeAxis(sp.getAxis(), rank);
-  ArrayRef<int64_t> sizes = sp.getSizes();
-  bool equal = llvm::all_equal(sizes);
-  for (size_t d = 0; d < rank; ++d) {
-    if (static_cast<int64_t>(d) == axis && !equal)
-      continue;
-    int f = r.add();
-    int64_t mult = static_cast<int64_t>(d) == axis ? sizes.size() : 1;
-    r.operands[0][d] = {f, mult};
-    for (auto &res : r.results)
-      res[d] = {f, 1};
-  }
-  return r;
 }
 
 /// Reshape maps each split input dimension to the output dimension that has
@@ -480,64 +275,16 @@ OpSharding inferOpSharding(Operation *op, ArrayRef<TensorSharding> in,
     return reshapeSharding(r, operands[0], mesh);
   if (auto t = dyn_cast<TransposeOp>(op))
     return transposeSharding(t, operands[0]);
-
-  std::optional<FactorRule> rule;
-  if (op->hasTrait<pcc::OpTrait::Pointwise>()) {
-    rule = elementwiseRule(op);
-  } else if (auto mm = dyn_cast<MatMulOp>(op)) {
-    rule = matmulRule(mm);
-  } else if (auto g = dyn_cast<GemmOp>(op)) {
-    rule = gemmRule(g);
-  } else if (auto conv = dyn_cast<ConvOp>(op)) {
-    rule = convRule(conv);
-  } else if (isa<MaxPoolOp, AveragePoolOp, GlobalAveragePoolOp>(op)) {
-    rule = channelRule(op, /*spatial=*/false);
-  } else if (isa<BatchNormOp>(op)) {
-    rule = channelRule(op, /*spatial=*/true);
-  } else if (isa<SoftmaxOp, LogSoftmaxOp, ArgMaxOp, ArgMinOp>(op)) {
-    int64_t rank = shapeOf(op->getOperand(0)).size();
-    int64_t axis = op->getAttrOfType<IntegerAttr>("axis").getInt();
-    axis = normalizeAxis(axis, rank);
-    if (isa<ArgMaxOp, ArgMinOp>(op)) {
-      bool keep = op->getAttrOfType<BoolAttr>("keepdims").getValue();
-      rule = reduceRule(op, {axis}, keep, /*isSum=*/false);
-    } else {
-      rule = sameShapeRule(op, [&](int64_t d) { return d == axis; });
-    }
-  } else if (auto ln = dyn_cast<LayerNormOp>(op)) {
-    int64_t rank = shapeOf(ln.getInput()).size();
-    int64_t axis = normalizeAxis(ln.getAxis(), rank);
-    FactorRule r(op);
-    for (int64_t d = 0; d < axis; ++d)
-      r.operands[0][d] = r.results[0][d] = {r.add(), 1};
-    rule = r;
-  } else if (isa<ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp,
-                 ReduceProdOp>(op)) {
-    auto axes = op->getAttrOfType<DenseI64ArrayAttr>("axes").asArrayRef();
-    bool keep = op->getAttrOfType<BoolAttr>("keepdims").getValue();
-    rule = reduceRule(op, axes, keep, isa<ReduceSumOp>(op));
-  } else if (auto g = dyn_cast<GatherOp>(op)) {
-    rule = gatherRule(op, g.getAxis());
-  } else if (auto sl = dyn_cast<SliceOp>(op)) {
-    return sliceSharding(sl, operands[0]);
-  } else if (auto c = dyn_cast<ConcatOp>(op)) {
-    int64_t rank = shapeOf(c.getResult()).size();
-    int64_t axis = normalizeAxis(c.getAxis(), rank);
-    rule = sameShapeRule(op, [&](int64_t d) { return d == axis; });
-  } else if (auto sp = dyn_cast<SplitOp>(op)) {
-    rule = splitRule(sp);
-  } else if (isa<TriluOp>(op)) {
-    int64_t rank = shapeOf(op->getOperand(0)).size();
-    rule = sameShapeRule(op, [&](int64_t d) { return d >= rank - 2; });
-  }
-  if (!rule)
+  if (auto s = dyn_cast<SliceOp>(op))
+    return sliceSharding(s, operands[0]);
+  auto ruled = dyn_cast<ShardingRuleOpInterface>(op);
+  if (!ruled)
     return replicatedSharding(op);
-  rule->linear = linearityOf(op);
-
-  OpSharding out = applyRule(op, *rule, operands, mesh);
-  // A gemm adds C after the sum over a split K, so that C counts once.
-  if (auto g = dyn_cast<GemmOp>(op); g && g.getC() &&
-                                     !out.results[0].partial.empty()) {
+  FactorRule rule = ruled.getFactorRule();
+  OpSharding out = applyRule(op, rule, linearityOf(op), operands, mesh);
+  // An operand added after the reduction (gemm's C) counts once: the
+  // partial product is summed first.
+  if (rule.sumBeforeLastOperand && !out.results[0].partial.empty()) {
     out.reduceBeforeBias = out.results[0].partial;
     out.results[0].partial.clear();
   }

@@ -9,6 +9,7 @@
 #define PCC_DIALECT_PCC_IR_PCCDIALECT_TD
 
 include "mlir/IR/OpBase.td"
+include "pcc/Dialect/PCC/IR/PCCInterfaces.td"
 
 def PCC_Dialect : Dialect {
   let name = "pcc";
@@ -31,7 +32,8 @@ def PCC_Dialect : Dialect {
   }];
 }
 
+// Every op states its work per element (PCCInterfaces.td).
 class PCC_Op<string mnemonic, list<Trait> traits = []>
-    : Op<PCC_Dialect, mnemonic, traits>;
+    : Op<PCC_Dialect, mnemonic, !listconcat(traits, [PCC_WorkOpInterface])>;
 
 #endif // PCC_DIALECT_PCC_IR_PCCDIALECT_TD

@@ -3,6 +3,8 @@
 #ifndef PCC_DIALECT_PCC_IR_PCCINTERFACES_H
 #define PCC_DIALECT_PCC_IR_PCCINTERFACES_H
 
+#include "pcc/Dialect/PCC/IR/FactorRule.h"
+
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/OpDefinition.h"
 #include "llvm/ADT/SmallVector.h"

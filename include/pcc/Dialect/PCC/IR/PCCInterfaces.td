@@ -35,4 +35,42 @@ def PCC_ContractionOpInterface : OpInterface<"ContractionOpInterface"> {
   }];
 }
 
+def PCC_ShardingRuleOpInterface : OpInterface<"ShardingRuleOpInterface"> {
+  let description = [{
+    An op whose computation is stated as factors (FactorRule.h): which
+    operand and result dimensions are the same loop, and which loops are
+    reductions. Propagation, partitioning and the planner's layout search
+    all apply this one rule (pcc/Sharding/ShardingRules.h). An op without
+    the interface (and not one of the layout maps: reshape, transpose,
+    slice) computes on whole tensors. The default is the broadcasting
+    pointwise rule.
+  }];
+  let cppNamespace = "::pcc";
+  let methods = [
+    InterfaceMethod<"The op's factors on its own shapes.",
+      "::pcc::FactorRule", "getFactorRule", (ins), [{}], [{
+        return ::pcc::pointwiseFactorRule($_op);
+      }]>,
+  ];
+}
+
+def PCC_WorkOpInterface : OpInterface<"WorkOpInterface"> {
+  let description = [{
+    Arithmetic per result element, for the planner's compute time of an op
+    that is not a contraction (contractions state their GEMMs instead):
+    1 by default, a few for transcendental activations and normalisations,
+    0 for ops that only move data. Every pcc op has it.
+  }];
+  let cppNamespace = "::pcc";
+  let methods = [
+    InterfaceMethod<"Floating-point operations per result element.",
+      "double", "getFlopsPerElement", (ins), [{}], [{ return 1.0; }]>,
+  ];
+}
+
+// Overrides the per-element work of an op (WorkOpInterface).
+class PCC_FlopsPerElement<string n> {
+  code extraClassDeclaration = "double getFlopsPerElement() { return " # n # "; }";
+}
+
 #endif // PCC_DIALECT_PCC_IR_PCCINTERFACES_TD

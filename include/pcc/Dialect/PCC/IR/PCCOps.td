@@ -26,8 +26,12 @@ class PCC_Trait<string name> : NativeOpTrait<name> {
 }
 // Each result element depends only on the operand elements at the same
 // index after numpy broadcasting: the op fuses into its neighbours' loop and
-// shards dimension by dimension.
-def PCC_Pointwise : PCC_Trait<"Pointwise">;
+// shards dimension by dimension (the default factor rule).
+def PCC_PointwiseTrait : PCC_Trait<"Pointwise">;
+def PCC_Pointwise : TraitList<[PCC_PointwiseTrait, PCC_ShardingRuleOpInterface]>;
+// The op states its factors (FactorRule.h) in PCCShardingRules.cpp.
+def PCC_HasFactorRule : DeclareOpInterfaceMethods<PCC_ShardingRuleOpInterface,
+                                                  ["getFactorRule"]>;
 // How partial sums (a value split into addends over mesh axes) pass through
 // an op without being summed first:
 // f(sum x) = sum f(x) for its one operand (neg, expand, split);
@@ -109,21 +113,25 @@ def PCC_NegOp : PCC_UnaryOp<"neg", "negation", PCC_Tensor, [PCC_LinearUnary]> {
   let hasFolder = 1;
 }
 def PCC_AbsOp : PCC_UnaryOp<"abs", "absolute value", PCC_Tensor>;
-def PCC_ExpOp : PCC_UnaryOp<"exp", "e^x">;
-def PCC_LogOp : PCC_UnaryOp<"log", "natural logarithm">;
-def PCC_SqrtOp : PCC_UnaryOp<"sqrt", "square root"> { let hasFolder = 1; }
+def PCC_ExpOp : PCC_UnaryOp<"exp", "e^x">, PCC_FlopsPerElement<"8">;
+def PCC_LogOp : PCC_UnaryOp<"log", "natural logarithm">,
+    PCC_FlopsPerElement<"8">;
+def PCC_SqrtOp : PCC_UnaryOp<"sqrt", "square root">,
+    PCC_FlopsPerElement<"8"> { let hasFolder = 1; }
 def PCC_ReciprocalOp : PCC_UnaryOp<"reciprocal", "1/x">;
 def PCC_FloorOp : PCC_UnaryOp<"floor", "floor">;
 def PCC_CeilOp : PCC_UnaryOp<"ceil", "ceiling">;
-def PCC_TanhOp : PCC_UnaryOp<"tanh", "hyperbolic tangent">;
-def PCC_ErfOp : PCC_UnaryOp<"erf", "error function">;
-def PCC_SigmoidOp : PCC_UnaryOp<"sigmoid", "logistic sigmoid 1/(1+e^-x)">;
+def PCC_TanhOp : PCC_UnaryOp<"tanh", "hyperbolic tangent">,
+    PCC_FlopsPerElement<"8">;
+def PCC_ErfOp : PCC_UnaryOp<"erf", "error function">, PCC_FlopsPerElement<"8">;
+def PCC_SigmoidOp : PCC_UnaryOp<"sigmoid", "logistic sigmoid 1/(1+e^-x)">,
+    PCC_FlopsPerElement<"8">;
 def PCC_ReluOp : PCC_UnaryOp<"relu", "max(x, 0)", PCC_Tensor>;
 def PCC_SinOp : PCC_UnaryOp<"sin", "sine">;
 def PCC_CosOp : PCC_UnaryOp<"cos", "cosine">;
 def PCC_NotOp : PCC_UnaryOp<"not", "logical not", PCC_BoolTensor> { let hasFolder = 1; }
 
-def PCC_GeluOp : PCC_UnaryOp<"gelu", "GELU"> {
+def PCC_GeluOp : PCC_UnaryOp<"gelu", "GELU">, PCC_FlopsPerElement<"8"> {
   let description = [{
     `x * Phi(x)`; with `approximate = "tanh"` the tanh approximation
     `0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`.
@@ -143,7 +151,8 @@ def PCC_ClipOp : PCC_UnaryOp<"clip", "clamp to [min, max]"> {
 }
 
 def PCC_CastOp : PCC_Op<"cast", [Pure, Elementwise, PCC_Pointwise,
-                                  InferTypeOpAdaptor]> {
+                                  InferTypeOpAdaptor]>,
+    PCC_FlopsPerElement<"0"> {
   let summary = "Elementwise conversion to another element type";
   let description = [{
     Converts with ONNX Cast semantics: float to integer truncates toward
@@ -178,7 +187,7 @@ def PCC_MulOp : PCC_BinaryOp<"mul", "multiplication", PCC_Tensor,
                              [Commutative, PCC_LinearInOne]>;
 def PCC_DivOp : PCC_BinaryOp<"div", "division (integers truncate)", PCC_Tensor,
                              [PCC_LinearInNumerator]>;
-def PCC_PowOp : PCC_BinaryOp<"pow", "power">;
+def PCC_PowOp : PCC_BinaryOp<"pow", "power">, PCC_FlopsPerElement<"8">;
 def PCC_MaxOp : PCC_BinaryOp<"max", "maximum", PCC_Tensor, [Commutative]>;
 def PCC_MinOp : PCC_BinaryOp<"min", "minimum", PCC_Tensor, [Commutative]>;
 def PCC_EqualOp : PCC_BinaryOp<"equal", "equality test", PCC_Tensor, [Commutative]>;
@@ -209,7 +218,7 @@ def PCC_WhereOp : PCC_Op<"where", [Pure, PCC_Pointwise, InferTypeOpAdaptor]> {
 // Contractions and convolutions
 //===----------------------------------------------------------------------===//
 
-def PCC_MatMulOp : PCC_Op<"matmul", [Pure, InferTypeOpAdaptor,
+def PCC_MatMulOp : PCC_Op<"matmul", [PCC_HasFactorRule, Pure, InferTypeOpAdaptor,
     DeclareOpInterfaceMethods<PCC_ContractionOpInterface>]> {
   let summary = "Batched matrix product with numpy semantics";
   let description = [{
@@ -223,7 +232,7 @@ def PCC_MatMulOp : PCC_Op<"matmul", [Pure, InferTypeOpAdaptor,
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
 }
 
-def PCC_GemmOp : PCC_Op<"gemm", [Pure, InferTypeOpAdaptor,
+def PCC_GemmOp : PCC_Op<"gemm", [PCC_HasFactorRule, Pure, InferTypeOpAdaptor,
     DeclareOpInterfaceMethods<PCC_ContractionOpInterface>]> {
   let summary = "General matrix multiply: alpha op(A) op(B) + beta C";
   let description = [{
@@ -242,7 +251,7 @@ def PCC_GemmOp : PCC_Op<"gemm", [Pure, InferTypeOpAdaptor,
   let assemblyFormat = "$a `,` $b (`,` $c^)? attr-dict `:` functional-type(operands, results)";
 }
 
-def PCC_ConvOp : PCC_Op<"conv", [Pure, InferTypeOpAdaptor,
+def PCC_ConvOp : PCC_Op<"conv", [PCC_HasFactorRule, Pure, InferTypeOpAdaptor,
     DeclareOpInterfaceMethods<PCC_ContractionOpInterface>]> {
   let summary = "N-D grouped convolution (NCHW)";
   let description = [{
@@ -259,7 +268,8 @@ def PCC_ConvOp : PCC_Op<"conv", [Pure, InferTypeOpAdaptor,
   let assemblyFormat = "$input `,` $filter (`,` $bias^)? attr-dict `:` functional-type(operands, results)";
 }
 
-class PCC_PoolOp<string mnemonic, string desc> : PCC_Op<mnemonic, [Pure, InferTypeOpAdaptor]> {
+class PCC_PoolOp<string mnemonic, string desc> : PCC_Op<mnemonic, [PCC_HasFactorRule,
+                                                                   Pure, InferTypeOpAdaptor]> {
   let summary = desc # " pooling over the spatial axes of an NCHW tensor";
   let arguments = (ins PCC_FloatTensor:$input, DenseI64ArrayAttr:$kernel_shape,
                        DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
@@ -273,7 +283,8 @@ class PCC_PoolOp<string mnemonic, string desc> : PCC_Op<mnemonic, [Pure, InferTy
 def PCC_MaxPoolOp : PCC_PoolOp<"max_pool", "Max">;
 def PCC_AveragePoolOp : PCC_PoolOp<"average_pool", "Average">;
 
-def PCC_GlobalAveragePoolOp : PCC_Op<"global_average_pool", [Pure, InferTypeOpAdaptor]> {
+def PCC_GlobalAveragePoolOp : PCC_Op<"global_average_pool", [PCC_HasFactorRule,
+                                                             Pure, InferTypeOpAdaptor]> {
   let summary = "Mean over all spatial axes, keeping them as size 1";
   let arguments = (ins PCC_FloatTensor:$input);
   let results = (outs PCC_FloatTensor:$result);
@@ -285,7 +296,8 @@ def PCC_GlobalAveragePoolOp : PCC_Op<"global_average_pool", [Pure, InferTypeOpAd
 //===----------------------------------------------------------------------===//
 
 class PCC_SoftmaxLikeOp<string mnemonic, string desc>
-    : PCC_Op<mnemonic, [Pure, InferTypeOpAdaptor]> {
+    : PCC_Op<mnemonic, [PCC_HasFactorRule, Pure, InferTypeOpAdaptor]>,
+    PCC_FlopsPerElement<"5"> {
   let summary = desc # " along one axis";
   let arguments = (ins PCC_FloatTensor:$input, PCC_I64Attr:$axis);
   let results = (outs PCC_FloatTensor:$result);
@@ -296,7 +308,8 @@ class PCC_SoftmaxLikeOp<string mnemonic, string desc>
 def PCC_SoftmaxOp : PCC_SoftmaxLikeOp<"softmax", "Softmax">;
 def PCC_LogSoftmaxOp : PCC_SoftmaxLikeOp<"log_softmax", "Log of softmax (computed stably)">;
 
-def PCC_LayerNormOp : PCC_Op<"layer_norm", [Pure, InferTypeOpAdaptor]> {
+def PCC_LayerNormOp : PCC_Op<"layer_norm", [PCC_HasFactorRule, Pure, InferTypeOpAdaptor]>,
+    PCC_FlopsPerElement<"8"> {
   let summary = "Layer normalization over the trailing axes from `axis`";
   let description = [{
     `(x - mean) / sqrt(var + epsilon) * scale + bias`, statistics over axes
@@ -312,7 +325,8 @@ def PCC_LayerNormOp : PCC_Op<"layer_norm", [Pure, InferTypeOpAdaptor]> {
   let hasVerifier = 1;
 }
 
-def PCC_BatchNormOp : PCC_Op<"batch_norm", [Pure, InferTypeOpAdaptor]> {
+def PCC_BatchNormOp : PCC_Op<"batch_norm", [PCC_HasFactorRule,
+                                            Pure, InferTypeOpAdaptor]> {
   let summary = "Batch normalization with running statistics (inference)";
   let arguments = (ins PCC_FloatTensor:$input, PCC_FloatTensor:$scale,
                        PCC_FloatTensor:$bias, PCC_FloatTensor:$mean,
@@ -323,7 +337,7 @@ def PCC_BatchNormOp : PCC_Op<"batch_norm", [Pure, InferTypeOpAdaptor]> {
 }
 
 class PCC_ReduceOp<string mnemonic, string desc, Type type = PCC_Tensor>
-    : PCC_Op<mnemonic, [Pure, InferTypeOpAdaptor]> {
+    : PCC_Op<mnemonic, [PCC_HasFactorRule, Pure, InferTypeOpAdaptor]> {
   let summary = "Reduction by " # desc # " over `axes`";
   let description = [{
     Reduces over the sorted, non-negative `axes`; with `keepdims` the reduced
@@ -343,7 +357,7 @@ def PCC_ReduceMinOp : PCC_ReduceOp<"reduce_min", "minimum">;
 def PCC_ReduceProdOp : PCC_ReduceOp<"reduce_prod", "product">;
 
 class PCC_ArgReduceOp<string mnemonic, string desc>
-    : PCC_Op<mnemonic, [Pure, InferTypeOpAdaptor]> {
+    : PCC_Op<mnemonic, [PCC_HasFactorRule, Pure, InferTypeOpAdaptor]> {
   let summary = "Index of the " # desc # " along `axis` (first on ties)";
   let arguments = (ins PCC_Tensor:$input, PCC_I64Attr:$axis,
                        DefaultValuedAttr<BoolAttr, "true">:$keepdims);
@@ -372,7 +386,8 @@ def PCC_ReshapeOp : PCC_Op<"reshape", [Pure, InferTypeOpAdaptor]> {
   let hasFolder = 1;
 }
 
-def PCC_TransposeOp : PCC_Op<"transpose", [Pure, InferTypeOpAdaptor]> {
+def PCC_TransposeOp : PCC_Op<"transpose", [Pure, InferTypeOpAdaptor]>,
+    PCC_FlopsPerElement<"0"> {
   let summary = "Permute axes: result dim i is input dim perm[i]";
   let arguments = (ins PCC_Tensor:$input, DenseI64ArrayAttr:$perm);
   let results = (outs PCC_Tensor:$result);
@@ -381,7 +396,8 @@ def PCC_TransposeOp : PCC_Op<"transpose", [Pure, InferTypeOpAdaptor]> {
 }
 
 def PCC_ExpandOp : PCC_Op<"expand", [Pure, PCC_Pointwise, PCC_LinearUnary,
-                                      InferTypeOpAdaptor]> {
+                                      InferTypeOpAdaptor]>,
+    PCC_FlopsPerElement<"0"> {
   let summary = "Broadcast to a shape (numpy rules with `shape`)";
   let description = [{
     The result shape is the broadcast of the input shape with `shape`, as in
@@ -393,8 +409,9 @@ def PCC_ExpandOp : PCC_Op<"expand", [Pure, PCC_Pointwise, PCC_LinearUnary,
   let hasFolder = 1;
 }
 
-def PCC_ConcatOp : PCC_Op<"concat", [Pure, PCC_LinearAllSame,
-                                      InferTypeOpAdaptor]> {
+def PCC_ConcatOp : PCC_Op<"concat", [PCC_HasFactorRule, Pure, PCC_LinearAllSame,
+                                      InferTypeOpAdaptor]>,
+    PCC_FlopsPerElement<"0"> {
   let summary = "Join tensors along `axis`";
   let arguments = (ins Variadic<PCC_Tensor>:$inputs, PCC_I64Attr:$axis);
   let results = (outs PCC_Tensor:$result);
@@ -402,7 +419,8 @@ def PCC_ConcatOp : PCC_Op<"concat", [Pure, PCC_LinearAllSame,
   let hasFolder = 1;
 }
 
-def PCC_SplitOp : PCC_Op<"split", [Pure, PCC_LinearUnary, InferTypeOpAdaptor]> {
+def PCC_SplitOp : PCC_Op<"split", [PCC_HasFactorRule, Pure, PCC_LinearUnary, InferTypeOpAdaptor]>,
+    PCC_FlopsPerElement<"0"> {
   let summary = "Cut a tensor into consecutive pieces of `sizes` along `axis`";
   let arguments = (ins PCC_Tensor:$input, PCC_I64Attr:$axis, DenseI64ArrayAttr:$sizes);
   let results = (outs Variadic<PCC_Tensor>:$results);
@@ -410,7 +428,8 @@ def PCC_SplitOp : PCC_Op<"split", [Pure, PCC_LinearUnary, InferTypeOpAdaptor]> {
   let hasVerifier = 1;
 }
 
-def PCC_SliceOp : PCC_Op<"slice", [Pure, InferTypeOpAdaptor]> {
+def PCC_SliceOp : PCC_Op<"slice", [Pure, InferTypeOpAdaptor]>,
+    PCC_FlopsPerElement<"0"> {
   let summary = "Strided slice with one (start, step) per input axis";
   let description = [{
     Result dim i has `sizes[i]` elements, taken from `starts[i]` every
@@ -425,7 +444,8 @@ def PCC_SliceOp : PCC_Op<"slice", [Pure, InferTypeOpAdaptor]> {
   let hasFolder = 1;
 }
 
-def PCC_GatherOp : PCC_Op<"gather", [Pure, InferTypeOpAdaptor]> {
+def PCC_GatherOp : PCC_Op<"gather", [PCC_HasFactorRule, Pure, InferTypeOpAdaptor]>,
+    PCC_FlopsPerElement<"0"> {
   let summary = "Take entries along `axis` at `indices` (embedding lookup)";
   let description = [{
     ONNX Gather: the result shape is `input[:axis] + indices + input[axis+1:]`.
@@ -439,7 +459,8 @@ def PCC_GatherOp : PCC_Op<"gather", [Pure, InferTypeOpAdaptor]> {
   let hasFolder = 1;
 }
 
-def PCC_ShardGatherOp : PCC_Op<"shard_gather", [Pure, InferTypeOpAdaptor]> {
+def PCC_ShardGatherOp : PCC_Op<"shard_gather", [Pure, InferTypeOpAdaptor]>,
+    PCC_FlopsPerElement<"0"> {
   let summary = "Gather from this device's block of a table split along `axis`";
   let description = [{
     The per-device form of `pcc.gather` on a table whose `axis` is split over
@@ -463,7 +484,8 @@ def PCC_ShardGatherOp : PCC_Op<"shard_gather", [Pure, InferTypeOpAdaptor]> {
   let assemblyFormat = "$input `,` $indices attr-dict `:` functional-type(operands, results)";
 }
 
-def PCC_TriluOp : PCC_Op<"trilu", [Pure, InferTypeOpAdaptor]> {
+def PCC_TriluOp : PCC_Op<"trilu", [PCC_HasFactorRule,
+                                   Pure, InferTypeOpAdaptor]> {
   let summary = "Keep the upper or lower triangle of the last two axes";
   let description = [{
     Zeroes entries below (`upper`) or above (lower) diagonal `k` of each

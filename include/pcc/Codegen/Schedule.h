@@ -1,0 +1,79 @@
+//===- Schedule.h - what runs where, and in which storage -------*- C++ -*-===//
+//
+// The target-independent half of code generation: the order ops run in, the
+// fusion groups (pointwise chains that run as one loop, Fusion.h), the storage
+// of every value and the arena placement of the buffers by liveness. A back
+// end turns a schedule into source for its device; it says only how much
+// scratch each of its kernels needs.
+//
+// Invariants:
+// - Every value has one storage: a model input, an entry of the weights file
+//   (pcc.weight and pcc.constant), an arena buffer, an alias of another
+//   value's storage (pcc.reshape), or none (an op fused into a loop).
+// - Each fusion group runs at the position of its root (last) op, so all of
+//   its leaf operands are live until then.
+// - A value's arena buffer lives from the position that writes it to the last
+//   position that reads it or any alias of it; returned values live to the end
+//   (they are copied to the output buffers last).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PCC_CODEGEN_SCHEDULE_H
+#define PCC_CODEGEN_SCHEDULE_H
+
+#include "pcc/Codegen/MemoryPlan.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallVector.h"
+
+namespace pcc {
+
+struct Schedule {
+  /// The function's ops in program order (terminator excluded).
+  llvm::SmallVector<mlir::Operation *> ops;
+  llvm::DenseMap<mlir::Operation *, int64_t> position;
+  /// Each op's fusion root (itself when not fused into a user), and each
+  /// root's pointwise members in program order.
+  llvm::DenseMap<mlir::Operation *, mlir::Operation *> rootOf;
+  llvm::DenseMap<mlir::Operation *, llvm::SmallVector<mlir::Operation *>>
+      members;
+  /// Views (reshape results) and the value whose storage they share.
+  llvm::DenseMap<mlir::Value, mlir::Value> aliasOf;
+  /// Arena buffers of values and of kernels' scratch, into `buffers`.
+  llvm::DenseMap<mlir::Value, int64_t> bufferIndex;
+  llvm::DenseMap<mlir::Operation *, int64_t> scratchIndex;
+  std::vector<BufferRequest> buffers;
+  /// Arena size after liveness-based reuse, and what it would be without.
+  int64_t arenaBytes = 0, unsharedBytes = 0;
+
+  bool isFusedAway(mlir::Operation *op) const {
+    return rootOf.lookup(op) != op;
+  }
+  /// Byte offset of `v`'s arena buffer, of `op`'s scratch.
+  int64_t offsetOf(mlir::Value v) const {
+    return buffers[bufferIndex.lookup(v)].offset;
+  }
+  int64_t scratchOffset(mlir::Operation *op) const {
+    return buffers[scratchIndex.lookup(op)].offset;
+  }
+};
+
+/// Scratch bytes a target's kernel for `op` needs while it runs (0: none).
+using ScratchBytesFn = llvm::function_ref<int64_t(mlir::Operation *)>;
+
+/// Schedules the single-block function `fn`.
+Schedule scheduleFunction(mlir::func::FuncOp fn, ScratchBytesFn scratchBytes);
+
+/// One device must hold each of its tensors: refuses, at the op, an input or
+/// result larger than `limitBytes` (0: no limit).
+mlir::LogicalResult checkTensorSizes(mlir::func::FuncOp fn, int64_t limitBytes);
+
+/// Everything a device holds at once (arena, weights, inputs read whole and
+/// outputs) must fit in `limitBytes` (0: no limit).
+mlir::LogicalResult checkDeviceMemory(mlir::func::FuncOp fn, int64_t arenaBytes,
+                                      int64_t weightsBytes, int64_t limitBytes);
+
+} // namespace pcc
+
+#endif // PCC_CODEGEN_SCHEDULE_H

@@ -1,0 +1,33 @@
+//===- CppText.h - C++ spellings of types, literals and names ---*- C++ -*-===//
+
+#ifndef PCC_CODEGEN_CPU_CPPTEXT_H
+#define PCC_CODEGEN_CPU_CPPTEXT_H
+
+#include "mlir/IR/Types.h"
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <string>
+
+namespace pcc::cpu {
+
+/// Row-major strides of `shape`, in elements.
+llvm::SmallVector<int64_t> stridesOf(llvm::ArrayRef<int64_t> shape);
+/// C++ element type for `t`, or "" if the runtime does not support it.
+std::string cppType(mlir::Type t);
+/// The ONNX TensorProto data type code of `t` (pccrt::DType).
+int onnxCode(mlir::Type t);
+/// `v` as a literal of element type `t`.
+std::string floatLiteral(double v, mlir::Type t);
+/// A C++ string literal holding `s`: names come from the model file and
+/// may hold any byte. Octal escapes, which never run into the next character.
+std::string cppString(llvm::StringRef s);
+/// `s` with every byte that could end a line comment replaced.
+std::string commentText(llvm::StringRef s);
+/// "a, b, c".
+std::string joinInts(llvm::ArrayRef<int64_t> v);
+
+} // namespace pcc::cpu
+
+#endif // PCC_CODEGEN_CPU_CPPTEXT_H

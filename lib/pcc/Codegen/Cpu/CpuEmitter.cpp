@@ -1,0 +1,256 @@
+//===- CpuEmitter.cpp - per-device module to C++ over pccrt ---------------===//
+//
+// Invariants (besides the schedule's, Schedule.h):
+// - Generated code is split into part functions of about kPartBytes; each
+//   part declares exactly the names it uses.
+// - A weight's pointer is its weights-file offset plus, for a split weight,
+//   this device's block (pccrt::blockIndex).
+//
+//===----------------------------------------------------------------------===//
+
+#include "CpuEmitter.h"
+
+#include "pcc/Codegen/Cpu/CpuTarget.h"
+#include "pcc/Dialect/PCC/IR/Fusion.h"
+
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+
+using namespace mlir;
+
+namespace pcc::cpu {
+
+int64_t scratchBytes(Operation *op) {
+  if (auto conv = dyn_cast<ConvOp>(op)) {
+    auto w = typeOf(conv.getFilter()), y = typeOf(conv.getResult());
+    return numElements(w.getShape().drop_front(1)) *
+           numElements(y.getShape().drop_front(2)) * 4;
+  }
+  // Only axis sets with gaps reduce in several passes through scratch.
+  if (auto axes = op->getAttrOfType<DenseI64ArrayAttr>("axes");
+      axes && op->getNumOperands() == 1) {
+    ArrayRef<int64_t> a = axes.asArrayRef();
+    for (size_t i = 1; i < a.size(); ++i)
+      if (a[i] != a[i - 1] + 1)
+        return 2 * tensorBytes(op->getOperand(0));
+  }
+  return 0;
+}
+
+std::string Emitter::splitArray(const TensorSharding &s) {
+  std::string out = "{";
+  for (const DimSharding &d : s.dims) {
+    out += "{" + std::to_string(d.axes.size()) + ", {";
+    for (size_t i = 0; i < 4; ++i)
+      out += (i ? ", " : "") + std::to_string(i < d.axes.size() ? d.axes[i] : 0);
+    out += "}, " + std::to_string(d.isSplit() ? d.groups : 1) + "}, ";
+  }
+  return out + "}";
+}
+
+int Emitter::groupOf(ArrayRef<int64_t> axes) {
+  for (auto [i, g] : llvm::enumerate(groups))
+    if (ArrayRef<int64_t>(g) == axes)
+      return i;
+  groups.emplace_back(axes.begin(), axes.end());
+  return groups.size() - 1;
+}
+
+std::string Emitter::weightPointer(Operation *op) {
+  const WeightsEntry &e = result.weights.add(op, mesh);
+  std::string at = std::to_string(e.offset);
+  if (e.numBlocks > 1) {
+    TensorSharding split = shardingOf(op->getResult(0));
+    std::string id = std::to_string(nextTemp++);
+    os << "  static const DimSplit split" << id << "[] = " << splitArray(split)
+       << ";\n";
+    at += " + " + std::to_string(e.stride) + " * blockIndex(mesh, " +
+          std::to_string(split.dims.size()) + ", split" + id + ")";
+  }
+  return at;
+}
+
+LogicalResult Emitter::requireF32(Operation *op, Value v) {
+  if (!typeOf(v).getElementType().isF32())
+    return op->emitError() << "code generation does not support '"
+                           << op->getName() << "' on "
+                           << typeOf(v).getElementType() << " (f32 only)";
+  return success();
+}
+
+std::string Emitter::scratch(Operation *op) {
+  return "reinterpret_cast<float *>(arena + " +
+         std::to_string(schedule.scratchOffset(op)) + ")";
+}
+
+LogicalResult Emitter::unsupported(Operation *op) {
+  return op->emitError() << "code generation does not support '"
+                         << op->getName() << "' yet";
+}
+
+/// One library call for `op`, by op family.
+LogicalResult Emitter::emitKernel(Operation *op) {
+  ++result.kernelCalls;
+  os << "  // " << op->getName() << "\n";
+  if (isa<MatMulOp, GemmOp, ConvOp>(op))
+    return emitContraction(op);
+  if (isa<MaxPoolOp, AveragePoolOp, GlobalAveragePoolOp>(op))
+    return emitPooling(op);
+  if (isa<SoftmaxOp, LogSoftmaxOp, LayerNormOp, BatchNormOp>(op))
+    return emitNormalization(op);
+  if (isa<ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp, ReduceProdOp,
+          ArgMaxOp, ArgMinOp>(op))
+    return emitReduction(op);
+  if (isa<GatherOp, ShardGatherOp, TransposeOp, SliceOp, ConcatOp, SplitOp,
+          TriluOp>(op))
+    return emitDataMovement(op);
+  if (isa<shard::AllReduceOp, shard::AllGatherOp, shard::ReduceScatterOp,
+          shard::AllSliceOp>(op))
+    return emitCollective(op);
+  return unsupported(op);
+}
+
+void Emitter::declare(const std::string &name, function_ref<void()> write) {
+  size_t mark = body.size();
+  write();
+  os.flush();
+  declIndex[name] = declIndex.size();
+  declOf[name] = body.substr(mark);
+  body.resize(mark);
+}
+
+LogicalResult Emitter::declareValues() {
+  int64_t counter = 0;
+  auto fresh = [&] { return "v" + std::to_string(counter++); };
+  auto checkType = [&](Value v, Location loc) -> LogicalResult {
+    if (cppType(typeOf(v).getElementType()).empty())
+      return emitError(loc) << "code generation does not support element type "
+                            << typeOf(v).getElementType();
+    return success();
+  };
+  for (BlockArgument arg : fn.getArguments()) {
+    if (failed(checkType(arg, arg.getLoc())))
+      return failure();
+    std::string name = "in" + std::to_string(arg.getArgNumber());
+    declare(name, [&] {
+      os << "  const " << elemType(arg) << " *" << name
+         << " = static_cast<const " << elemType(arg) << " *>(inputs["
+         << arg.getArgNumber() << "]);\n";
+    });
+    names[arg] = name;
+  }
+  for (Operation *op : schedule.ops) {
+    for (Value r : op->getResults())
+      if (failed(checkType(r, op->getLoc())))
+        return failure();
+    if (isa<WeightOp, ConstantOp>(op)) {
+      Value r = op->getResult(0);
+      std::string name = fresh();
+      declare(name, [&] {
+        std::string at = weightPointer(op);
+        os << "  const " << elemType(r) << " *" << name
+           << " = reinterpret_cast<const " << elemType(r) << " *>(weights + "
+           << at << ");\n";
+      });
+      names[r] = name;
+      continue;
+    }
+    if (auto reshape = dyn_cast<ReshapeOp>(op)) {
+      names[reshape.getResult()] = names.lookup(reshape.getInput());
+      continue;
+    }
+    for (Value r : op->getResults()) {
+      if (!schedule.bufferIndex.count(r))
+        continue;
+      std::string name = fresh();
+      declare(name, [&] {
+        os << "  " << elemType(r) << " *" << name << " = reinterpret_cast<"
+           << elemType(r) << " *>(arena + " << schedule.offsetOf(r)
+           << ");\n";
+      });
+      names[r] = name;
+    }
+  }
+  return success();
+}
+
+void Emitter::closePart() {
+  os.flush();
+  std::vector<llvm::StringRef> names(used.keys().begin(), used.keys().end());
+  llvm::sort(names, [&](llvm::StringRef a, llvm::StringRef b) {
+    return declIndex.lookup(a) < declIndex.lookup(b);
+  });
+  std::string text;
+  llvm::raw_string_ostream f(text);
+  f << "bool part" << parts.size()
+    << "(const void *const *inputs, void *const *outputs, char *arena,\n"
+    << "           const char *weights, Mesh &mesh) {\n";
+  for (llvm::StringRef n : names)
+    f << declOf.lookup(n);
+  f << body << "  return true;\n}\n\n";
+  parts.push_back(std::move(text));
+  body.clear();
+  used.clear();
+}
+
+LogicalResult Emitter::emitOp(Operation *op) {
+  if (isa<WeightOp, ConstantOp, ReshapeOp>(op))
+    return success();
+  if (isPointwise(op))
+    return schedule.isFusedAway(op) ? success() : emitFusedLoop(op);
+  return emitKernel(op);
+}
+
+/// Source bytes per part function: compilers optimise small functions in
+/// about linear time but large ones far worse. (Parts are grouped into units
+/// of EmitOptions::unitBytes, which compile in parallel.)
+constexpr size_t kPartBytes = 16 << 10;
+
+FailureOr<EmittedModel> Emitter::run() {
+  if (fn.getBody().getBlocks().size() != 1)
+    return fn.emitError("code generation needs a single-block function");
+  if (failed(checkTensorSizes(fn, options.deviceMemoryBytes)))
+    return failure();
+  schedule = scheduleFunction(fn, scratchBytes);
+  result.arenaBytes = schedule.arenaBytes;
+  result.unsharedBytes = schedule.unsharedBytes;
+  if (failed(declareValues()) ||
+      failed(checkDeviceMemory(fn, result.arenaBytes,
+                               result.weights.deviceBytes(),
+                               options.deviceMemoryBytes)))
+    return failure();
+  for (Operation *op : schedule.ops) {
+    if (failed(emitOp(op)))
+      return failure();
+    if (body.size() >= std::min(kPartBytes, options.unitBytes))
+      closePart();
+  }
+  Operation *ret = fn.getBody().front().getTerminator();
+  for (auto [k, v] : llvm::enumerate(ret->getOperands()))
+    os << "  __builtin_memcpy(outputs[" << k << "], " << ptr(v) << ", "
+       << tensorBytes(v) << ");\n";
+  closePart();
+
+  result.sources = assembleSources(modelTables());
+  return std::move(result);
+}
+
+} // namespace pcc::cpu
+
+namespace pcc {
+
+FailureOr<EmittedModel> emitCpp(ModuleOp module, const EmitOptions &options) {
+  auto fn = module.lookupSymbol<func::FuncOp>("main");
+  if (!fn)
+    return module.emitError("module has no func.func @main");
+  Mesh mesh;
+  if (std::optional<Mesh> m = readMesh(module))
+    mesh = *m;
+  else
+    mesh.shape = {1}, mesh.axisNames = {"dp"};
+  if (mesh.shape.size() > 4 || mesh.numDevices() > (1 << 20))
+    return module.emitError("code generation supports meshes of up to 4 axes");
+  cpu::Emitter emitter(fn, mesh, options);
+  return emitter.run();
+}
+
+} // namespace pcc

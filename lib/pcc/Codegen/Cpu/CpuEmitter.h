@@ -1,0 +1,111 @@
+//===- CpuEmitter.h - per-device module to C++ over pccrt -------*- C++ -*-===//
+//
+// The CPU target's code generator, private to lib/pcc/Codegen/Cpu. One
+// Emitter walks the schedule (Schedule.h) of func.func @main and writes C++
+// that calls the runtime's kernels (BLAS GEMMs, MPI collectives). Its
+// members are defined by op family, one file each:
+//   CpuEmitter.cpp       values, parts, the walk and the dispatch by family
+//   EmitPointwise.cpp    fused pointwise loops
+//   EmitContraction.cpp  matmul, gemm, conv
+//   EmitPooling.cpp, EmitNormalization.cpp, EmitReduction.cpp,
+//   EmitDataMovement.cpp, EmitCollective.cpp
+//   ModelSources.cpp     the model's tables and the translation units
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PCC_CODEGEN_CPU_CPUEMITTER_H
+#define PCC_CODEGEN_CPU_CPUEMITTER_H
+
+#include "CppText.h"
+
+#include "pcc/Codegen/Schedule.h"
+#include "pcc/Codegen/Target.h"
+#include "pcc/Dialect/PCC/IR/PCCOps.h"
+#include "pcc/Dialect/PCC/IR/TensorUtils.h"
+#include "pcc/Sharding/Sharding.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace pcc::cpu {
+
+/// Scratch the CPU kernel of `op` needs: im2col columns of a convolution,
+/// intermediate results of a reduction over several separate axis blocks.
+int64_t scratchBytes(mlir::Operation *op);
+
+class Emitter {
+public:
+  Emitter(mlir::func::FuncOp fn, Mesh mesh, const EmitOptions &options)
+      : fn(fn), mesh(std::move(mesh)), options(options), os(body) {}
+  mlir::FailureOr<EmittedModel> run();
+
+private:
+  mlir::LogicalResult emitOp(mlir::Operation *op);
+  mlir::LogicalResult emitFusedLoop(mlir::Operation *root);
+  mlir::FailureOr<std::string> scalarExpr(mlir::Operation *op,
+                                          llvm::ArrayRef<std::string> operands);
+  mlir::LogicalResult emitKernel(mlir::Operation *op);
+  mlir::LogicalResult emitContraction(mlir::Operation *op);
+  mlir::LogicalResult emitPooling(mlir::Operation *op);
+  mlir::LogicalResult emitNormalization(mlir::Operation *op);
+  mlir::LogicalResult emitReduction(mlir::Operation *op);
+  mlir::LogicalResult emitDataMovement(mlir::Operation *op);
+  mlir::LogicalResult emitCollective(mlir::Operation *op);
+  mlir::LogicalResult unsupported(mlir::Operation *op);
+  /// Kernels that run on f32 only check their operand `v` here.
+  mlir::LogicalResult requireF32(mlir::Operation *op, mlir::Value v);
+  /// The storage of `op`'s result `i`, and of its scratch buffer.
+  std::string out(mlir::Operation *op, unsigned i = 0) {
+    return ptr(op->getResult(i));
+  }
+  std::string scratch(mlir::Operation *op);
+  /// The C++ name of `v`'s storage; the current part declares it.
+  std::string ptr(mlir::Value v) {
+    std::string name = names.lookup(v);
+    used.insert(name);
+    return name;
+  }
+  /// Records the declaration of `name` (text written by `write`).
+  void declare(const std::string &name, llvm::function_ref<void()> write);
+  /// Ends the current part function: its code, after the declarations of
+  /// every name it uses.
+  void closePart();
+  /// The translation units: model.cpp, then model_K.cpp for large models.
+  std::vector<EmittedSource> assembleSources(const std::string &tables);
+  std::string modelTables();
+  std::string elemType(mlir::Value v) {
+    return cppType(typeOf(v).getElementType());
+  }
+  /// Byte offset expression of a weight's block in the weights file.
+  std::string weightPointer(mlir::Operation *op);
+  /// Index of the communication group over `axes` (registered on first use).
+  int groupOf(llvm::ArrayRef<int64_t> axes);
+  /// C++ initializer of a DimSplit array for `s`.
+  std::string splitArray(const TensorSharding &s);
+  void emitStridedCopy(mlir::Operation *op, mlir::Value in, int64_t base,
+                       llvm::ArrayRef<int64_t> strides);
+  mlir::LogicalResult declareValues();
+
+  mlir::func::FuncOp fn;
+  Mesh mesh;
+  EmitOptions options;
+  Schedule schedule;
+  std::vector<llvm::SmallVector<int64_t>> groups;
+  std::string body;
+  llvm::raw_string_ostream os;
+  /// Declarations by name, in declaration order, and the names the current
+  /// part uses.
+  llvm::StringMap<std::string> declOf;
+  llvm::StringMap<int64_t> declIndex;
+  llvm::StringSet<> used;
+  std::vector<std::string> parts;
+  EmittedModel result;
+  llvm::DenseMap<mlir::Value, std::string> names;
+  int64_t nextTemp = 0;
+};
+
+} // namespace pcc::cpu
+
+#endif // PCC_CODEGEN_CPU_CPUEMITTER_H

@@ -1,0 +1,62 @@
+//===- EmitCollective.cpp - collectives over mesh axes ----------------------===//
+
+#include "CpuEmitter.h"
+
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+
+using namespace mlir;
+
+namespace pcc::cpu {
+
+/// Collectives over mesh axes (the runtime's MPI calls).
+LogicalResult Emitter::emitCollective(Operation *op) {
+  if (isa<shard::AllReduceOp, shard::AllGatherOp, shard::ReduceScatterOp,
+          shard::AllSliceOp>(op)) {
+    Value in = op->getOperand(0);
+    auto axesAttr = op->getAttrOfType<DenseI16ArrayAttr>("grid_axes");
+    SmallVector<int64_t> axes(axesAttr.asArrayRef().begin(),
+                              axesAttr.asArrayRef().end());
+    std::string g = std::to_string(groupOf(axes));
+    std::string dtype =
+        "static_cast<DType>(" +
+        std::to_string(onnxCode(typeOf(in).getElementType())) + ")";
+    int64_t elem = elementBytes(typeOf(in).getElementType());
+    auto split = [&](Value v, StringRef axisName) {
+      ArrayRef<int64_t> s = typeOf(v).getShape();
+      int64_t a = op->getAttrOfType<IntegerAttr>(axisName).getInt();
+      return std::make_pair(numElements(s.take_front(a)), numElements(s.drop_front(a)));
+    };
+    int64_t bytes = tensorBytes(in);
+    if (!isa<shard::AllSliceOp>(op))
+      result.collectiveBytes += bytes;
+    if (auto r = dyn_cast<shard::AllReduceOp>(op)) {
+      ++result.allReduces;
+      if (r.getReduction() != shard::ReductionKind::Sum)
+        return op->emitError("code generation supports sum all-reduces only");
+      os << "  allReduceSum(mesh, " << g << ", " << dtype << ", " << ptr(in)
+         << ", " << out(op) << ", " << typeOf(in).getNumElements() << ");\n";
+    } else if (isa<shard::AllGatherOp>(op)) {
+      ++result.allGathers;
+      auto [outer, block] = split(in, "gather_axis");
+      os << "  allGather(mesh, " << g << ", " << ptr(in) << ", " << out(op)
+         << ", " << outer << ", " << block * elem << ");\n";
+    } else if (auto rs = dyn_cast<shard::ReduceScatterOp>(op)) {
+      ++result.reduceScatters;
+      if (rs.getReduction() != shard::ReductionKind::Sum)
+        return op->emitError("code generation supports sum reduce-scatters only");
+      auto [outer, block] = split(op->getResult(0), "scatter_axis");
+      os << "  reduceScatterSum(mesh, " << g << ", " << dtype << ", "
+         << ptr(in) << ", " << out(op) << ", " << outer << ", " << block
+         << ");\n";
+    } else {
+      ++result.allSlices;
+      auto [outer, block] = split(op->getResult(0), "slice_axis");
+      os << "  allSlice(mesh, " << g << ", " << ptr(in) << ", " << out(op)
+         << ", " << outer << ", " << block * elem << ");\n";
+    }
+    return success();
+  }
+  return unsupported(op);
+}
+
+} // namespace pcc::cpu

@@ -1,0 +1,117 @@
+//===- EmitContraction.cpp - matmul, gemm and conv on BLAS ------------------===//
+
+#include "CpuEmitter.h"
+
+using namespace mlir;
+
+namespace pcc::cpu {
+
+/// Matrix products and convolutions, on BLAS GEMMs.
+LogicalResult Emitter::emitContraction(Operation *op) {
+
+  if (auto mm = dyn_cast<MatMulOp>(op)) {
+    if (failed(requireF32(op, mm.getLhs())))
+      return failure();
+    GemmShape gs = mm.gemmShape();
+    int64_t m = gs.m, k = gs.k, n = gs.n, outBatch = gs.batch;
+    if (m * n == 0 || outBatch == 0)
+      return success();
+    if (outBatch == 1) {
+      os << "  gemmF32(false, false, " << m << ", " << n << ", " << k
+         << ", 1.0f, " << ptr(mm.getLhs()) << ", " << k << ", "
+         << ptr(mm.getRhs()) << ", " << n << ", 0.0f, " << out(op) << ", " << n
+         << ");\n";
+      return success();
+    }
+    // Broadcast batches: per-batch element offsets, computed now.
+    SmallVector<int64_t> ls(typeOf(mm.getLhs()).getShape());
+    SmallVector<int64_t> rs(typeOf(mm.getRhs()).getShape());
+    if (ls.size() == 1)
+      ls.insert(ls.begin(), 1);
+    if (rs.size() == 1)
+      rs.push_back(1);
+    ArrayRef<int64_t> lb = ArrayRef(ls).drop_back(2), rb = ArrayRef(rs).drop_back(2);
+    size_t rank = std::max(lb.size(), rb.size());
+    SmallVector<int64_t> bshape(rank, 1), lpad(rank, 1), rpad(rank, 1);
+    for (size_t d = 0; d < lb.size(); ++d)
+      lpad[rank - lb.size() + d] = lb[d];
+    for (size_t d = 0; d < rb.size(); ++d)
+      rpad[rank - rb.size() + d] = rb[d];
+    for (size_t d = 0; d < rank; ++d)
+      bshape[d] = std::max(lpad[d], rpad[d]);
+    auto lstr = stridesOf(lpad), rstr = stridesOf(rpad);
+    SmallVector<int64_t> offA, offB;
+    for (int64_t b = 0; b < outBatch; ++b) {
+      int64_t rem = b, oa = 0, ob = 0;
+      for (int64_t d = rank - 1; d >= 0; --d) {
+        int64_t c = rem % bshape[d];
+        rem /= bshape[d];
+        oa += (lpad[d] == 1 ? 0 : c) * lstr[d];
+        ob += (rpad[d] == 1 ? 0 : c) * rstr[d];
+      }
+      offA.push_back(oa * m * k);
+      offB.push_back(ob * k * n);
+    }
+    std::string id = std::to_string(nextTemp++);
+    os << "  static const int64_t offA" << id << "[] = {" << joinInts(offA)
+       << "};\n  static const int64_t offB" << id << "[] = {" << joinInts(offB)
+       << "};\n  batchedMatmulF32(" << outBatch << ", offA" << id << ", offB"
+       << id << ", " << m << ", " << n << ", " << k << ", " << ptr(mm.getLhs())
+       << ", " << ptr(mm.getRhs()) << ", " << out(op) << ");\n";
+    return success();
+  }
+  if (auto g = dyn_cast<GemmOp>(op)) {
+    if (failed(requireF32(op, g.getA())))
+      return failure();
+    auto a = typeOf(g.getA()), b = typeOf(g.getB());
+    auto y = typeOf(g.getResult());
+    GemmShape gs = g.gemmShape();
+    int64_t m = gs.m, n = gs.n, k = gs.k;
+    float beta = 0.0f;
+    if (Value c = g.getC()) {
+      // Broadcast C into Y, then accumulate the product with beta.
+      ArrayRef<int64_t> cs = typeOf(c).getShape();
+      std::string ci = cs.size() == 2 ? (cs[0] == 1 ? "" : "i * " + std::to_string(cs[1])) : "";
+      std::string cj = cs.empty() || cs.back() == 1 ? "" : "j";
+      std::string idx = ci.empty() && cj.empty() ? "0" : ci.empty() ? cj : cj.empty() ? ci : ci + " + " + cj;
+      os << "  for (int64_t i = 0; i < " << m << "; ++i)\n    for (int64_t j = 0; j < "
+         << n << "; ++j)\n      " << out(op) << "[i * " << n << " + j] = " << ptr(c)
+         << "[" << idx << "];\n";
+      beta = g.getBeta().convertToFloat();
+    }
+    os << "  gemmF32(" << (g.getTransA() ? "true" : "false") << ", "
+       << (g.getTransB() ? "true" : "false") << ", " << m << ", " << n << ", "
+       << k << ", " << floatLiteral(g.getAlpha().convertToDouble(), y.getElementType())
+       << ", " << ptr(g.getA()) << ", " << a.getDimSize(1) << ", "
+       << ptr(g.getB()) << ", " << b.getDimSize(1) << ", "
+       << floatLiteral(beta, y.getElementType()) << ", " << out(op) << ", " << n << ");\n";
+    return success();
+  }
+  if (auto conv = dyn_cast<ConvOp>(op)) {
+    if (failed(requireF32(op, conv.getInput())))
+      return failure();
+    auto x = typeOf(conv.getInput()), w = typeOf(conv.getFilter());
+    auto y = typeOf(conv.getResult());
+    if (x.getRank() != 4 && x.getRank() != 3)
+      return op->emitError() << "code generation does not support " << x.getRank() - 2 << "-D conv yet";
+    bool is1d = x.getRank() == 3;
+    auto st = conv.getStrides(), pd = conv.getPads(), dl = conv.getDilations();
+    int64_t h = is1d ? 1 : x.getDimSize(2), wd = x.getShape().back();
+    int64_t kh = is1d ? 1 : w.getDimSize(2), kw = w.getShape().back();
+    int64_t oh = is1d ? 1 : y.getDimSize(2), ow = y.getShape().back();
+    int64_t sh = is1d ? 1 : st[0], sw = st.back();
+    int64_t ph = is1d ? 0 : pd[0], pw = is1d ? pd[0] : pd[1];
+    int64_t dh = is1d ? 1 : dl[0], dw = dl.back();
+    os << "  conv2dF32(" << ptr(conv.getInput()) << ", " << ptr(conv.getFilter())
+       << ", " << (conv.getBias() ? ptr(conv.getBias()) : "nullptr") << ", "
+       << out(op) << ", " << x.getDimSize(0) << ", " << x.getDimSize(1) << ", "
+       << h << ", " << wd << ", " << w.getDimSize(0) << ", " << kh << ", "
+       << kw << ", " << oh << ", " << ow << ", " << sh << ", " << sw << ", "
+       << ph << ", " << pw << ", " << dh << ", " << dw << ", "
+       << conv.getGroup() << ", " << scratch(op) << ");\n";
+    return success();
+  }
+  return unsupported(op);
+}
+
+} // namespace pcc::cpu

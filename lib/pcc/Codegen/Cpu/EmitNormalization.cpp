@@ -1,0 +1,48 @@
+//===- EmitNormalization.cpp - softmax and normalisations -------------------===//
+
+#include "CpuEmitter.h"
+
+using namespace mlir;
+
+namespace pcc::cpu {
+
+/// Softmax, layer and batch normalisation.
+LogicalResult Emitter::emitNormalization(Operation *op) {
+  if (isa<SoftmaxOp, LogSoftmaxOp>(op)) {
+    Value in = op->getOperand(0);
+    ArrayRef<int64_t> s = typeOf(in).getShape();
+    int64_t a = op->getAttrOfType<IntegerAttr>("axis").getInt();
+    os << "  softmax<" << elemType(in) << ">(" << ptr(in) << ", " << out(op)
+       << ", " << numElements(s.take_front(a)) << ", " << s[a] << ", "
+       << numElements(s.drop_front(a + 1)) << ", "
+       << (isa<LogSoftmaxOp>(op) ? "true" : "false") << ");\n";
+    return success();
+  }
+  if (auto ln = dyn_cast<LayerNormOp>(op)) {
+    ArrayRef<int64_t> s = typeOf(ln.getInput()).getShape();
+    int64_t n = numElements(s.drop_front(ln.getAxis()));
+    int64_t sn = typeOf(ln.getScale()).getNumElements();
+    int64_t bn = ln.getBias() ? typeOf(ln.getBias()).getNumElements() : 1;
+    if ((sn != n && sn != 1) || (bn != n && bn != 1))
+      return op->emitError() << "code generation needs layer_norm scale and "
+                                "bias of the normalized size or size 1";
+    os << "  layerNorm<" << elemType(ln.getInput()) << ">(" << ptr(ln.getInput())
+       << ", " << ptr(ln.getScale()) << ", " << sn << ", "
+       << (ln.getBias() ? ptr(ln.getBias()) : "nullptr") << ", " << bn << ", "
+       << out(op) << ", " << numElements(s.take_front(ln.getAxis())) << ", " << n
+       << ", " << floatLiteral(ln.getEpsilon().convertToDouble(), Float32Type::get(op->getContext())) << ");\n";
+    return success();
+  }
+  if (auto bn = dyn_cast<BatchNormOp>(op)) {
+    ArrayRef<int64_t> s = typeOf(bn.getInput()).getShape();
+    os << "  batchNorm<" << elemType(bn.getInput()) << ">(" << ptr(bn.getInput())
+       << ", " << ptr(bn.getScale()) << ", " << ptr(bn.getBias()) << ", "
+       << ptr(bn.getMean()) << ", " << ptr(bn.getVariance()) << ", " << out(op)
+       << ", " << s[0] << ", " << s[1] << ", " << numElements(s.drop_front(2))
+       << ", " << floatLiteral(bn.getEpsilon().convertToDouble(), Float32Type::get(op->getContext())) << ");\n";
+    return success();
+  }
+  return unsupported(op);
+}
+
+} // namespace pcc::cpu

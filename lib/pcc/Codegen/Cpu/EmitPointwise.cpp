@@ -1,0 +1,206 @@
+//===- EmitPointwise.cpp - fused pointwise loops ----------------------------===//
+//
+// Each fusion group of the schedule (Schedule.h) runs as one loop at its root;
+// every member is a scalar expression over its operands' elements.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CpuEmitter.h"
+
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+
+namespace pcc::cpu {
+
+FailureOr<std::string> Emitter::scalarExpr(Operation *op,
+                                           ArrayRef<std::string> a) {
+  Type elem = typeOf(op->getResult(0)).getElementType();
+  Type inElem = typeOf(op->getOperand(0)).getElementType();
+  std::string T = cppType(elem);
+  bool isFloat = isa<FloatType>(inElem);
+  // Math through compiler builtins (generated code includes no <cmath>):
+  // the float form for f32, else the double form.
+  auto builtin = [&](StringRef fnName, ArrayRef<std::string> args) {
+    std::string out = "__builtin_" + fnName.str() + (elem.isF32() ? "f" : "");
+    for (auto [i, arg] : llvm::enumerate(args))
+      out += (i ? ", " : "(") + (isFloat ? arg : "double(" + arg + ")");
+    return out + ")";
+  };
+  auto call = [&](StringRef fnName) { return builtin(fnName, a[0]); };
+  return llvm::TypeSwitch<Operation *, FailureOr<std::string>>(op)
+      .Case([&](NegOp) { return "-" + a[0]; })
+      .Case([&](AbsOp) {
+        return isFloat ? call("fabs")
+                       : "(" + a[0] + " < 0 ? -" + a[0] + " : " + a[0] + ")";
+      })
+      .Case([&](ExpOp) { return call("exp"); })
+      .Case([&](LogOp) { return call("log"); })
+      .Case([&](SqrtOp) { return call("sqrt"); })
+      .Case([&](ReciprocalOp) { return "(" + T + "(1) / " + a[0] + ")"; })
+      .Case([&](FloorOp) { return call("floor"); })
+      .Case([&](CeilOp) { return call("ceil"); })
+      .Case([&](TanhOp) { return call("tanh"); })
+      .Case([&](ErfOp) { return call("erf"); })
+      .Case([&](SinOp) { return call("sin"); })
+      .Case([&](CosOp) { return call("cos"); })
+      .Case([&](SigmoidOp) {
+        return "(" + T + "(1) / (" + T + "(1) + " + builtin("exp", "-" + a[0]) +
+               "))";
+      })
+      .Case([&](ReluOp) {
+        return "(" + a[0] + " < " + T + "(0) ? " + T + "(0) : " + a[0] + ")";
+      })
+      .Case([&](NotOp) { return "!" + a[0]; })
+      .Case([&](GeluOp g) {
+        if (g.getApproximate() == "tanh")
+          return T + "(0.5) * " + a[0] + " * (" + T + "(1) + " +
+                 builtin("tanh", T + "(0.7978845608028654) * (" + a[0] +
+                                     " + " + T + "(0.044715) * " + a[0] +
+                                     " * " + a[0] + " * " + a[0] + ")") +
+                 ")";
+        return T + "(0.5) * " + a[0] + " * (" + T + "(1) + " +
+               builtin("erf", a[0] + " * " + T + "(0.7071067811865476)") + ")";
+      })
+      .Case([&](LeakyReluOp l) {
+        return "(" + a[0] + " < " + T + "(0) ? " +
+               floatLiteral(l.getAlpha().convertToDouble(), elem) + " * " +
+               a[0] + " : " + a[0] + ")";
+      })
+      .Case([&](ClipOp c) {
+        return "pccMin<" + T + ">(pccMax<" + T + ">(" + a[0] + ", " +
+               floatLiteral(c.getMin().convertToDouble(), elem) + "), " +
+               floatLiteral(c.getMax().convertToDouble(), elem) + ")";
+      })
+      .Case([&](CastOp) {
+        if (elem.isInteger(1))
+          return "(" + a[0] + " != 0)";
+        return "static_cast<" + T + ">(" + a[0] + ")";
+      })
+      .Case([&](AddOp) { return "(" + a[0] + " + " + a[1] + ")"; })
+      .Case([&](SubOp) { return "(" + a[0] + " - " + a[1] + ")"; })
+      .Case([&](MulOp) { return "(" + a[0] + " * " + a[1] + ")"; })
+      .Case([&](DivOp) {
+        // Integer division must not trap on any input: by zero it yields 0,
+        // and the minimum by -1 wraps (as ONNX runtimes on x86 do not trap).
+        if (!isFloat && elem.isUnsignedInteger())
+          return "(" + a[1] + " == 0 ? " + T + "(0) : " + T + "(" + a[0] +
+                 " / " + a[1] + "))";
+        if (!isFloat)
+          return "(" + a[1] + " == 0 ? " + T + "(0) : " + a[1] + " == " + T +
+                 "(-1) ? " + T + "(0ull - static_cast<unsigned long long>(" +
+                 a[0] + ")) : " + T + "(" + a[0] + " / " + a[1] + "))";
+        return "(" + a[0] + " / " + a[1] + ")";
+      })
+      .Case([&](PowOp) {
+        return "static_cast<" + T + ">(" + builtin("pow", {a[0], a[1]}) + ")";
+      })
+      .Case([&](MaxOp) {
+        return "pccMax<" + T + ">(" + a[0] + ", " + a[1] + ")";
+      })
+      .Case([&](MinOp) {
+        return "pccMin<" + T + ">(" + a[0] + ", " + a[1] + ")";
+      })
+      .Case([&](EqualOp) { return "(" + a[0] + " == " + a[1] + ")"; })
+      .Case([&](LessOp) { return "(" + a[0] + " < " + a[1] + ")"; })
+      .Case([&](LessEqualOp) { return "(" + a[0] + " <= " + a[1] + ")"; })
+      .Case([&](GreaterOp) { return "(" + a[0] + " > " + a[1] + ")"; })
+      .Case([&](GreaterEqualOp) { return "(" + a[0] + " >= " + a[1] + ")"; })
+      .Case([&](AndOp) { return "(" + a[0] + " && " + a[1] + ")"; })
+      .Case([&](OrOp) { return "(" + a[0] + " || " + a[1] + ")"; })
+      .Case([&](XorOp) { return "(" + a[0] + " != " + a[1] + ")"; })
+      .Case([&](WhereOp) {
+        return "(" + a[0] + " ? " + a[1] + " : " + a[2] + ")";
+      })
+      .Case([&](ExpandOp) { return a[0]; })
+      .Default([&](Operation *) -> FailureOr<std::string> {
+        return op->emitError("no scalar form for this op");
+      });
+}
+
+LogicalResult Emitter::emitFusedLoop(Operation *root) {
+  ArrayRef<Operation *> group = schedule.members[root];
+  ArrayRef<int64_t> shape = typeOf(root->getResult(0)).getShape();
+  int64_t rank = shape.size();
+  DenseMap<Operation *, bool> inGroup;
+  for (Operation *op : group)
+    inGroup[op] = true;
+
+  // Leaves: operands produced outside the group, each with broadcast strides.
+  SmallVector<Value> leaves;
+  DenseMap<Value, int64_t> leafIndex;
+  for (Operation *op : group)
+    for (Value v : op->getOperands())
+      if (!(v.getDefiningOp() && inGroup.lookup(v.getDefiningOp())) &&
+          !leafIndex.count(v)) {
+        leafIndex[v] = leaves.size();
+        leaves.push_back(v);
+      }
+  bool flat = llvm::all_of(leaves, [&](Value v) {
+    auto t = typeOf(v);
+    return t.getShape() == shape || t.getNumElements() == 1;
+  });
+
+  os << "  { // fused:";
+  for (Operation *op : group)
+    os << " " << op->getName().stripDialect();
+  os << "\n";
+  std::string indent = "    ";
+  SmallVector<std::string> leafIdx;
+  if (flat || rank == 0) {
+    os << indent << "for (int64_t i = 0; i < " << numElements(shape)
+       << "; ++i) {\n";
+    for (Value v : leaves)
+      leafIdx.push_back(typeOf(v).getShape() == shape ? "i" : "0");
+  } else {
+    for (int64_t d = 0; d < rank; ++d)
+      os << indent << std::string(2 * d, ' ') << "for (int64_t i" << d
+         << " = 0; i" << d << " < " << shape[d] << "; ++i" << d << ")\n";
+    os << indent << std::string(2 * rank, ' ') << "{\n";
+    os << indent << "  const int64_t i = ";
+    auto outStrides = stridesOf(shape);
+    for (int64_t d = 0; d < rank; ++d)
+      os << (d ? " + " : "") << "i" << d << " * " << outStrides[d];
+    os << ";\n";
+    for (Value v : leaves) {
+      ArrayRef<int64_t> ls = typeOf(v).getShape();
+      auto strides = stridesOf(ls);
+      int64_t offset = rank - ls.size();
+      std::string e;
+      for (size_t d = 0; d < ls.size(); ++d) {
+        if (ls[d] == 1)
+          continue;
+        e += (e.empty() ? "" : " + ") + ("i" + std::to_string(d + offset)) +
+             " * " + std::to_string(strides[d]);
+      }
+      leafIdx.push_back(e.empty() ? "0" : e);
+    }
+  }
+  DenseMap<Value, std::string> scalar;
+  for (auto [k, v] : llvm::enumerate(leaves)) {
+    std::string name = "a" + std::to_string(k);
+    os << indent << "  const " << elemType(v) << " " << name << " = "
+       << ptr(v) << "[" << leafIdx[k] << "];\n";
+    scalar[v] = name;
+  }
+  for (Operation *op : group) {
+    SmallVector<std::string> args;
+    for (Value v : op->getOperands())
+      args.push_back(scalar.lookup(v));
+    auto expr = scalarExpr(op, args);
+    if (failed(expr))
+      return failure();
+    std::string name = "t" + std::to_string(nextTemp++);
+    os << indent << "  const " << elemType(op->getResult(0)) << " " << name
+       << " = " << *expr << ";\n";
+    scalar[op->getResult(0)] = name;
+  }
+  os << indent << "  " << ptr(root->getResult(0)) << "[i] = "
+     << scalar[root->getResult(0)] << ";\n";
+  os << indent << "}\n  }\n";
+  ++result.fusedLoops;
+  result.fusedOps += group.size();
+  return success();
+}
+
+} // namespace pcc::cpu

@@ -1,0 +1,116 @@
+//===- Schedule.cpp - what runs where, and in which storage ---------------===//
+
+#include "pcc/Codegen/Schedule.h"
+
+#include "pcc/Dialect/PCC/IR/Fusion.h"
+#include "pcc/Dialect/PCC/IR/PCCOps.h"
+#include "pcc/Dialect/PCC/IR/TensorUtils.h"
+
+using namespace mlir;
+
+namespace pcc {
+namespace {
+
+/// Fusion, from the last op backwards so a user's root is known.
+void groupFusedOps(Schedule &s) {
+  for (Operation *op : llvm::reverse(s.ops)) {
+    Operation *root = op;
+    if (Operation *user = fusedUser(op))
+      root = s.rootOf.lookup(user);
+    s.rootOf[op] = root;
+  }
+  for (Operation *op : s.ops)
+    if (isPointwise(op))
+      s.members[s.rootOf[op]].push_back(op);
+}
+
+/// Storage and live ranges of every value the schedule keeps in the arena.
+void assignStorage(Schedule &s, Block &block) {
+  auto at = [&](Operation *op) { return s.position[s.rootOf.lookup(op)]; };
+  for (Operation *op : s.ops) {
+    if (isa<WeightOp, ConstantOp>(op) || s.isFusedAway(op))
+      continue;
+    if (auto reshape = dyn_cast<ReshapeOp>(op)) {
+      Value base = reshape.getInput();
+      s.aliasOf[reshape.getResult()] =
+          s.aliasOf.lookup(base) ? s.aliasOf.lookup(base) : base;
+      continue;
+    }
+    for (Value r : op->getResults()) {
+      s.bufferIndex[r] = s.buffers.size();
+      s.buffers.push_back({at(op), at(op), tensorBytes(r)});
+    }
+  }
+  auto extend = [&](Value v, int64_t pos) {
+    Value base = s.aliasOf.lookup(v) ? s.aliasOf.lookup(v) : v;
+    auto it = s.bufferIndex.find(base);
+    if (it != s.bufferIndex.end())
+      s.buffers[it->second].end = std::max(s.buffers[it->second].end, pos);
+  };
+  for (Operation *op : s.ops)
+    for (Value operand : op->getOperands())
+      extend(operand, at(op));
+  for (Value v : block.getTerminator()->getOperands())
+    extend(v, s.ops.size());
+}
+
+} // namespace
+
+Schedule scheduleFunction(func::FuncOp fn, ScratchBytesFn scratchBytes) {
+  Schedule s;
+  Block &block = fn.getBody().front();
+  for (Operation &op : block.without_terminator()) {
+    s.position[&op] = s.ops.size();
+    s.ops.push_back(&op);
+  }
+  groupFusedOps(s);
+  assignStorage(s, block);
+  for (Operation *op : s.ops) {
+    if (int64_t bytes = scratchBytes(op)) {
+      s.scratchIndex[op] = s.buffers.size();
+      s.buffers.push_back({s.position[op], s.position[op], bytes});
+    }
+  }
+  for (const BufferRequest &b : s.buffers)
+    s.unsharedBytes += (b.bytes + 63) / 64 * 64;
+  s.arenaBytes = planBuffers(s.buffers);
+  return s;
+}
+
+LogicalResult checkTensorSizes(func::FuncOp fn, int64_t limit) {
+  auto check = [&](Value v, Location loc, StringRef what) -> LogicalResult {
+    if (!limit || tensorBytes(v) <= limit)
+      return success();
+    return emitError(loc) << what << " " << typeOf(v) << " needs "
+                          << tensorBytes(v)
+                          << " bytes on one device, more than the "
+                          << limit << " bytes a device holds (--device-memory)";
+  };
+  for (BlockArgument a : fn.getArguments())
+    if (failed(check(a, a.getLoc(), "input")))
+      return failure();
+  for (Operation &op : fn.getBody().front().without_terminator())
+    for (Value r : op.getResults())
+      if (failed(check(r, op.getLoc(), "result")))
+        return failure();
+  return success();
+}
+
+LogicalResult checkDeviceMemory(func::FuncOp fn, int64_t arenaBytes,
+                                int64_t weights, int64_t limit) {
+  int64_t io = 0;
+  for (Value v : fn.getArguments())
+    io += tensorBytes(v);
+  for (Value v : fn.getBody().front().getTerminator()->getOperands())
+    io += tensorBytes(v);
+  int64_t total = arenaBytes + weights + io;
+  if (!limit || total <= limit)
+    return success();
+  return fn.emitError() << "the model needs " << total
+                        << " bytes on each device (scratch " << arenaBytes
+                        << ", weights " << weights
+                        << ", inputs and outputs " << io << "), more than the "
+                        << limit << " bytes a device holds (--device-memory)";
+}
+
+} // namespace pcc

@@ -1,0 +1,33 @@
+// Collectives and split weights on the CPU target, for a per-device program
+// on a 2 x 2 grid.
+// RUN: pcc-translate --pcc-to-cpp %s | FileCheck %s
+
+// A weight split over grid axis 1 is read at its block: the entry's offset
+// plus its 128-byte stride times this device's block index.
+// CHECK: static const DimSplit split0[] = {{[{][{]}}1, {1, 0, 0, 0}, 1}, {0, {0, 0, 0, 0}, 1}, };
+// CHECK-NEXT: const float *v1 = reinterpret_cast<const float *>(weights + 0 + 128 * blockIndex(mesh, 2, split0));
+// Communication groups are numbered by first use: group 0 is grid axis 1,
+// group 1 grid axis 0.
+// CHECK: // shard.all_slice
+// CHECK-NEXT: allSlice(mesh, 0, in0, v0, 2, 16);
+// CHECK: // pcc.matmul
+// CHECK: // shard.all_reduce
+// CHECK-NEXT: allReduceSum(mesh, 0, static_cast<DType>(1), v2, v3, 12);
+// CHECK: // shard.all_gather
+// CHECK-NEXT: allGather(mesh, 1, v3, v4, 1, 48);
+// CHECK: const int64_t meshShape[] = {2, 2};
+// CHECK: const GroupDesc groups[] = {
+// CHECK-NEXT: {1, {1, 0, 0, 0}},
+// CHECK-NEXT: {1, {0, 0, 0, 0}},
+// CHECK: static const ModelInfo info = {"main", 1, inputDescs, 1, outputDescs, {{[0-9]+}}u, 256u, 2, meshShape, meshAxes, 2, groups, run, PCC_BUILD_FINGERPRINT};
+module attributes {pcc.partitioned} {
+  shard.grid @mesh(shape = 2x2)
+  func.func @main(%arg0: tensor<2x8xf32> {pcc.sharding = #pcc.sharding<@mesh, [[0], []]>}) -> (tensor<4x6xf32> {pcc.sharding = #pcc.sharding<@mesh, [[], []]>}) {
+    %all_slice = shard.all_slice %arg0 on @mesh grid_axes = [1] slice_axis = 1 : tensor<2x8xf32> -> tensor<2x4xf32>
+    %0 = pcc.weight "w" {pcc.sharding = [#pcc.sharding<@mesh, [[1], []]>]} : tensor<4x6xf32>
+    %1 = pcc.matmul %all_slice, %0 : (tensor<2x4xf32>, tensor<4x6xf32>) -> tensor<2x6xf32>
+    %all_reduce = shard.all_reduce %1 on @mesh grid_axes = [1] : tensor<2x6xf32> -> tensor<2x6xf32>
+    %all_gather = shard.all_gather %all_reduce on @mesh grid_axes = [0] gather_axis = 0 : tensor<2x6xf32> -> tensor<4x6xf32>
+    return %all_gather : tensor<4x6xf32>
+  }
+}

@@ -1,0 +1,194 @@
+//===- PlanSearchTest.cpp - stage balancing and the exact layout search ---===//
+//
+// balanceStages against brute force on random costs; the exact per-op layout
+// search (CBC) against Megatron-LM's fixed layouts costed by the same model:
+// an exact search can never do worse than any fixed choice it could make.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pcc/Dialect/PCC/IR/PCCOps.h"
+#include "pcc/Partition/Strategy.h"
+#include "pcc/Plan/Cluster.h"
+#include "pcc/Plan/ShardingSearch.h"
+#include "pcc/Plan/StageBalance.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Shard/IR/ShardDialect.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+using namespace mlir;
+using namespace pcc;
+
+namespace {
+
+double largestRun(llvm::ArrayRef<double> cost, const std::vector<int> &starts) {
+  double worst = 0;
+  for (size_t s = 0; s < starts.size(); ++s) {
+    size_t end = s + 1 < starts.size() ? starts[s + 1] : cost.size();
+    double sum = 0;
+    for (size_t i = starts[s]; i < end; ++i)
+      sum += cost[i];
+    worst = std::max(worst, sum);
+  }
+  return worst;
+}
+
+/// The least largest run over every way to cut `cost` into `parts` runs.
+double bruteForce(llvm::ArrayRef<double> cost, int parts) {
+  int n = cost.size(), best = -1;
+  double bestCost = 0;
+  for (unsigned mask = 0; mask < (1u << (n - 1)); ++mask) {
+    if (__builtin_popcount(mask) != parts - 1)
+      continue;
+    std::vector<int> starts{0};
+    for (int i = 1; i < n; ++i)
+      if (mask & (1u << (i - 1)))
+        starts.push_back(i);
+    double c = largestRun(cost, starts);
+    if (best < 0 || c < bestCost)
+      best = mask, bestCost = c;
+  }
+  return bestCost;
+}
+
+TEST(StageBalance, MatchesBruteForce) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> u(0, 10);
+  for (int trial = 0; trial < 300; ++trial) {
+    int n = 1 + trial % 12, parts = 1 + trial % std::min(n, 5);
+    std::vector<double> cost(n);
+    for (double &c : cost)
+      c = trial % 7 == 0 ? std::floor(u(rng)) : u(rng); // ties and zeros too
+    std::vector<int> starts = balanceStages(cost, parts);
+    ASSERT_EQ(int(starts.size()), parts);
+    ASSERT_EQ(starts.front(), 0);
+    for (size_t s = 1; s < starts.size(); ++s)
+      ASSERT_LT(starts[s - 1], starts[s]) << "runs must be non-empty";
+    ASSERT_LT(starts.back(), n);
+    EXPECT_NEAR(largestRun(cost, starts), bruteForce(cost, parts), 1e-9);
+  }
+}
+
+TEST(StageBalance, MorePartsThanUnits) {
+  std::vector<double> cost = {3, 1, 2};
+  EXPECT_EQ(balanceStages(cost, 5), (std::vector<int>{0, 1, 2}));
+  EXPECT_TRUE(balanceStages({}, 3).empty());
+  // All-zero costs still give non-empty runs.
+  std::vector<double> zeros(6, 0.0);
+  EXPECT_EQ(balanceStages(zeros, 3).size(), 3u);
+}
+
+class LayoutSearch : public ::testing::Test {
+protected:
+  LayoutSearch() {
+    ctx.loadDialect<PCCDialect, func::FuncDialect, shard::ShardDialect>();
+  }
+
+  func::FuncOp parse(StringRef text) {
+    module = parseSourceString<ModuleOp>(text, &ctx);
+    EXPECT_TRUE(module);
+    return module->lookupSymbol<func::FuncOp>("main");
+  }
+
+  static double total(const SearchResult &r) {
+    double t = 0;
+    for (const NodeChoice &c : r.nodes)
+      t += c.compute + c.comm;
+    return t;
+  }
+
+  /// Searched and Megatron-fixed results for `fn` on `tp` devices, each
+  /// device holding at most `weightBudget` bytes of weights (0: any).
+  std::pair<SearchResult, SearchResult>
+  searchAndMegatron(func::FuncOp fn, int64_t tp, double weightBudget = 0) {
+    graph = buildPlanGraph(fn);
+    auto cluster = loadCluster("dgx-a100");
+    EXPECT_TRUE(bool(cluster));
+    CostModel cost(*cluster, graph.dtype, tp);
+    SearchInput in;
+    in.degree = tp;
+    in.weightBudget = weightBudget;
+    SearchResult searched = searchTensorParallel(graph, cost, in);
+    auto byOp = megatronShardings(fn, 1, tp);
+    std::vector<OpSharding> fixed;
+    for (const PlanNode &n : graph.nodes)
+      fixed.push_back(byOp.lookup(n.op));
+    in.fixed = &fixed;
+    SearchResult megatron = searchTensorParallel(graph, cost, in);
+    return {searched, megatron};
+  }
+
+  MLIRContext ctx;
+  OwningOpRef<ModuleOp> module;
+  PlanGraph graph;
+};
+
+// A wide MLP whose weights must be split to fit: the search finds
+// Megatron's column- then row-parallel pair (one all-reduce), and costs no
+// more than it. (With room for whole weights, splitting the rows of x costs
+// no communication at all, and the search rightly prefers that; with few
+// rows, collective latency makes an all-gather between two column-parallel
+// layers cheaper than one all-reduce, and it prefers that too.)
+TEST_F(LayoutSearch, MlpFindsColumnThenRow) {
+  func::FuncOp fn = parse(R"mlir(
+    func.func @main(%x: tensor<2048x1024xf32>) -> tensor<2048x1024xf32> {
+      %w1 = pcc.weight "fc1" : tensor<1024x4096xf32>
+      %w2 = pcc.weight "fc2" : tensor<4096x1024xf32>
+      %h = pcc.matmul %x, %w1 : (tensor<2048x1024xf32>, tensor<1024x4096xf32>) -> tensor<2048x4096xf32>
+      %a = pcc.gelu %h : tensor<2048x4096xf32>
+      %y = pcc.matmul %a, %w2 : (tensor<2048x4096xf32>, tensor<4096x1024xf32>) -> tensor<2048x1024xf32>
+      return %y : tensor<2048x1024xf32>
+    })mlir");
+  double weights = 2.0 * 1024 * 4096 * 4;
+  auto [searched, megatron] = searchAndMegatron(fn, 4, weights / 4 * 1.01);
+  ASSERT_TRUE(searched.optimal && searched.feasible);
+  EXPECT_LE(total(searched), total(megatron) * (1 + 1e-9));
+  // fc1 by columns, fc2 by rows.
+  const OpSharding &first = searched.nodes[0].sharding;
+  const OpSharding &second = searched.nodes[2].sharding;
+  EXPECT_TRUE(first.operands[1].dims[1].isSplit());
+  EXPECT_FALSE(first.operands[1].dims[0].isSplit());
+  EXPECT_TRUE(second.operands[1].dims[0].isSplit());
+  int allReduces = 0;
+  for (const NodeChoice &c : searched.nodes)
+    for (const PlannedCollective &pc : c.collectives)
+      allReduces += pc.kind == CollectiveKind::AllReduce;
+  EXPECT_EQ(allReduces, 1);
+}
+
+// Attention with a fused QKV projection and a residual: whatever the search
+// picks, it is never worse than Megatron's layouts under the same costs.
+TEST_F(LayoutSearch, AttentionNoWorseThanMegatron) {
+  func::FuncOp fn = parse(R"mlir(
+    func.func @main(%x: tensor<4x32x256xf32>) -> tensor<4x32x256xf32> {
+      %wqkv = pcc.weight "qkv" : tensor<256x768xf32>
+      %wo = pcc.weight "o" : tensor<256x256xf32>
+      %qkv = pcc.matmul %x, %wqkv : (tensor<4x32x256xf32>, tensor<256x768xf32>) -> tensor<4x32x768xf32>
+      %q, %k, %v = pcc.split %qkv {axis = 2 : i64, sizes = array<i64: 256, 256, 256>} : (tensor<4x32x768xf32>) -> (tensor<4x32x256xf32>, tensor<4x32x256xf32>, tensor<4x32x256xf32>)
+      %q4 = pcc.reshape %q {shape = array<i64: 4, 32, 4, 64>} : (tensor<4x32x256xf32>) -> tensor<4x32x4x64xf32>
+      %k4 = pcc.reshape %k {shape = array<i64: 4, 32, 4, 64>} : (tensor<4x32x256xf32>) -> tensor<4x32x4x64xf32>
+      %v4 = pcc.reshape %v {shape = array<i64: 4, 32, 4, 64>} : (tensor<4x32x256xf32>) -> tensor<4x32x4x64xf32>
+      %qt = pcc.transpose %q4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<4x32x4x64xf32>) -> tensor<4x4x32x64xf32>
+      %kt = pcc.transpose %k4 {perm = array<i64: 0, 2, 3, 1>} : (tensor<4x32x4x64xf32>) -> tensor<4x4x64x32xf32>
+      %vt = pcc.transpose %v4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<4x32x4x64xf32>) -> tensor<4x4x32x64xf32>
+      %s = pcc.matmul %qt, %kt : (tensor<4x4x32x64xf32>, tensor<4x4x64x32xf32>) -> tensor<4x4x32x32xf32>
+      %p = pcc.softmax %s {axis = 3 : i64} : tensor<4x4x32x32xf32>
+      %o = pcc.matmul %p, %vt : (tensor<4x4x32x32xf32>, tensor<4x4x32x64xf32>) -> tensor<4x4x32x64xf32>
+      %ot = pcc.transpose %o {perm = array<i64: 0, 2, 1, 3>} : (tensor<4x4x32x64xf32>) -> tensor<4x32x4x64xf32>
+      %o3 = pcc.reshape %ot {shape = array<i64: 4, 32, 256>} : (tensor<4x32x4x64xf32>) -> tensor<4x32x256xf32>
+      %y = pcc.matmul %o3, %wo : (tensor<4x32x256xf32>, tensor<256x256xf32>) -> tensor<4x32x256xf32>
+      %r = pcc.add %x, %y : (tensor<4x32x256xf32>, tensor<4x32x256xf32>) -> tensor<4x32x256xf32>
+      return %r : tensor<4x32x256xf32>
+    })mlir");
+  auto [searched, megatron] = searchAndMegatron(fn, 2);
+  ASSERT_TRUE(searched.optimal && searched.feasible);
+  ASSERT_EQ(searched.nodes.size(), megatron.nodes.size());
+  EXPECT_LE(total(searched), total(megatron) * (1 + 1e-9));
+}
+
+} // namespace
