@@ -4,15 +4,17 @@ under mpirun against the model's reference outputs.
 
 Usage: run_strategies.py MODEL_DIR --mpirun "CMD" [--layout searched|megatron]
                          [--cluster C] STRATEGY...
-  STRATEGY is dp=N, tp=N or both as "dp=2,tp=4".
+  STRATEGY is dp=N, tp=N, pp=N and mb=N (microbatches) joined by commas,
+  as "dp=2,pp=2,tp=2".
 
 For each strategy prints one line:
   dp=2,tp=4 ranks=8: check: PASS collectives: all_reduce=5 all_gather=0 ...
   predicted: all_reduce=5 all_gather=0 reduce_scatter=0
-(the executable's last line, the collective counts from plan.json, and the
-counts `pcc plan` predicts for the same strategy on the same cluster), so a
-lit test can FileCheck numerics, the communication pattern, and that the
-planner costs exactly what the compiler emits.
+(the executable's last line, the collective counts per step from plan.json,
+and the counts `pcc plan` predicts for the same strategy on the same
+cluster), so a lit test can FileCheck numerics, the communication pattern,
+and that the planner costs exactly what the compiler emits. Pipelines add
+"sends: N predicted: M" (point-to-point sends per step, all stages).
 """
 import argparse
 import json
@@ -25,15 +27,19 @@ KINDS = ("all_reduce", "all_gather", "reduce_scatter")
 
 
 def predicted_counts(model, flags):
+    """Collective counts per step `pcc plan` predicts, and its sends."""
+    fixed = ["--sp", "1", "--tp-mode", "1d"]
+    if "--pp" not in flags:
+        fixed += ["--pp", "1"]
     plan = subprocess.run(
-        ["pcc", "plan", model, "--format", "json", "--pp", "1", "--sp", "1",
-         "--tp-mode", "1d"] + flags,
+        ["pcc", "plan", model, "--format", "json"] + fixed + flags,
         stdout=subprocess.PIPE, text=True, check=True)
-    counts = dict.fromkeys(KINDS, 0)
+    counts = dict.fromkeys(KINDS + ("send_recv",), 0)
     for c in json.loads(plan.stdout)["collectives"]:
         if c["kind"] in counts:
             counts[c["kind"]] += c["count_per_step"]
-    return " ".join(f"{k}={v}" for k, v in counts.items())
+    sends = counts.pop("send_recv")
+    return " ".join(f"{k}={v}" for k, v in counts.items()), sends
 
 
 def main():
@@ -51,6 +57,9 @@ def main():
         flags, ranks = ["--tp-layout", args.layout, "--cluster", args.cluster], 1
         for part in strategy.split(","):
             key, value = part.split("=")
+            if key == "mb":
+                flags += ["--microbatches", value]
+                continue
             flags += ["--" + key, value]
             ranks *= int(value)
         out = os.path.join(args.model_dir, "out-" + args.layout + "-" +
@@ -65,11 +74,18 @@ def main():
         lines = run.stdout.strip().splitlines()
         with open(os.path.join(out, "plan.json")) as f:
             plan = json.load(f)
-        counts = " ".join(f"{k}={v}" for k, v in plan["collectives"].items()
-                          if k != "bytes_per_device")
-        print(f"{strategy} ranks={ranks}: {lines[-1] if lines else '(no output)'}"
-              f" collectives: {counts} predicted: "
-              f"{predicted_counts(model, flags)}", flush=True)
+        # plan.json counts one run (one microbatch) of every stage.
+        runs = plan["mesh"].get("microbatches", 1) if plan["mesh"]["pp"] > 1 else 1
+        compiled = plan["collectives"]
+        counts = " ".join(f"{k}={v * runs}" for k, v in compiled.items()
+                          if k not in ("bytes_per_device", "send", "send_bytes"))
+        predicted, sends = predicted_counts(model, flags)
+        line = (f"{strategy} ranks={ranks}: "
+                f"{lines[-1] if lines else '(no output)'}"
+                f" collectives: {counts} predicted: {predicted}")
+        if plan["mesh"]["pp"] > 1:
+            line += f" sends: {compiled['send'] * runs} predicted: {sends}"
+        print(line, flush=True)
         if run.returncode != 0:
             print(run.stdout, file=sys.stderr)
 

@@ -10,7 +10,7 @@
 #include "pcc/Partition/Strategy.h"
 #include "pcc/Plan/Cluster.h"
 #include "pcc/Plan/ShardingSearch.h"
-#include "pcc/Plan/StageBalance.h"
+#include "pcc/Support/StageBalance.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"

@@ -106,13 +106,15 @@ cl::opt<TensorLayout> tpLayout(
                           "Megatron-LM's: column- then row-parallel linear "
                           "layers, vocabulary-parallel embeddings")),
     cl::init(TensorLayout::Searched), COMPILE_AND_PLAN);
-cl::opt<int> ppDegree("pp", cl::desc("Pipeline stages (plan only)"),
+cl::opt<int> ppDegree("pp", cl::desc("Pipeline stages"),
                       cl::init(0), COMPILE_AND_PLAN);
 cl::opt<int> spDegree("sp", cl::desc("Sequence-parallel degree (plan only)"),
                       cl::init(0), COMPILE_AND_PLAN);
-cl::opt<int> microbatches("microbatches",
-                          cl::desc("Microbatches per step (plan only)"),
-                          cl::init(0), PLAN_ONLY);
+cl::opt<int> microbatches(
+    "microbatches",
+    cl::desc("Microbatches a pipeline streams per batch (default: the "
+             "planner's choice, else as many as stages)"),
+    cl::init(0), COMPILE_AND_PLAN);
 cl::opt<std::string> clusterName(
     "cluster",
     cl::desc("Cluster spec: dgx-a100, dgx-h100, h200, host (from `pcc "
@@ -267,6 +269,12 @@ Expected<pcc::PlanOptions> planOptions() {
     o.tpMode = pcc::parseTensorMode(tpMode);
     if (!o.tpMode)
       return err("--tp-mode must be 1d, 2d, 2.5d or 3d, got '" + tpMode + "'");
+    if (tpLayout == TensorLayout::Megatron && *o.tpMode != pcc::TensorMode::OneD)
+      return err("--tp-layout megatron is a 1d layout; it cannot be used with "
+                 "--tp-mode " + tpMode);
+  } else if (tpLayout.getNumOccurrences() && tpLayout == TensorLayout::Megatron) {
+    // Megatron's layouts are 1D: plan them as asked, never a 2D/3D grid.
+    o.tpMode = pcc::TensorMode::OneD;
   }
   o.devices = devices;
   auto completed = pcc::completeDegrees(o, devices.getNumOccurrences() > 0);

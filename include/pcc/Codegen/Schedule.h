@@ -62,8 +62,17 @@ struct Schedule {
 /// Scratch bytes a target's kernel for `op` needs while it runs (0: none).
 using ScratchBytesFn = llvm::function_ref<int64_t(mlir::Operation *)>;
 
-/// Schedules the single-block function `fn`.
-Schedule scheduleFunction(mlir::func::FuncOp fn, ScratchBytesFn scratchBytes);
+/// Schedules the single-block function `fn`, or with `stage` only the ops
+/// of that pipeline stage (kStageAttr) and the outputs it returns.
+Schedule scheduleFunction(mlir::func::FuncOp fn, ScratchBytesFn scratchBytes,
+                          std::optional<int64_t> stage = std::nullopt);
+
+/// Pipeline stages of `fn`'s program: 1 + the largest kStageAttr (1 when no
+/// op has one).
+int64_t stageCount(mlir::func::FuncOp fn);
+
+/// The stage that returns output `i` of `fn` (0 without stages).
+int64_t outputStage(mlir::func::FuncOp fn, unsigned i);
 
 /// One device must hold each of its tensors: refuses, at the op, an input or
 /// result larger than `limitBytes` (0: no limit).

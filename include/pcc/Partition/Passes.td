@@ -28,8 +28,13 @@ def ApplyPlan : Pass<"pcc-apply-plan", "mlir::ModuleOp"> {
       the op as `pcc.operand_sharding`.
 
     Splits that do not divide a dimension are not made: that part of the
-    model runs whole on every device of the axis, never wrong. Plans this
-    pass cannot apply yet (pipeline or sequence axes, 2D/2.5D/3D tensor
+    model runs whole on every device of the axis, never wrong.
+    - pipeline (`pp`): the ops are cut into contiguous stages (`pcc.stage`:
+      the planner's cut, recorded as `pcc.planned_stage`, or balanced by
+      work); with several microbatches the grid gets a time axis `mb` after
+      `pp` and the batch is split over (`mb`, `dp`): each run computes one
+      microbatch.
+    Plans this pass cannot apply yet (sequence axes, 2D/2.5D/3D tensor
     modes) are errors naming the part that cannot run.
   }];
   let dependentDialects = ["::pcc::PCCDialect", "::mlir::shard::ShardDialect"];
@@ -56,6 +61,21 @@ def Partition : Pass<"pcc-partition", "mlir::ModuleOp"> {
     sums, all_gather for splits that must be undone, all_slice (no
     communication) for new splits. Function arguments and results keep their
     `pcc.sharding` so the runtime can split inputs and assemble outputs.
+  }];
+  let dependentDialects = ["::pcc::PCCDialect", "::mlir::shard::ShardDialect"];
+}
+
+def PipelineStages : Pass<"pcc-pipeline-stages", "mlir::ModuleOp"> {
+  let summary = "Make each pipeline stage of the per-device program self-contained";
+  let description = [{
+    For a program on a grid with a `pp` axis, after pcc-partition: gives
+    every op a `pcc.stage` (ops the partitioner added run with the op they
+    feed), replaces every value one stage takes from another by a
+    `pcc.recv` at the start of the receiving stage and a `pcc.send` at the
+    end of the producing one, gives each stage its own copy of the weights
+    and constants it reads, and records on each function result the stage
+    that returns it. A device runs only the ops of its stage (its coordinate
+    on the pp axis). Without a pp axis it does nothing.
   }];
   let dependentDialects = ["::pcc::PCCDialect", "::mlir::shard::ShardDialect"];
 }

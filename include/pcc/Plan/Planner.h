@@ -63,6 +63,15 @@ struct PlanCandidate {
   bool fits = true, runnable = false;
   /// First node of each pipeline stage.
   std::vector<int> stageBegin;
+  /// A value one pipeline stage sends another, per microbatch (as the
+  /// compiler cuts the program: one send per value and receiving stage).
+  struct StageTransfer {
+    int producer = -1;
+    int64_t from = 0, to = 0;
+    /// Bytes per device, and seconds of one send.
+    double bytes = 0, seconds = 0;
+  };
+  std::vector<StageTransfer> transfers;
   /// 1D: the per-op layouts (shared between candidates with equal inputs).
   std::shared_ptr<const SearchResult> layout;
 

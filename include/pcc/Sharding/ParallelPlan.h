@@ -52,6 +52,16 @@ struct ParallelPlan {
   std::string describe() const;
 };
 
+/// The grid's time axis: one coordinate per microbatch of a pipeline. It
+/// splits the batch like a device axis, but its coordinates run one after
+/// another on the same devices, so nothing communicates over it.
+inline constexpr llvm::StringLiteral kMicrobatchAxis = "mb";
+
+/// The grid a program is partitioned on: the plan's device axes, plus the
+/// microbatch axis right after pp when a pipeline streams several
+/// microbatches.
+Mesh programMesh(const ParallelPlan &plan);
+
 /// Module attribute holding the plan (a #pcc.plan).
 inline constexpr llvm::StringLiteral kPlanAttr = "pcc.plan";
 

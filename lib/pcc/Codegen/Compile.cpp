@@ -54,7 +54,9 @@ std::string planJson(ModuleOp module, const CompileOptions &options,
      << "  \"collectives\": {\"all_reduce\": " << m.allReduces
      << ", \"all_gather\": " << m.allGathers << ", \"reduce_scatter\": "
      << m.reduceScatters << ", \"all_slice\": " << m.allSlices
-     << ", \"bytes_per_device\": " << m.collectiveBytes << "},\n"
+     << ", \"bytes_per_device\": " << m.collectiveBytes
+     << ", \"send\": " << m.sends << ", \"send_bytes\": " << m.sendBytes
+     << "},\n"
      << "  \"memory\": {\"weights_bytes\": " << m.weights.fileBytes()
      << ", \"arena_bytes\": " << m.arenaBytes
      << ", \"arena_bytes_without_reuse\": " << m.unsharedBytes << "},\n"

@@ -3,6 +3,7 @@
 #include "pcc/Codegen/Schedule.h"
 
 #include "pcc/Dialect/PCC/IR/Fusion.h"
+#include "pcc/Dialect/PCC/IR/PCCAttrs.h"
 #include "pcc/Dialect/PCC/IR/PCCOps.h"
 #include "pcc/Dialect/PCC/IR/TensorUtils.h"
 
@@ -25,7 +26,8 @@ void groupFusedOps(Schedule &s) {
 }
 
 /// Storage and live ranges of every value the schedule keeps in the arena.
-void assignStorage(Schedule &s, Block &block) {
+void assignStorage(Schedule &s, Block &block, func::FuncOp fn,
+                   std::optional<int64_t> stage) {
   auto at = [&](Operation *op) { return s.position[s.rootOf.lookup(op)]; };
   for (Operation *op : s.ops) {
     if (isa<WeightOp, ConstantOp>(op) || s.isFusedAway(op))
@@ -50,21 +52,42 @@ void assignStorage(Schedule &s, Block &block) {
   for (Operation *op : s.ops)
     for (Value operand : op->getOperands())
       extend(operand, at(op));
-  for (Value v : block.getTerminator()->getOperands())
-    extend(v, s.ops.size());
+  for (auto [i, v] : llvm::enumerate(block.getTerminator()->getOperands()))
+    if (!stage || outputStage(fn, i) == *stage)
+      extend(v, s.ops.size());
 }
 
 } // namespace
 
-Schedule scheduleFunction(func::FuncOp fn, ScratchBytesFn scratchBytes) {
+int64_t stageCount(func::FuncOp fn) {
+  int64_t stages = 1;
+  fn.walk([&](Operation *op) {
+    if (auto s = op->getAttrOfType<IntegerAttr>(kStageAttr))
+      stages = std::max(stages, s.getInt() + 1);
+  });
+  return stages;
+}
+
+int64_t outputStage(func::FuncOp fn, unsigned i) {
+  auto s = fn.getResultAttrOfType<IntegerAttr>(i, kStageAttr);
+  return s ? s.getInt() : 0;
+}
+
+Schedule scheduleFunction(func::FuncOp fn, ScratchBytesFn scratchBytes,
+                          std::optional<int64_t> stage) {
   Schedule s;
   Block &block = fn.getBody().front();
   for (Operation &op : block.without_terminator()) {
+    if (stage) {
+      auto at = op.getAttrOfType<IntegerAttr>(kStageAttr);
+      if (!at || at.getInt() != *stage)
+        continue;
+    }
     s.position[&op] = s.ops.size();
     s.ops.push_back(&op);
   }
   groupFusedOps(s);
-  assignStorage(s, block);
+  assignStorage(s, block, fn, stage);
   for (Operation *op : s.ops) {
     if (int64_t bytes = scratchBytes(op)) {
       s.scratchIndex[op] = s.buffers.size();

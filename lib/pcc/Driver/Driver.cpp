@@ -5,6 +5,7 @@
 #include "pcc/Dialect/PCC/Transforms/Passes.h"
 #include "pcc/Import/WeightReader.h"
 #include "pcc/Partition/Passes.h"
+#include "pcc/Partition/Stages.h"
 #include "pcc/Partition/Strategy.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -107,6 +108,21 @@ Expected<PlannedModel> planModel(mlir::func::FuncOp fn,
   return planned;
 }
 
+namespace {
+
+/// The planner's stage of each op, for pcc-apply-plan (kPlannedStageAttr).
+void recordPlannedStages(const PlanGraph &graph, ArrayRef<int> stageBegin) {
+  for (auto [i, node] : llvm::enumerate(graph.nodes)) {
+    int64_t stage = llvm::upper_bound(stageBegin, int(i)) - stageBegin.begin() - 1;
+    node.op->setAttr(kPlannedStageAttr,
+                     mlir::IntegerAttr::get(
+                         mlir::IntegerType::get(node.op->getContext(), 64),
+                                      std::max<int64_t>(stage, 0)));
+  }
+}
+
+} // namespace
+
 Expected<ChosenPlan> choosePlan(mlir::ModuleOp module, PlanOptions o,
                                 TensorLayouts layouts,
                                 StringRef clusterName, const Target &target) {
@@ -123,30 +139,38 @@ Expected<ChosenPlan> choosePlan(mlir::ModuleOp module, PlanOptions o,
     return failure("the model has no main function");
 
   ChosenPlan chosen;
-  int64_t dp = orOne(o.dp), tp = orOne(o.tp);
-  bool forced = o.dp || o.tp;
+  int64_t dp = orOne(o.dp), tp = orOne(o.tp), pp = orOne(o.pp);
+  bool forced = o.dp || o.tp || o.pp;
   if (forced) {
+    // The devices the forced degrees leave go to dp, else to tp.
+    int64_t rest = o.devices / (dp * tp * pp);
     if (!o.dp)
-      dp = o.devices / tp;
-    if (!o.tp)
-      tp = o.devices / dp;
+      dp = rest;
+    else if (!o.tp)
+      tp = rest;
   }
-  if (o.dp && o.tp && dp * tp != o.devices)
-    return failure(formatv("--dp {0} x --tp {1} is {2} devices, but "
-                           "--devices is {3}",
-                           dp, tp, dp * tp, o.devices));
-  int64_t devices = forced ? dp * tp : o.devices;
-  // The planner picks the degrees unless forced, and the per-op layouts on
-  // the tensor axis unless they are Megatron's.
+  if (forced && dp * tp * pp != o.devices) {
+    std::string degrees;
+    for (auto [flag, d] : {std::pair{"dp", dp}, {"tp", tp}, {"pp", pp}})
+      if (d > 1 || flag == StringRef("dp"))
+        degrees += formatv("{0}--{1} {2}", degrees.empty() ? "" : " x ", flag,
+                           d).str();
+    return failure(formatv("{0} is {1} devices, but --devices is {2}",
+                           degrees, dp * tp * pp, o.devices));
+  }
+  int64_t devices = forced ? dp * tp * pp : o.devices;
+  // The planner picks the degrees unless forced, the per-op layouts on the
+  // tensor axis unless they are Megatron's, and the stage cut of a pipeline.
   bool searched = layouts == TensorLayouts::Planned;
   bool plannedLayouts = false;
-  if (devices > 1 && (!forced || (tp > 1 && searched))) {
+  if (devices > 1 && (!forced || (tp > 1 && searched) || pp > 1)) {
     auto cluster = chooseCluster(clusterName);
     if (!cluster)
       return cluster.takeError();
     // Only plans the target runs (its cannotRun prunes the rest).
     o.dp = forced ? dp : 0;
     o.tp = forced ? tp : 0;
+    o.pp = forced ? pp : 0;
     o.devices = devices;
     o.runnableOnly = true;
     auto planned = planModel(fn, *cluster, o, layouts, target);
@@ -156,16 +180,22 @@ Expected<ChosenPlan> choosePlan(mlir::ModuleOp module, PlanOptions o,
     chosen.plan = best.toPlan(o.train);
     dp = best.dp;
     tp = best.tp;
-    chosen.note = formatv("plan dp {0} x tp {1} on cluster {2}, predicted "
-                          "{3:F3} ms per batch; ",
-                          dp, tp, planned->cluster.name, best.stepTime * 1e3);
+    chosen.note = formatv("plan {0} on cluster {1}, predicted {2:F3} ms per "
+                          "batch; ",
+                          chosen.plan.describe(), planned->cluster.name,
+                          best.stepTime * 1e3);
     if (tp > 1 && searched) {
       recordPlannedLayouts(planned->graph, *best.layout);
       plannedLayouts = true;
     }
+    if (best.pp > 1)
+      recordPlannedStages(planned->graph, best.stageBegin);
   } else {
-    chosen.plan = ParallelPlan::withDegrees(1, dp, 1, tp);
+    chosen.plan = ParallelPlan::withDegrees(pp, dp, 1, tp);
   }
+  // A pipeline's microbatches are the planner's unless forced.
+  if (o.microbatches)
+    chosen.plan.microbatches = o.microbatches;
   chosen.plan.tensorLayouts =
       plannedLayouts ? TensorLayouts::Planned : TensorLayouts::Megatron;
   // One device needs no plan on the module: nothing is split.
@@ -177,8 +207,10 @@ Expected<ChosenPlan> choosePlan(mlir::ModuleOp module, PlanOptions o,
 mlir::LogicalResult applyPlan(mlir::ModuleOp module, bool partition) {
   mlir::PassManager pm(module.getContext());
   pm.addPass(createApplyPlan());
-  if (partition)
+  if (partition) {
     pm.addPass(createPartition());
+    pm.addPass(createPipelineStages());
+  }
   return pm.run(module);
 }
 

@@ -15,6 +15,7 @@
 #include "pcc/Dialect/PCC/IR/PCCOps.h"
 #include "pcc/Dialect/PCC/IR/TensorUtils.h"
 #include "pcc/Partition/Passes.h"
+#include "pcc/Partition/Stages.h"
 #include "pcc/Sharding/Reshard.h"
 #include "pcc/Sharding/ShardingRules.h"
 
@@ -188,10 +189,14 @@ Operation *Partitioner::buildLocal(Operation *op, ValueRange operands,
     int64_t rank = typeOf(g.getInput()).getRank();
     int64_t axis = normalizeAxis(g.getAxis(), rank);
     const DimSharding &table = s.operands[0].dims[axis];
-    if (table.isSplit())
-      return ShardGatherOp::create(
+    if (table.isSplit()) {
+      Operation *local = ShardGatherOp::create(
           b, op->getLoc(), types[0], operands[0], operands[1], axis,
           mesh.name, table.axes);
+      if (Attribute stage = op->getAttr(kStageAttr))
+        local->setAttr(kStageAttr, stage);
+      return local;
+    }
   }
 
   OperationState state(op->getLoc(), op->getName());

@@ -13,6 +13,7 @@
 #include "pcc/Partition/Passes.h"
 #include "pcc/Partition/Propagation.h"
 #include "pcc/Partition/Strategy.h"
+#include "pcc/Partition/Stages.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
@@ -148,9 +149,15 @@ struct PlannedHook {
 };
 
 /// Splits every input whose leading dimension is the batch (that of the
-/// first input with one) over the dp axis.
-LogicalResult splitBatch(func::FuncOp fn, const Mesh &mesh, int64_t dp) {
-  int64_t axis = mesh.axisNamed("dp");
+/// first input with one) over the batch axes: the microbatch axis, then dp.
+LogicalResult splitBatch(func::FuncOp fn, const Mesh &mesh) {
+  SmallVector<int64_t> axes;
+  for (StringRef role : {StringRef(kMicrobatchAxis), StringRef("dp")})
+    if (int64_t a = mesh.axisNamed(role); a >= 0 && mesh.shape[a] > 1)
+      axes.push_back(a);
+  if (axes.empty())
+    return success();
+  int64_t parts = mesh.size(axes);
   std::optional<int64_t> batch;
   for (BlockArgument arg : fn.getArguments()) {
     ArrayRef<int64_t> shape = shapeOf(arg);
@@ -158,26 +165,33 @@ LogicalResult splitBatch(func::FuncOp fn, const Mesh &mesh, int64_t dp) {
       continue;
     if (!batch) {
       batch = shape[0];
-      if (*batch % dp) {
+      if (*batch % parts) {
         StringRef name = "input";
         if (auto n = fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
                                                      "pcc.name"))
           name = n.getValue();
-        return fn.emitError()
-               << "batch size " << *batch << " of input '" << name
-               << "' does not divide into " << dp
-               << " data-parallel groups; use a --dp that divides it";
+        InFlightDiagnostic d = fn.emitError()
+                               << "batch size " << *batch << " of input '"
+                               << name << "' does not divide into ";
+        int64_t mb = mesh.axisNamed(kMicrobatchAxis);
+        if (mb < 0)
+          return d << parts << " data-parallel groups; use a --dp that "
+                               "divides it";
+        return d << parts << " parts (" << parts / mesh.shape[mb]
+                 << " data-parallel groups x " << mesh.shape[mb]
+                 << " microbatches); use a --dp and --microbatches whose "
+                    "product divides it";
       }
     }
     if (shape[0] != *batch)
       continue;
     TensorSharding s = TensorSharding::replicated(shape.size());
-    s.dims[0].axes = {axis};
+    s.dims[0].axes.assign(axes.begin(), axes.end());
     setSharding(arg, mesh, s);
   }
   if (!batch)
-    return fn.emitError("data parallelism needs an input with a batch "
-                        "dimension");
+    return fn.emitError("data parallelism and microbatches need an input "
+                        "with a batch dimension");
   return success();
 }
 
@@ -185,7 +199,7 @@ LogicalResult splitBatch(func::FuncOp fn, const Mesh &mesh, int64_t dp) {
 /// (Megatron's layouts, or the planner's when `planned`) on `mesh`.
 LogicalResult shardByStrategy(func::FuncOp fn, const Mesh &mesh, int64_t dp,
                               int64_t tp, bool planned) {
-  if (dp > 1 && failed(splitBatch(fn, mesh, dp)))
+  if (failed(splitBatch(fn, mesh)))
     return failure();
   int64_t tpAxis = mesh.axisNamed("tp");
   if (tpAxis >= 0 && planned)
@@ -216,10 +230,13 @@ struct ApplyPlanPass : impl::ApplyPlanBase<ApplyPlanPass> {
       module.emitError("module has no func.func @main");
       return signalPassFailure();
     }
-    writeMesh(module, plan->mesh);
-    if (failed(shardByStrategy(fn, plan->mesh, plan->degree("dp"),
+    Mesh mesh = programMesh(*plan);
+    writeMesh(module, mesh);
+    if (failed(shardByStrategy(fn, mesh, plan->degree("dp"),
                                plan->degree("tp"),
                                plan->tensorLayouts == TensorLayouts::Planned)))
+      return signalPassFailure();
+    if (plan->degree("pp") > 1 && failed(assignStages(fn, plan->degree("pp"))))
       return signalPassFailure();
   }
 };
@@ -243,13 +260,9 @@ TensorSharding onTensorAxis(TensorSharding s, int64_t dpAxis, int64_t tpAxis) {
 } // namespace
 
 std::optional<std::string> whyPlanCannotBeApplied(const ParallelPlan &plan) {
-  for (auto [role, size] : llvm::zip(plan.mesh.axisNames, plan.mesh.shape))
-    if (size > 1 && role != "dp" && role != "tp")
-      return (role == "pp" ? "pipeline stages (pp) are planned by `pcc plan` "
-                             "but not partitioned"
-                           : "sequence splits (sp) are planned by `pcc plan` "
-                             "but not partitioned")
-                 + std::string(" (only dp and 1d tp run)");
+  if (plan.degree("sp") > 1)
+    return std::string("sequence splits (sp) are planned by `pcc plan` but "
+                       "not partitioned yet (dp, pp and 1d tp run)");
   if (plan.degree("tp") > 1 && plan.tensorMode != TensorMode::OneD)
     return "tensor mode " + tensorModeName(plan.tensorMode).str() +
            " is planned by `pcc plan` but not partitioned (only 1d, "

@@ -15,6 +15,41 @@ namespace pcc {
 
 namespace {
 
+/// What pipeline stage [begin, end) of the ops holds: whole layers (copies
+/// of the repeated block) by number, and the ops before, between or after.
+std::string stageContents(const PlanGraph &g, int begin, int end) {
+  std::string ops = end - begin == 1
+                        ? formatv("op {0}", begin).str()
+                        : formatv("ops {0}-{1}", begin, end - 1).str();
+  const RepeatedBlock &blk = g.block;
+  if (!blk.present())
+    return ops;
+  int first = -1, last = -1;
+  for (int k = 0; k < blk.count; ++k) {
+    int a = blk.begin + k * blk.period, z = a + blk.period;
+    if (a >= begin && z <= end) {
+      if (first < 0)
+        first = k;
+      last = k;
+    }
+  }
+  std::string what;
+  if (first >= 0)
+    what = first == last ? formatv("layer {0}", first).str()
+                         : formatv("layers {0}-{1}", first, last).str();
+  else if (end <= blk.begin)
+    what = "before the layers";
+  else if (begin >= blk.end())
+    what = "after the layers";
+  else
+    what = formatv("part of layer {0}", (begin - blk.begin) / blk.period).str();
+  if (first >= 0 && begin < blk.begin)
+    what = "inputs + " + what;
+  if (first >= 0 && end > blk.end())
+    what += " + outputs";
+  return what + " (" + ops + ")";
+}
+
 constexpr double kGiB = 1073741824.0;
 
 std::string seconds(double s) {
@@ -108,9 +143,12 @@ std::vector<CollectiveSummary> collectives(const PlanGraph &g,
     for (const PlannedCollective &pc : nc.collectives)
       add(collectiveName(pc.kind), "tp", pc.bytes, pc.seconds, perStep,
           g.nodes[i].name);
-  if (c.pp > 1)
-    add("send_recv", "pp", 0, 0, c.microbatches * (o.train ? 2 : 1) * (c.pp - 1),
-        "stage boundary");
+  for (const PlanCandidate::StageTransfer &t : c.transfers)
+    add("send_recv", "pp", t.bytes, t.seconds,
+        c.microbatches * (o.train ? 2 : 1),
+        formatv("{0} (stage {1} to {2})", g.nodes[t.producer].name, t.from,
+                t.to)
+            .str());
   if (c.dataParallel > 0)
     add("all_reduce", c.sp > 1 ? "dp x sp" : "dp", c.weightMemory,
         c.dataParallel, 1, "gradients");
@@ -232,17 +270,16 @@ void printPlanText(raw_ostream &os, const PlanGraph &g,
                 bytes(b.memory), bytes(b.weightMemory), bytes(b.stateMemory),
                 bytes(b.activationMemory), bytes(cluster.memoryBytes));
   if (b.pp > 1) {
-    os << "stages:";
+    os << "stages:\n";
     for (size_t s = 0; s < b.stageBegin.size(); ++s) {
       int end = s + 1 < b.stageBegin.size() ? b.stageBegin[s + 1]
                                             : int(g.nodes.size());
-      os << formatv(" [{0}..{1})", b.stageBegin[s], end);
+      os << formatv("  {0,-3} {1}\n", s, stageContents(g, b.stageBegin[s], end));
       if (s == 7 && b.stageBegin.size() > 9) {
-        os << formatv(" ... ({0} stages)", b.stageBegin.size());
+        os << formatv("  ... ({0} stages)\n", b.stageBegin.size());
         break;
       }
     }
-    os << "\n";
   }
 
   os << "\ncollectives per step:\n";

@@ -10,11 +10,12 @@
 //===----------------------------------------------------------------------===//
 
 #include "pcc/Plan/Planner.h"
-#include "pcc/Plan/StageBalance.h"
+#include "pcc/Support/StageBalance.h"
 
 #include "pcc/Dialect/PCC/IR/PCCOps.h"
 #include "pcc/Dialect/PCC/IR/TensorUtils.h"
 
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -196,6 +197,37 @@ std::vector<Unit> makeUnits(const PlanGraph &g) {
     ++i;
   }
   return units;
+}
+
+/// The values each stage sends later ones, one per (value, receiving
+/// stage), with the bytes of one device's block per microbatch.
+std::vector<PlanCandidate::StageTransfer>
+stageTransfers(const PlanGraph &g, const SearchResult &layout,
+               ArrayRef<int> stageBegin) {
+  auto stageOf = [&](int node) -> int64_t {
+    return llvm::upper_bound(stageBegin, node) - stageBegin.begin() - 1;
+  };
+  std::vector<PlanCandidate::StageTransfer> out;
+  llvm::DenseSet<std::tuple<void *, int64_t>> seen;
+  for (auto [i, node] : llvm::enumerate(g.nodes)) {
+    int64_t to = stageOf(i);
+    for (auto [k, p] : llvm::enumerate(node.producers)) {
+      if (p < 0 || stageOf(p) >= to)
+        continue;
+      Value v = node.op->getOperand(k);
+      if (!seen.insert({v.getAsOpaquePointer(), to}).second)
+        continue;
+      // The producer's local result bytes, shared out by result size.
+      Operation *def = g.nodes[p].op;
+      double all = 0;
+      for (Value r : def->getResults())
+        all += tensorBytes(r);
+      double share = all > 0 ? tensorBytes(v) / all : 1;
+      out.push_back({p, stageOf(p), to,
+                     layout.nodes[p].resultBytes * share, 0});
+    }
+  }
+  return out;
 }
 
 struct StageSummary {
@@ -577,15 +609,20 @@ PlanCandidate PlanSearch::evaluate(int64_t pp, int64_t tg, TensorMode mode,
   Stages stages = priceStages(c, *layout, spComm, cw, cc);
   const StageSummary &worst = stages.worst;
 
-  // Point-to-point sends between stages, per microbatch.
+  // Point-to-point sends between stages, per microbatch: the stage that
+  // sends the most sets the pace.
   double p2p = 0;
   if (pp > 1) {
-    double bytes = stages.boundary > 0
-                       ? stages.boundary
-                       : worst.resultBytes / std::max<size_t>(1, units.size());
     bool cross = groupCrossesNodes(dp * sp * tg, pp, cluster);
+    c.transfers = stageTransfers(g, *layout, c.stageBegin);
+    std::vector<double> sendTime(pp);
+    for (PlanCandidate::StageTransfer &t : c.transfers) {
+      t.seconds =
+          cost.collectiveTime(CollectiveKind::SendRecv, t.bytes, 2, cross);
+      sendTime[t.from] += t.seconds;
+    }
     p2p = (opt.train ? 2 : 1) *
-          cost.collectiveTime(CollectiveKind::SendRecv, bytes, 2, cross);
+          *std::max_element(sendTime.begin(), sendTime.end());
   }
   double perMicrobatch = stages.worstTime + p2p;
   c.compute = double(m) * cw * worst.compute;
@@ -606,6 +643,10 @@ void PlanSearch::enumerate() {
   for (int64_t pp : divisors(n)) {
     if (!forced(opt.pp, pp) || !partRuns(pp, 1, 1, TensorMode::OneD) ||
         pp > int64_t(units.size()))
+      continue;
+    // Unless forced, a pipeline cuts between layers: no more stages than
+    // copies of the repeated block.
+    if (!opt.pp && g.block.present() && pp > g.block.count)
       continue;
     for (int64_t tg : divisors(n / pp)) {
       if (!forced(opt.tp, tg))

@@ -38,6 +38,17 @@ ParallelPlan ParallelPlan::withDegrees(int64_t pp, int64_t dp, int64_t sp,
   return plan;
 }
 
+Mesh programMesh(const ParallelPlan &plan) {
+  Mesh mesh = plan.mesh;
+  int64_t pp = mesh.axisNamed("pp");
+  if (pp < 0 || mesh.shape[pp] == 1 || plan.microbatches <= 1)
+    return mesh;
+  mesh.shape.insert(mesh.shape.begin() + pp + 1, plan.microbatches);
+  mesh.axisNames.insert(mesh.axisNames.begin() + pp + 1,
+                        kMicrobatchAxis.str());
+  return mesh;
+}
+
 int64_t ParallelPlan::degree(StringRef role) const {
   int64_t axis = mesh.axisNamed(role);
   return axis < 0 ? 1 : mesh.shape[axis];

@@ -37,6 +37,13 @@ public:
   virtual void reduceScatterSum(DType type, const void *in, void *out,
                                 int64_t count) = 0;
 
+  /// Point to point, between this device and the group's device `peer`:
+  /// `tag` pairs a send with its receive. A send returns once its bytes are
+  /// received or buffered.
+  virtual void send(int64_t peer, const void *buf, int64_t bytes,
+                    int64_t tag) = 0;
+  virtual void recv(int64_t peer, void *buf, int64_t bytes, int64_t tag) = 0;
+
 private:
   int64_t index_, size_;
 };

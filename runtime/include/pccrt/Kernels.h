@@ -134,6 +134,10 @@ void trilu(const T *x, T *y, int64_t batch, int64_t rows, int64_t cols,
 // The mesh (Mesh.cpp): this device's place and the collectives
 //===----------------------------------------------------------------------===//
 
+/// This device's coordinate on mesh axis `axis` (its pipeline stage on
+/// the pp axis).
+int64_t meshCoord(const Mesh &mesh, int axis);
+
 /// In-group index and size of this device in communication group `g`.
 int64_t groupIndex(const Mesh &mesh, int g);
 int64_t groupSize(const Mesh &mesh, int g);
@@ -157,6 +161,13 @@ void reduceScatterSum(Mesh &mesh, int g, DType t, const void *in, void *out,
 /// in is [outer, n * block]; out is this device's block (no communication).
 void allSlice(Mesh &mesh, int g, const void *in, void *out, int64_t outer,
               int64_t blockBytes);
+/// Pipeline stages are the in-group indices of group `g` (the pp axis):
+/// send `bytes` to stage `stage`'s device of this group, or receive them
+/// from it; `tag` pairs the two.
+void sendToStage(Mesh &mesh, int g, int64_t stage, const void *buf,
+                 int64_t bytes, int64_t tag);
+void recvFromStage(Mesh &mesh, int g, int64_t stage, void *buf, int64_t bytes,
+                   int64_t tag);
 
 //===----------------------------------------------------------------------===//
 // Scalar helpers for fused loops (std::min/max without <algorithm>)

@@ -54,6 +54,13 @@ public:
   void create(const ModelInfo &model);
 
   int rank() const { return rank_; }
+  /// The microbatch (the coordinate on the model's microbatch axis) the
+  /// next run computes; see ModelInfo::microbatchAxis.
+  void setMicrobatch(int64_t k);
+  /// Devices of the model's mesh (its microbatch axis has none).
+  static int64_t devicesOf(const ModelInfo &model);
+  /// Mesh coordinates of world rank `rank` (microbatch coordinate 0).
+  static void coordsOfRank(const ModelInfo &model, int rank, int64_t *coords);
   int64_t coord(int axis) const { return coords_[axis]; }
   const int64_t *coords() const { return coords_.data(); }
   const int64_t *shape() const { return shape_.data(); }
@@ -68,6 +75,7 @@ private:
   int rank_ = 0;
   std::vector<int64_t> shape_, coords_;
   std::vector<GroupDesc> groups_;
+  int microbatchAxis_ = -1;
   std::unique_ptr<Impl> impl_;
 };
 

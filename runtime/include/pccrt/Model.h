@@ -89,6 +89,14 @@ struct ModelInfo {
               const char *weights, Mesh &mesh);
   /// Fingerprint of this build; the weights file must carry the same.
   uint64_t fingerprint;
+  /// Pipeline: the mesh axis whose coordinate is a device's stage (-1:
+  /// none), and the stage that returns each output (null: none).
+  int stageAxis;
+  const int32_t *outputStages;
+  /// Microbatches: a mesh axis with no devices, whose coordinates run one
+  /// after another: `run` is called once per coordinate, on that
+  /// microbatch's blocks of the inputs and outputs (-1: none).
+  int microbatchAxis;
 };
 
 } // namespace pccrt

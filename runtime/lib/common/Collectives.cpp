@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "pccrt/Trace.h"
 #include "MeshImpl.h"
 
 #include <cstring>
@@ -20,6 +21,7 @@ void allReduceSum(Mesh &mesh, int g, DType t, const void *in, void *out,
     std::memcpy(out, in, count * dtypeSize(t));
   if (c.size() == 1)
     return;
+  TraceSpan span(TraceKind::AllReduce, count * dtypeSize(t));
   c.allReduceSum(t, out, count);
 }
 
@@ -36,6 +38,7 @@ void allGather(Mesh &mesh, int g, const void *in, void *out, int64_t outer,
   // Devices' parts arrive one after another; reorder to [outer, device,
   // block].
   char *dst = outer == 1 ? static_cast<char *>(out) : m.buffer(n * bytes);
+  TraceSpan span(TraceKind::AllGather, n * bytes);
   c.allGather(in, dst, bytes);
   if (outer == 1)
     return;
@@ -67,18 +70,30 @@ void reduceScatterSum(Mesh &mesh, int g, DType t, const void *in, void *out,
                     src + (i * n + r) * blockBytes, blockBytes);
     src = packed;
   }
+  TraceSpan span(TraceKind::ReduceScatter, n * outer * blockBytes);
   c.reduceScatterSum(t, src, out, outer * blockCount);
 }
 
 void allSlice(Mesh &mesh, int g, const void *in, void *out, int64_t outer,
               int64_t blockBytes) {
-  Communicator &c = *mesh.impl().groups[g];
-  int64_t n = c.size(), r = c.index();
+  int64_t n = mesh.groupSize(g), r = mesh.groupIndex(g);
   const char *src = static_cast<const char *>(in);
   char *dst = static_cast<char *>(out);
   for (int64_t i = 0; i < outer; ++i)
     std::memcpy(dst + i * blockBytes, src + (i * n + r) * blockBytes,
                 blockBytes);
+}
+
+void sendToStage(Mesh &mesh, int g, int64_t stage, const void *buf,
+                 int64_t bytes, int64_t tag) {
+  TraceSpan span(TraceKind::Send, bytes, stage);
+  mesh.impl().groups[g]->send(stage, buf, bytes, tag);
+}
+
+void recvFromStage(Mesh &mesh, int g, int64_t stage, void *buf, int64_t bytes,
+                   int64_t tag) {
+  TraceSpan span(TraceKind::Receive, bytes, stage);
+  mesh.impl().groups[g]->recv(stage, buf, bytes, tag);
 }
 
 } // namespace pccrt

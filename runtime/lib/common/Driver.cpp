@@ -2,7 +2,7 @@
 //
 //   [mpirun -np N] model [--inputs DIR] [--outputs DIR] [--check DIR]
 //         [--bench N] [--weights FILE] [--threads N] [--rtol R] [--atol A]
-//         [--timeout S]
+//         [--timeout S] [--trace FILE]
 //
 // Input and output files follow ONNX's backend-test layout (input_K.pb,
 // output_K.pb). Every failure is one "error:" line on stderr and exit 1.
@@ -19,6 +19,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "pccrt/Trace.h"
 #include "pccrt/Kernels.h"
 #include "pccrt/Mesh.h"
 #include "pccrt/Model.h"
@@ -44,7 +45,7 @@ using namespace pccrt;
 namespace {
 
 struct Options {
-  std::string inputs, outputs, check, weights;
+  std::string inputs, outputs, check, weights, trace;
   int bench = 0;
   int threads = 0;
   double rtol = 1e-3, atol = 1e-4;
@@ -94,7 +95,7 @@ template <typename F> void together(F work) {
 
 const char *kUsage =
     "usage: [mpirun -np N] %s [--inputs DIR] [--outputs DIR] [--check DIR] [--bench N]\n"
-    "          [--weights FILE] [--threads N] [--rtol R] [--atol A]\n"
+    "          [--weights FILE] [--threads N] [--rtol R] [--atol A] [--trace FILE]\n"
     "  --inputs DIR   read input_K.pb from DIR (default: the --check DIR)\n"
     "  --outputs DIR  write output_K.pb to DIR\n"
     "  --check DIR    compare outputs with DIR/output_K.pb; exit 0 iff all\n"
@@ -103,7 +104,9 @@ const char *kUsage =
     "  --weights FILE weights file (default: weights.bin beside the binary)\n"
     "  --threads N    BLAS threads (default: the library's)\n"
     "  --timeout S    end the job when a rank waits S seconds for others\n"
-    "                 that do not answer (default 600; 0: wait forever)\n";
+    "                 that do not answer (default 600; 0: wait forever)\n"
+    "  --trace FILE   write the first run's timeline (compute, collectives,\n"
+    "                 sends per rank and microbatch) as Chrome-trace JSON\n";
 
 long parseNumber(const char *flag, const char *text, long lo, long hi) {
   char *end = nullptr;
@@ -138,7 +141,8 @@ Options parseOptions(int argc, char **argv) {
     std::string flag = a.substr(0, eq);
     static const char *const known[] = {"--inputs", "--outputs", "--check",
                                         "--weights", "--bench", "--threads",
-                                        "--rtol", "--atol", "--timeout"};
+                                        "--rtol", "--atol", "--timeout",
+                                        "--trace"};
     if (std::find(std::begin(known), std::end(known), flag) == std::end(known))
       die("unknown argument '" + a + "' (see --help)");
     if (eq != std::string::npos) {
@@ -157,6 +161,7 @@ Options parseOptions(int argc, char **argv) {
     else if (flag == "--rtol") o.rtol = parseReal("--rtol", value.c_str());
     else if (flag == "--atol") o.atol = parseReal("--atol", value.c_str());
     else if (flag == "--timeout") o.timeout = parseReal("--timeout", value.c_str());
+    else if (flag == "--trace") o.trace = value;
     else die("unknown argument '" + a + "' (see --help)");
   }
   if (o.inputs.empty())
@@ -233,6 +238,11 @@ std::vector<int64_t> descShape(const TensorDesc &d) {
 }
 
 /// This device's block shape of a (possibly split) tensor.
+/// Runs per batch: one per microbatch.
+int64_t microbatches(const ModelInfo &model) {
+  return model.microbatchAxis >= 0 ? model.meshShape[model.microbatchAxis] : 1;
+}
+
 std::vector<int64_t> localShape(const TensorDesc &d, const Mesh &mesh) {
   std::vector<int64_t> s = descShape(d);
   if (d.split)
@@ -241,36 +251,50 @@ std::vector<int64_t> localShape(const TensorDesc &d, const Mesh &mesh) {
   return s;
 }
 
-/// Rank 0 gets the global tensor from every device's block (a tensor whole
-/// on every device is taken from rank 0).
-HostTensor assemble(const ModelInfo &model, const TensorDesc &d,
-                    const HostTensor &block) {
+/// Rank 0 gets the global tensor of output `k` from every device's blocks,
+/// one per microbatch (`blocks`), taken from the devices of the stage that
+/// returns it; a tensor whole on every device comes from its first device.
+HostTensor assemble(const ModelInfo &model, int k,
+                    const std::vector<HostTensor> &blocks) {
+  const TensorDesc &d = model.outputs[k];
   HostTensor t;
   t.dtype = d.dtype;
   t.shape = descShape(d);
   t.bytes.resize(t.numElements() * dtypeSize(d.dtype));
-  if (!d.split) {
-    std::memcpy(t.bytes.data(), block.bytes.data(), t.bytes.size());
-    return t;
-  }
+  int owner = model.outputStages ? model.outputStages[k] : 0;
   int n = Mesh::worldSize();
-  size_t bytes = block.bytes.size();
-  std::vector<char> all(Mesh::worldRank() == 0 ? bytes * n : 0);
-  Mesh::gatherToRoot(block.bytes.data(), bytes, all.data());
+  size_t bytes = blocks[0].bytes.size(), m = blocks.size();
+  std::vector<char> local(bytes * m);
+  for (size_t b = 0; b < m; ++b)
+    std::memcpy(local.data() + b * bytes, blocks[b].bytes.data(), bytes);
+  std::vector<char> all(Mesh::worldRank() == 0 ? local.size() * n : 0);
+  Mesh::gatherToRoot(local.data(), local.size(), all.data());
   if (Mesh::worldRank() != 0)
     return t;
   std::vector<int64_t> coords(model.meshRank);
   for (int r = 0; r < n; ++r) {
-    meshCoords(r, model.meshRank, model.meshShape, coords.data());
-    copyBlock(/*toLocal=*/false, t.bytes.data(), all.data() + r * bytes,
-              d.rank, d.shape, d.split, model.meshShape, coords.data(),
-              dtypeSize(d.dtype));
+    Mesh::coordsOfRank(model, r, coords.data());
+    if (model.stageAxis >= 0 && coords[model.stageAxis] != owner)
+      continue;
+    for (size_t b = 0; b < m; ++b) {
+      if (model.microbatchAxis >= 0)
+        coords[model.microbatchAxis] = b;
+      char *block = all.data() + (r * m + b) * bytes;
+      if (!d.split) {
+        std::memcpy(t.bytes.data(), block, t.bytes.size());
+        return t;
+      }
+      copyBlock(/*toLocal=*/false, t.bytes.data(), block, d.rank, d.shape,
+                d.split, model.meshShape, coords.data(), dtypeSize(d.dtype));
+    }
   }
   return t;
 }
 
-HostTensor loadInput(const std::string &dir, int k, const TensorDesc &desc,
-                     const Mesh &mesh) {
+/// Input `k`'s blocks on this device, one per microbatch.
+std::vector<HostTensor> loadInput(const std::string &dir, int k,
+                                  const ModelInfo &model, Mesh &mesh) {
+  const TensorDesc &desc = model.inputs[k];
   std::string path = dir + "/input_" + std::to_string(k) + ".pb";
   HostTensor t;
   Status s = readTensorFile(path, t);
@@ -284,16 +308,24 @@ HostTensor loadInput(const std::string &dir, int k, const TensorDesc &desc,
     die("input " + std::to_string(k) + " ('" + desc.name + "') in '" + path +
         "' has shape " + shapeString(t.shape) + ", the model expects " +
         shapeString(descShape(desc)));
-  if (!desc.split)
-    return t;
-  HostTensor block;
-  block.dtype = t.dtype;
-  block.shape = localShape(desc, mesh);
-  block.bytes.resize(block.numElements() * dtypeSize(t.dtype));
-  copyBlock(/*toLocal=*/true, t.bytes.data(), block.bytes.data(), desc.rank,
-            desc.shape, desc.split, mesh.shape(), mesh.coords(),
-            dtypeSize(t.dtype));
-  return block;
+  std::vector<HostTensor> blocks;
+  for (int64_t b = 0, m = microbatches(model); b < m; ++b) {
+    if (!desc.split) {
+      blocks.push_back(t);
+      continue;
+    }
+    mesh.setMicrobatch(b);
+    HostTensor block;
+    block.dtype = t.dtype;
+    block.shape = localShape(desc, mesh);
+    block.bytes.resize(block.numElements() * dtypeSize(t.dtype));
+    copyBlock(/*toLocal=*/true, t.bytes.data(), block.bytes.data(), desc.rank,
+              desc.shape, desc.split, mesh.shape(), mesh.coords(),
+              dtypeSize(t.dtype));
+    blocks.push_back(std::move(block));
+  }
+  mesh.setMicrobatch(0);
+  return blocks;
 }
 
 double elementAsDouble(const HostTensor &t, int64_t i) {
@@ -354,25 +386,108 @@ bool checkOutput(int k, const TensorDesc &desc, const HostTensor &got,
   return ok;
 }
 
+/// What the runs read and write: per microbatch, the pointers of its inputs'
+/// and outputs' blocks; the outputs per output and microbatch; the arena.
+struct RunBuffers {
+  std::vector<std::vector<const void *>> inPtrs;
+  std::vector<std::vector<HostTensor>> outputs;
+  std::vector<std::vector<void *>> outPtrs;
+  char *arena = nullptr;
+
+  ~RunBuffers() { std::free(arena); }
+
+  void allocate(const ModelInfo &model, const Mesh &mesh,
+                std::vector<std::vector<HostTensor>> &inputs) {
+    int64_t runs = microbatches(model);
+    inPtrs.resize(runs);
+    outPtrs.resize(runs);
+    for (int64_t b = 0; b < runs; ++b)
+      for (auto &blocks : inputs)
+        inPtrs[b].push_back(blocks[b].bytes.data());
+    outputs.assign(model.numOutputs, std::vector<HostTensor>(runs));
+    for (int k = 0; k < model.numOutputs; ++k)
+      for (int64_t b = 0; b < runs; ++b) {
+        const TensorDesc &d = model.outputs[k];
+        HostTensor &out = outputs[k][b];
+        out.dtype = d.dtype;
+        out.shape = localShape(d, mesh);
+        out.bytes.resize(out.numElements() * dtypeSize(d.dtype));
+        outPtrs[b].push_back(out.bytes.data());
+      }
+    size_t arenaBytes = (model.arenaBytes + 63) / 64 * 64;
+    arena = static_cast<char *>(
+        std::aligned_alloc(64, arenaBytes ? arenaBytes : 64));
+    if (!arena)
+      die("cannot allocate " + std::to_string(arenaBytes) +
+          " bytes of scratch");
+  }
+};
+
+/// Writes the traced run (--trace), rows named by rank and stage.
+void saveTrace(const ModelInfo &model, const std::string &path) {
+  std::vector<int64_t> stages, coords(model.meshRank);
+  for (int r = 0; model.stageAxis >= 0 && r < Mesh::worldSize(); ++r) {
+    Mesh::coordsOfRank(model, r, coords.data());
+    stages.push_back(coords[model.stageAxis]);
+  }
+  std::string err = writeTrace(path, stages.empty() ? nullptr : stages.data());
+  together([&] {
+    if (!err.empty())
+      die(err);
+  });
+}
+
+/// --bench N: 3 warm-up runs, then N timed ones between barriers; rank 0
+/// prints the JSON line.
+template <typename Run>
+void benchmark(int iterations, int64_t devices, Run runOnce) {
+  for (int i = 0; i < std::min(iterations, 3); ++i)
+    runOnce();
+  std::vector<double> ms;
+  for (int i = 0; i < iterations; ++i) {
+    Mesh::barrier(); // start together
+    auto t0 = std::chrono::steady_clock::now();
+    runOnce();
+    Mesh::barrier(); // the step ends when the slowest rank is done
+    auto t1 = std::chrono::steady_clock::now();
+    ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+  }
+  std::vector<double> sorted = ms;
+  std::sort(sorted.begin(), sorted.end());
+  size_t n = sorted.size();
+  double median =
+      n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+  double mean = 0;
+  for (double v : ms)
+    mean += v;
+  mean /= ms.size();
+  if (Mesh::worldRank() == 0)
+    std::printf("{\"iterations\": %d, \"median_ms\": %.4f, \"mean_ms\": "
+                "%.4f, \"devices\": %lld}\n",
+                iterations, median, mean, static_cast<long long>(devices));
+}
+
 } // namespace
 
 int runModel(int argc, char **argv) {
   const ModelInfo &model = *pcc_model_info();
   Mesh::initProcess(&argc, &argv);
-  int64_t devices = 1;
-  for (int a = 0; a < model.meshRank; ++a)
-    devices *= model.meshShape[a];
+  int64_t devices = Mesh::devicesOf(model);
+  int64_t runs = microbatches(model);
   bool root = Mesh::worldRank() == 0;
 
   Options o;
   Mesh mesh;
   const char *weights = nullptr;
-  std::vector<HostTensor> inputs;
+  // Per input, its blocks per microbatch.
+  std::vector<std::vector<HostTensor>> inputs;
   together([&] {
     if (Mesh::worldSize() != devices) {
       std::string mesh;
       for (int a = 0; a < model.meshRank; ++a)
-        mesh += (a ? "x" : "") + std::to_string(model.meshShape[a]);
+        if (a != model.microbatchAxis)
+          mesh += (mesh.empty() ? "" : "x") +
+                  std::to_string(model.meshShape[a]);
       die("this model was compiled for " + std::to_string(devices) +
           " devices (mesh " + mesh + "); run it with mpirun -np " +
           std::to_string(devices) + ", not " +
@@ -390,41 +505,29 @@ int runModel(int argc, char **argv) {
       o.weights = exeDir(argv[0]) + "/weights.bin";
     weights = mapWeights(o.weights, model);
     for (int k = 0; k < model.numInputs; ++k)
-      inputs.push_back(loadInput(o.inputs, k, model.inputs[k], mesh));
+      inputs.push_back(loadInput(o.inputs, k, model, mesh));
     std::string extra =
         o.inputs + "/input_" + std::to_string(model.numInputs) + ".pb";
     if (access(extra.c_str(), F_OK) == 0)
       die("'" + o.inputs + "' holds more inputs than the model's " +
           std::to_string(model.numInputs));
   });
-  std::vector<const void *> inPtrs;
-  for (auto &t : inputs)
-    inPtrs.push_back(t.bytes.data());
-
-  std::vector<HostTensor> outputs(model.numOutputs);
-  std::vector<void *> outPtrs;
-  size_t arenaBytes = (model.arenaBytes + 63) / 64 * 64;
-  char *arena = nullptr;
   phase = "allocating outputs and scratch";
-  together([&] {
-    for (int k = 0; k < model.numOutputs; ++k) {
-      const TensorDesc &d = model.outputs[k];
-      outputs[k].dtype = d.dtype;
-      outputs[k].shape = localShape(d, mesh);
-      outputs[k].bytes.resize(outputs[k].numElements() * dtypeSize(d.dtype));
-      outPtrs.push_back(outputs[k].bytes.data());
-    }
-    arena = static_cast<char *>(
-        std::aligned_alloc(64, arenaBytes ? arenaBytes : 64));
-    if (!arena)
-      die("cannot allocate " + std::to_string(arenaBytes) +
-          " bytes of scratch");
-  });
+  RunBuffers buffers;
+  together([&] { buffers.allocate(model, mesh, inputs); });
   phase = "running the model";
 
   auto runOnce = [&] {
-    model.run(inPtrs.data(), outPtrs.data(), arena, weights, mesh);
-    std::string err = takeKernelError();
+    // Microbatches one after another; a pipeline's stages overlap them.
+    std::string err;
+    for (int64_t b = 0; b < runs && err.empty(); ++b) {
+      mesh.setMicrobatch(b);
+      traceRunBegin(b);
+      model.run(buffers.inPtrs[b].data(), buffers.outPtrs[b].data(),
+                buffers.arena, weights, mesh);
+      traceRunEnd();
+      err = takeKernelError();
+    }
     if (err.empty())
       return;
     if (Mesh::worldSize() == 1) {
@@ -437,12 +540,20 @@ int runModel(int argc, char **argv) {
     std::fflush(stderr);
     Mesh::abortWorld(1);
   };
+  // The first run is the one traced.
+  if (!o.trace.empty())
+    traceEnable(true);
   runOnce();
+  traceEnable(false);
+  if (!o.trace.empty()) {
+    phase = "writing the trace";
+    saveTrace(model, o.trace);
+  }
 
   phase = "assembling outputs";
   std::vector<HostTensor> global;
   for (int k = 0; k < model.numOutputs; ++k)
-    global.push_back(assemble(model, model.outputs[k], outputs[k]));
+    global.push_back(assemble(model, k, buffers.outputs[k]));
 
   int status = 0;
   phase = "writing and checking outputs";
@@ -469,33 +580,8 @@ int runModel(int argc, char **argv) {
   status = Mesh::sumOverWorld(status) ? 1 : 0;
 
   phase = "running the model";
-  if (o.bench > 0) {
-    for (int i = 0; i < std::min(o.bench, 3); ++i)
-      runOnce();
-    std::vector<double> ms;
-    for (int i = 0; i < o.bench; ++i) {
-      Mesh::barrier(); // start together
-      auto t0 = std::chrono::steady_clock::now();
-      runOnce();
-      Mesh::barrier(); // the step ends when the slowest rank is done
-      auto t1 = std::chrono::steady_clock::now();
-      ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
-    }
-    std::vector<double> sorted = ms;
-    std::sort(sorted.begin(), sorted.end());
-    double median = sorted.size() % 2
-                        ? sorted[sorted.size() / 2]
-                        : 0.5 * (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]);
-    double mean = 0;
-    for (double v : ms)
-      mean += v;
-    mean /= ms.size();
-    if (root)
-      std::printf("{\"iterations\": %d, \"median_ms\": %.4f, \"mean_ms\": "
-                  "%.4f, \"devices\": %lld}\n",
-                  o.bench, median, mean, static_cast<long long>(devices));
-  }
-  std::free(arena);
+  if (o.bench > 0)
+    benchmark(o.bench, devices, runOnce);
   Mesh::finalizeProcess();
   return status;
 }

@@ -16,7 +16,8 @@ void Mesh::create(const ModelInfo &model) {
   rank_ = worldRank();
   shape_.assign(model.meshShape, model.meshShape + model.meshRank);
   coords_.assign(model.meshRank, 0);
-  meshCoords(rank_, model.meshRank, model.meshShape, coords_.data());
+  coordsOfRank(model, rank_, coords_.data());
+  microbatchAxis_ = model.microbatchAxis;
   groups_.assign(model.groups, model.groups + model.numGroups);
   for (const GroupDesc &g : groups_) {
     int64_t index = 0, size = 1;
@@ -35,10 +36,45 @@ void Mesh::create(const ModelInfo &model) {
   }
 }
 
-int64_t Mesh::groupIndex(int g) const { return impl_->groups[g]->index(); }
-int64_t Mesh::groupSize(int g) const { return impl_->groups[g]->size(); }
+void Mesh::setMicrobatch(int64_t k) {
+  if (microbatchAxis_ >= 0)
+    coords_[microbatchAxis_] = k;
+}
+
+int64_t Mesh::devicesOf(const ModelInfo &model) {
+  int64_t devices = 1;
+  for (int a = 0; a < model.meshRank; ++a)
+    if (a != model.microbatchAxis)
+      devices *= model.meshShape[a];
+  return devices;
+}
+
+void Mesh::coordsOfRank(const ModelInfo &model, int rank, int64_t *coords) {
+  std::vector<int64_t> shape(model.meshShape, model.meshShape + model.meshRank);
+  if (model.microbatchAxis >= 0)
+    shape[model.microbatchAxis] = 1;
+  meshCoords(rank, model.meshRank, shape.data(), coords);
+}
+
+// From the coordinates, not the communicator: a group may span the
+// microbatch axis (an all_slice takes this microbatch's block), whose
+// coordinate changes from run to run.
+int64_t Mesh::groupIndex(int g) const {
+  int64_t index = 0;
+  for (int i = 0; i < groups_[g].numAxes; ++i)
+    index = index * shape_[groups_[g].axes[i]] + coords_[groups_[g].axes[i]];
+  return index;
+}
+
+int64_t Mesh::groupSize(int g) const {
+  int64_t size = 1;
+  for (int i = 0; i < groups_[g].numAxes; ++i)
+    size *= shape_[groups_[g].axes[i]];
+  return size;
+}
 
 int64_t groupIndex(const Mesh &mesh, int g) { return mesh.groupIndex(g); }
+int64_t meshCoord(const Mesh &mesh, int axis) { return mesh.coord(axis); }
 int64_t groupSize(const Mesh &mesh, int g) { return mesh.groupSize(g); }
 
 int64_t blockIndex(const Mesh &mesh, int rank, const DimSplit *splits) {

@@ -51,6 +51,8 @@ const char *describe(int what) {
   case WaitKind::ReduceScatter: return "a reduce-scatter";
   case WaitKind::GatherOutputs: return "gathering outputs";
   case WaitKind::Barrier: return "a barrier";
+  case WaitKind::Send: return "sending to the next pipeline stage";
+  case WaitKind::Receive: return "receiving from an earlier pipeline stage";
   default: return "a communication";
   }
 }

@@ -28,6 +28,8 @@ enum class WaitKind : int {
   ReduceScatter,
   GatherOutputs,
   Barrier,
+  Send,
+  Receive,
 };
 
 /// Seconds one wait may last before the job is ended; 0 waits forever.

@@ -46,6 +46,20 @@ public:
     waitFor(r, WaitKind::ReduceScatter);
   }
 
+  void send(int64_t peer, const void *buf, int64_t bytes,
+            int64_t tag) override {
+    MPI_Request r;
+    MPI_Isend(buf, static_cast<int>(bytes), MPI_BYTE, static_cast<int>(peer),
+              static_cast<int>(tag), comm, &r);
+    waitFor(r, WaitKind::Send);
+  }
+  void recv(int64_t peer, void *buf, int64_t bytes, int64_t tag) override {
+    MPI_Request r;
+    MPI_Irecv(buf, static_cast<int>(bytes), MPI_BYTE, static_cast<int>(peer),
+              static_cast<int>(tag), comm, &r);
+    waitFor(r, WaitKind::Receive);
+  }
+
 private:
   MPI_Comm comm;
 };

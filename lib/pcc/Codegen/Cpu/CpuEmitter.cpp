@@ -104,7 +104,7 @@ LogicalResult Emitter::emitKernel(Operation *op) {
           TriluOp>(op))
     return emitDataMovement(op);
   if (isa<shard::AllReduceOp, shard::AllGatherOp, shard::ReduceScatterOp,
-          shard::AllSliceOp>(op))
+          shard::AllSliceOp, SendOp, RecvOp>(op))
     return emitCollective(op);
   return unsupported(op);
 }
@@ -119,8 +119,9 @@ void Emitter::declare(const std::string &name, function_ref<void()> write) {
 }
 
 LogicalResult Emitter::declareValues() {
-  int64_t counter = 0;
-  auto fresh = [&] { return "v" + std::to_string(counter++); };
+  auto fresh = [&] { return "v" + std::to_string(nextValue++); };
+  llvm::SmallDenseSet<int64_t> stageWeights;
+  stageWeightBytes = 0;
   auto checkType = [&](Value v, Location loc) -> LogicalResult {
     if (cppType(typeOf(v).getElementType()).empty())
       return emitError(loc) << "code generation does not support element type "
@@ -147,6 +148,9 @@ LogicalResult Emitter::declareValues() {
       std::string name = fresh();
       declare(name, [&] {
         std::string at = weightPointer(op);
+        const WeightsEntry &e = result.weights.add(op, mesh);
+        if (stageWeights.insert(e.offset).second)
+          stageWeightBytes += e.bytes;
         os << "  const " << elemType(r) << " *" << name
            << " = reinterpret_cast<const " << elemType(r) << " *>(weights + "
            << at << ");\n";
@@ -205,19 +209,19 @@ LogicalResult Emitter::emitOp(Operation *op) {
 /// of EmitOptions::unitBytes, which compile in parallel.)
 constexpr size_t kPartBytes = 16 << 10;
 
-FailureOr<EmittedModel> Emitter::run() {
-  if (fn.getBody().getBlocks().size() != 1)
-    return fn.emitError("code generation needs a single-block function");
-  if (failed(checkTensorSizes(fn, options.deviceMemoryBytes)))
-    return failure();
-  schedule = scheduleFunction(fn, scratchBytes);
-  result.arenaBytes = schedule.arenaBytes;
-  result.unsharedBytes = schedule.unsharedBytes;
+/// The parts of one pipeline stage (the whole program without stages): its
+/// schedule, values, ops and the outputs it returns.
+LogicalResult Emitter::emitStage(int64_t stage, int64_t stages) {
+  schedule = scheduleFunction(fn, scratchBytes,
+                              stages > 1 ? std::optional(stage) : std::nullopt);
+  // One arena serves whichever stage a device runs.
+  result.arenaBytes = std::max(result.arenaBytes, schedule.arenaBytes);
+  result.unsharedBytes = std::max(result.unsharedBytes, schedule.unsharedBytes);
   if (failed(declareValues()) ||
-      failed(checkDeviceMemory(fn, result.arenaBytes,
-                               result.weights.deviceBytes(),
+      failed(checkDeviceMemory(fn, schedule.arenaBytes, stageWeightBytes,
                                options.deviceMemoryBytes)))
     return failure();
+  int64_t firstPart = parts.size();
   for (Operation *op : schedule.ops) {
     if (failed(emitOp(op)))
       return failure();
@@ -226,9 +230,23 @@ FailureOr<EmittedModel> Emitter::run() {
   }
   Operation *ret = fn.getBody().front().getTerminator();
   for (auto [k, v] : llvm::enumerate(ret->getOperands()))
-    os << "  __builtin_memcpy(outputs[" << k << "], " << ptr(v) << ", "
-       << tensorBytes(v) << ");\n";
+    if (outputStage(fn, k) == stage)
+      os << "  __builtin_memcpy(outputs[" << k << "], " << ptr(v) << ", "
+         << tensorBytes(v) << ");\n";
   closePart();
+  stageParts.push_back({firstPart, int64_t(parts.size())});
+  return success();
+}
+
+FailureOr<EmittedModel> Emitter::run() {
+  if (fn.getBody().getBlocks().size() != 1)
+    return fn.emitError("code generation needs a single-block function");
+  if (failed(checkTensorSizes(fn, options.deviceMemoryBytes)))
+    return failure();
+  int64_t stages = stageCount(fn);
+  for (int64_t s = 0; s < stages; ++s)
+    if (failed(emitStage(s, stages)))
+      return failure();
 
   result.sources = assembleSources(modelTables());
   return std::move(result);
@@ -247,8 +265,9 @@ FailureOr<EmittedModel> emitCpp(ModuleOp module, const EmitOptions &options) {
     mesh = *m;
   else
     mesh.shape = {1}, mesh.axisNames = {"dp"};
-  if (mesh.shape.size() > 4 || mesh.numDevices() > (1 << 20))
-    return module.emitError("code generation supports meshes of up to 4 axes");
+  if (mesh.shape.size() > 8 || mesh.numDevices() > (1 << 20))
+    return module.emitError("code generation supports meshes of up to 8 axes "
+                            "and 2^20 devices");
   cpu::Emitter emitter(fn, mesh, options);
   return emitter.run();
 }

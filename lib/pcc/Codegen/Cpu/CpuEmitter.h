@@ -22,7 +22,7 @@
 #include "pcc/Codegen/Target.h"
 #include "pcc/Dialect/PCC/IR/PCCOps.h"
 #include "pcc/Dialect/PCC/IR/TensorUtils.h"
-#include "pcc/Sharding/Sharding.h"
+#include "pcc/Sharding/ParallelPlan.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseMap.h"
@@ -87,6 +87,7 @@ private:
   void emitStridedCopy(mlir::Operation *op, mlir::Value in, int64_t base,
                        llvm::ArrayRef<int64_t> strides);
   mlir::LogicalResult declareValues();
+  mlir::LogicalResult emitStage(int64_t stage, int64_t stages);
 
   mlir::func::FuncOp fn;
   Mesh mesh;
@@ -103,7 +104,11 @@ private:
   std::vector<std::string> parts;
   EmittedModel result;
   llvm::DenseMap<mlir::Value, std::string> names;
-  int64_t nextTemp = 0;
+  int64_t nextTemp = 0, nextValue = 0;
+  /// Weight bytes the stage being emitted reads; each stage's parts, as
+  /// [first, end) into `parts`.
+  int64_t stageWeightBytes = 0;
+  std::vector<std::pair<int64_t, int64_t>> stageParts;
 };
 
 } // namespace pcc::cpu

@@ -8,8 +8,26 @@ using namespace mlir;
 
 namespace pcc::cpu {
 
-/// Collectives over mesh axes (the runtime's MPI calls).
+/// Collectives over mesh axes and the sends and receives between pipeline
+/// stages (the runtime's MPI calls).
 LogicalResult Emitter::emitCollective(Operation *op) {
+  if (auto send = dyn_cast<SendOp>(op)) {
+    int g = groupOf({send.getGridAxis()});
+    int64_t bytes = tensorBytes(send.getInput());
+    os << "  sendToStage(mesh, " << g << ", " << send.getToStage() << ", "
+       << ptr(send.getInput()) << ", " << bytes << ", " << send.getTag()
+       << ");\n";
+    ++result.sends;
+    result.sendBytes += bytes;
+    return success();
+  }
+  if (auto recv = dyn_cast<RecvOp>(op)) {
+    int g = groupOf({recv.getGridAxis()});
+    os << "  recvFromStage(mesh, " << g << ", " << recv.getFromStage() << ", "
+       << out(op) << ", " << tensorBytes(recv.getResult()) << ", "
+       << recv.getTag() << ");\n";
+    return success();
+  }
   if (isa<shard::AllReduceOp, shard::AllGatherOp, shard::ReduceScatterOp,
           shard::AllSliceOp>(op)) {
     Value in = op->getOperand(0);

@@ -117,12 +117,33 @@ Emitter::assembleSources(const std::string &tables) {
   }
   main += tables;
   main += std::string("\nvoid run") + params + " {\n";
-  for (size_t i = 0; i < parts.size(); ++i)
-    main += "  if (!part" + std::to_string(i) +
-            "(inputs, outputs, arena, weights, mesh))\n    return;\n";
+  // A pipelined device runs its stage's parts only.
+  int64_t stageAxis = mesh.axisNamed("pp");
+  bool staged = stageParts.size() > 1;
+  if (staged)
+    main += "  switch (meshCoord(mesh, " + std::to_string(stageAxis) + ")) {\n";
+  for (auto [stage, range] : llvm::enumerate(stageParts)) {
+    if (staged)
+      main += "  case " + std::to_string(stage) + ":\n";
+    for (int64_t i = range.first; i < range.second; ++i)
+      main += "  if (!part" + std::to_string(i) +
+              "(inputs, outputs, arena, weights, mesh))\n    return;\n";
+    if (staged)
+      main += "  break;\n";
+  }
+  if (staged)
+    main += "  }\n";
   auto fnType = fn.getFunctionType();
   llvm::raw_string_ostream m(main);
-  m << "}\n\n} // namespace pcc_model\n\n"
+  m << "}\n\n";
+  if (staged) {
+    SmallVector<int64_t> owners;
+    for (unsigned i = 0; i < fnType.getNumResults(); ++i)
+      owners.push_back(outputStage(fn, i));
+    m << "const int32_t outputStages[] = {" << joinInts(owners)
+      << (owners.empty() ? "0" : "") << "};\n\n";
+  }
+  m << "} // namespace pcc_model\n\n"
     << "extern \"C\" const ModelInfo *pcc_model_info() {\n"
     << "  using namespace pcc_model;\n"
     << "  static const ModelInfo info = {\"main\", " << fnType.getNumInputs()
@@ -132,7 +153,9 @@ Emitter::assembleSources(const std::string &tables) {
     << result.arenaBytes << "u, " << result.weights.fileBytes() << "u, "
     << mesh.shape.size() << ", meshShape, meshAxes, " << groups.size()
     << ", " << (groups.empty() ? "nullptr" : "groups")
-    << ", run, PCC_BUILD_FINGERPRINT};\n"
+    << ", run, PCC_BUILD_FINGERPRINT, " << (staged ? stageAxis : -1) << ", "
+    << (staged ? "outputStages" : "nullptr") << ", "
+    << mesh.axisNamed(kMicrobatchAxis) << "};\n"
     << "  return &info;\n}\n";
   units[0] = {"model.cpp", std::move(main)};
   return units;

@@ -18,6 +18,10 @@ namespace pcc {
 /// numbers devices row-major over the mesh.
 inline constexpr llvm::StringLiteral kAxisRoles[] = {"pp", "dp", "sp", "tp"};
 
+/// The pipeline stage an op runs in (an i64 attribute; on a function
+/// result, the stage that returns it). See pcc/Partition/Stages.h.
+inline constexpr llvm::StringLiteral kStageAttr = "pcc.stage";
+
 } // namespace pcc
 
 #define GET_ATTRDEF_CLASSES

@@ -498,4 +498,42 @@ def PCC_TriluOp : PCC_Op<"trilu", [PCC_HasFactorRule,
   let hasFolder = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// Pipeline stages
+//===----------------------------------------------------------------------===//
+
+def PCC_SendOp : PCC_Op<"send">, PCC_FlopsPerElement<"0"> {
+  let summary = "Send a value to a later pipeline stage";
+  let description = [{
+    In a per-device program cut into pipeline stages (each op's `pcc.stage`),
+    the devices of this op's stage send `input` to the device of stage
+    `to_stage` that has the same coordinates on every other axis of `grid`
+    (the stages are the coordinates along `grid_axis`). `tag` pairs it with
+    the `pcc.recv` of that stage. It returns when the receiver has the bytes
+    or has buffered them, so `input`'s storage may be reused after it.
+
+    Example: `pcc.send %h {grid = @mesh, grid_axis = 0 : i64, to_stage = 1 : i64, tag = 0 : i64} : tensor<2x16x64xf32>`
+  }];
+  let arguments = (ins PCC_Tensor:$input, FlatSymbolRefAttr:$grid,
+                       PCC_I64Attr:$grid_axis, PCC_I64Attr:$to_stage,
+                       PCC_I64Attr:$tag);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+def PCC_RecvOp : PCC_Op<"recv">, PCC_FlopsPerElement<"0"> {
+  let summary = "Receive a value from an earlier pipeline stage";
+  let description = [{
+    The counterpart of `pcc.send`: the devices of this op's stage receive
+    the value stage `from_stage` sent with the same `tag`.
+
+    Example: `%h = pcc.recv {grid = @mesh, grid_axis = 0 : i64, from_stage = 0 : i64, tag = 0 : i64} : tensor<2x16x64xf32>`
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$grid, PCC_I64Attr:$grid_axis,
+                       PCC_I64Attr:$from_stage, PCC_I64Attr:$tag);
+  let results = (outs PCC_Tensor:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
 #endif // PCC_DIALECT_PCC_IR_PCCOPS_TD

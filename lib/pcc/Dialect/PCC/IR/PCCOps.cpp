@@ -137,3 +137,20 @@ LogicalResult TriluOp::verify() {
     return emitOpError() << "input must have rank >= 2";
   return success();
 }
+
+/// Stages are the coordinates along a grid axis: both ends must name one.
+template <typename Op>
+static LogicalResult verifyStageTransfer(Op op, int64_t peer) {
+  if (op.getGridAxis() < 0)
+    return op.emitOpError() << "grid_axis must be non-negative";
+  if (peer < 0)
+    return op.emitOpError() << "stage must be non-negative";
+  if (op.getTag() < 0)
+    return op.emitOpError() << "tag must be non-negative";
+  return success();
+}
+
+LogicalResult SendOp::verify() { return verifyStageTransfer(*this, getToStage()); }
+LogicalResult RecvOp::verify() {
+  return verifyStageTransfer(*this, getFromStage());
+}

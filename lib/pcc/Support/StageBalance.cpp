@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "pcc/Plan/StageBalance.h"
+#include "pcc/Support/StageBalance.h"
 
 #include <algorithm>
 

@@ -1,7 +1,7 @@
 //===- StageBalance.h - contiguous stages of least maximum cost -*- C++ -*-===//
 
-#ifndef PCC_PLAN_STAGEBALANCE_H
-#define PCC_PLAN_STAGEBALANCE_H
+#ifndef PCC_SUPPORT_STAGEBALANCE_H
+#define PCC_SUPPORT_STAGEBALANCE_H
 
 #include "llvm/ADT/ArrayRef.h"
 
@@ -16,4 +16,4 @@ std::vector<int> balanceStages(llvm::ArrayRef<double> cost, int parts);
 
 } // namespace pcc
 
-#endif // PCC_PLAN_STAGEBALANCE_H
+#endif // PCC_SUPPORT_STAGEBALANCE_H

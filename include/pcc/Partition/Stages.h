@@ -1,0 +1,37 @@
+//===- Stages.h - pipeline stages of a program ------------------*- C++ -*-===//
+//
+// A pipelined program is cut into contiguous runs of ops in program order,
+// one per coordinate of the grid's pp axis; each op carries its stage as
+// `pcc.stage`. pcc-apply-plan cuts the global program (at the planner's
+// boundaries when it recorded them, else balancing the ops' work);
+// pcc-partition keeps the attribute; pcc-pipeline-stages then makes each
+// stage self-contained (sends, receives, its own copies of shared weights).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PCC_PARTITION_STAGES_H
+#define PCC_PARTITION_STAGES_H
+
+#include "pcc/Dialect/PCC/IR/PCCAttrs.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+#include <optional>
+
+namespace pcc {
+
+/// The planner's stage for an op, read by pcc-apply-plan.
+inline constexpr llvm::StringLiteral kPlannedStageAttr = "pcc.planned_stage";
+
+/// `op`'s stage, if it has one.
+std::optional<int64_t> stageOf(mlir::Operation *op);
+
+/// Cuts the compute ops of `fn` into `stages` contiguous runs: the planner's
+/// (kPlannedStageAttr on every compute op) or balanced by work. Fails with an
+/// error when `fn` has fewer compute ops than stages or the planner's
+/// stages are not contiguous.
+mlir::LogicalResult assignStages(mlir::func::FuncOp fn, int64_t stages);
+
+} // namespace pcc
+
+#endif // PCC_PARTITION_STAGES_H
