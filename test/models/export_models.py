@@ -186,7 +186,8 @@ MODELS = {
                     {"tokens": {0: "batch", 1: "seq"},
                      "output": {0: "batch", 1: "seq"}}, False),
     # 8 layers: enough blocks for 4- and 8-stage pipelines.
-    "gpt8": (lambda: GPT(n_layer=8), "tokens", ("tokens", (8, 16), 128), None,
+    "gpt8": (lambda: GPT(n_layer=8, d_model=32, n_head=4), "tokens",
+             ("tokens", (8, 16), 128), None,
              True),
     "vit": (make_vit, "input", ("float", (8, 3, 32, 32)), None, True),
     "cnn": (make_cnn, "input", ("float", (8, 3, 16, 16)), None, True),

@@ -48,6 +48,12 @@ struct EmittedModel {
   /// stages, and their bytes.
   int sends = 0;
   int64_t sendBytes = 0;
+  /// What a device of each pipeline stage holds (one entry without stages):
+  /// the weights it reads and its arena.
+  struct StageMemory {
+    int64_t weightsBytes = 0, arenaBytes = 0;
+  };
+  std::vector<StageMemory> stageMemory;
 };
 
 struct EmitOptions {

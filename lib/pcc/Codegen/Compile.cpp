@@ -59,7 +59,12 @@ std::string planJson(ModuleOp module, const CompileOptions &options,
      << "},\n"
      << "  \"memory\": {\"weights_bytes\": " << m.weights.fileBytes()
      << ", \"arena_bytes\": " << m.arenaBytes
-     << ", \"arena_bytes_without_reuse\": " << m.unsharedBytes << "},\n"
+     << ", \"arena_bytes_without_reuse\": " << m.unsharedBytes
+     << ", \"per_stage\": [";
+  for (auto [s, stage] : llvm::enumerate(m.stageMemory))
+    os << (s ? ", " : "") << "{\"weights_bytes\": " << stage.weightsBytes
+       << ", \"arena_bytes\": " << stage.arenaBytes << "}";
+  os << "]},\n"
      << "  \"codegen\": {\"fused_loops\": " << m.fusedLoops
      << ", \"fused_ops\": " << m.fusedOps
      << ", \"kernel_calls\": " << m.kernelCalls << "}\n}\n";

@@ -199,6 +199,47 @@ std::vector<Unit> makeUnits(const PlanGraph &g) {
   return units;
 }
 
+/// Peak bytes of live results on one device while the nodes [first, last]
+/// run one microbatch, as the code generator allocates them: a result lives
+/// from its op to its last reader in the range (to the range's end when a
+/// later stage or the model's output reads it); fused results and views take
+/// none; values received from earlier stages live through the range.
+double peakLiveBytes(const PlanGraph &g, const SearchResult &layout, int first,
+                     int last) {
+  int n = g.nodes.size();
+  llvm::DenseMap<Operation *, int> index;
+  for (auto [i, node] : llvm::enumerate(g.nodes))
+    index[node.op] = i;
+  std::vector<int> lastUse(n, -1);
+  for (int i = 0; i < n; ++i)
+    for (int p : g.nodes[i].producers)
+      if (p >= 0)
+        lastUse[p] = std::max(lastUse[p], i);
+  func::FuncOp fn = g.fn;
+  for (Value v : fn.getBody().front().getTerminator()->getOperands())
+    if (Operation *def = v.getDefiningOp())
+      if (auto it = index.find(def); it != index.end())
+        lastUse[it->second] = n;
+  auto bytes = [&](int i) {
+    return g.nodes[i].fusedResult ? 0.0 : layout.nodes[i].resultBytes;
+  };
+  std::vector<std::vector<int>> freedAfter(last - first + 1);
+  double live = 0, peak = 0;
+  for (int j = 0; j < first; ++j)
+    if (lastUse[j] >= first)
+      live += bytes(j);
+  for (int i = first; i <= last; ++i)
+    if (lastUse[i] >= 0)
+      freedAfter[std::min(lastUse[i], last) - first].push_back(i);
+  for (int i = first; i <= last; ++i) {
+    live += bytes(i);
+    peak = std::max(peak, live);
+    for (int j : freedAfter[i - first])
+      live -= bytes(j);
+  }
+  return peak;
+}
+
 /// The values each stage sends later ones, one per (value, receiving
 /// stage), with the bytes of one device's block per microbatch.
 std::vector<PlanCandidate::StageTransfer>
@@ -217,14 +258,19 @@ stageTransfers(const PlanGraph &g, const SearchResult &layout,
       Value v = node.op->getOperand(k);
       if (!seen.insert({v.getAsOpaquePointer(), to}).second)
         continue;
-      // The producer's local result bytes, shared out by result size.
-      Operation *def = g.nodes[p].op;
+      // The producer's local result bytes, shared out by result size (a
+      // view has the bytes of the value it views).
+      int base = p;
+      while (isa<ReshapeOp>(g.nodes[base].op) &&
+             g.nodes[base].producers[0] >= 0)
+        base = g.nodes[base].producers[0];
+      Operation *def = g.nodes[base].op;
       double all = 0;
       for (Value r : def->getResults())
         all += tensorBytes(r);
       double share = all > 0 ? tensorBytes(v) / all : 1;
       out.push_back({p, stageOf(p), to,
-                     layout.nodes[p].resultBytes * share, 0});
+                     layout.nodes[base].resultBytes * share, 0});
     }
   }
   return out;
@@ -547,7 +593,9 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
     }
     // 1F1B: stage s holds activations of pp - s microbatches.
     double inFlight = opt.train ? double(std::min<int64_t>(pp - s, m)) : 1;
-    double activations = !opt.train   ? 2 * st.largestUnitBytes
+    int firstNode = units[starts[s]].first, lastNode = units[end - 1].last;
+    double activations = !opt.train   ? peakLiveBytes(g, layout, firstNode,
+                                                      lastNode)
                           : c.recompute ? inFlight * st.inputBytes +
                                               st.largestUnitBytes
                                         : inFlight * st.resultBytes;

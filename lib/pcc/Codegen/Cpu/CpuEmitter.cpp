@@ -235,6 +235,7 @@ LogicalResult Emitter::emitStage(int64_t stage, int64_t stages) {
          << tensorBytes(v) << ");\n";
   closePart();
   stageParts.push_back({firstPart, int64_t(parts.size())});
+  result.stageMemory.push_back({stageWeightBytes, schedule.arenaBytes});
   return success();
 }
 

@@ -1,0 +1,61 @@
+#!/usr/bin/env python3
+"""Per-rank memory: what `pcc plan` predicts against what the compiled
+program holds (plan.json: the weights each stage's device reads and its
+arena, after liveness-based reuse).
+
+Usage: memory_check.py MODEL.onnx [--cluster C] STRATEGY...
+  STRATEGY as for test/e2e/run_strategies.py: "pp=4,mb=4", "tp=4", "dp=2,pp=2".
+Prints a Markdown table: strategy, weights (predicted, compiled, ratio),
+activations / arena (predicted, compiled, ratio). Needs `pcc` on PATH.
+"""
+import argparse
+import json
+import os
+import subprocess
+import tempfile
+
+
+def flags_of(strategy):
+    flags, devices = [], 1
+    for part in strategy.split(","):
+        key, value = part.split("=")
+        if key == "mb":
+            flags += ["--microbatches", value]
+            continue
+        flags += ["--" + key, value]
+        devices *= int(value)
+    return flags, devices
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("model")
+    p.add_argument("--cluster", default="dgx-a100")
+    p.add_argument("strategies", nargs="+")
+    args = p.parse_args()
+    print("| strategy | weights predicted | compiled | ratio "
+          "| activations predicted | arena compiled | ratio |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    with tempfile.TemporaryDirectory() as tmp:
+        for strategy in args.strategies:
+            flags, devices = flags_of(strategy)
+            flags += ["--cluster", args.cluster, "--tp-layout", "megatron"]
+            out = os.path.join(tmp, strategy.replace("=", "").replace(",", "-"))
+            subprocess.run(["pcc", args.model, "-o", out, "--quiet"] + flags,
+                           check=True)
+            with open(os.path.join(out, "plan.json")) as f:
+                stages = json.load(f)["memory"]["per_stage"]
+            plan = json.loads(subprocess.run(
+                ["pcc", "plan", args.model, "--format", "json", "--devices",
+                 str(devices)] + flags,
+                stdout=subprocess.PIPE, text=True, check=True).stdout)
+            mem = plan["memory_per_device_bytes"]
+            w = max(s["weights_bytes"] for s in stages)
+            a = max(s["arena_bytes"] for s in stages)
+            print(f"| {strategy} | {mem['weights']:.0f} | {w} | "
+                  f"{mem['weights'] / w:.3f} | {mem['activations']:.0f} | {a} | "
+                  f"{mem['activations'] / a:.3f} |")
+
+
+if __name__ == "__main__":
+    main()
