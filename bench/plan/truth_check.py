@@ -35,17 +35,22 @@ from bench_cpu import MODELS, export, write_set  # noqa: E402
 
 import torch  # noqa: E402
 
-# (label, dp, tp, tp-layout)
+# (label, dp, tp, tp-layout, pp): layout "megatron-sp" is Megatron with
+# sequence parallelism.
 STRATEGIES = [
-    ("1", 1, 1, "searched"),
-    ("dp2", 2, 1, "searched"),
-    ("tp2", 1, 2, "searched"),
-    ("tp2-megatron", 1, 2, "megatron"),
-    ("dp4", 4, 1, "searched"),
-    ("tp4", 1, 4, "searched"),
-    ("tp4-megatron", 1, 4, "megatron"),
-    ("dp2,tp2", 2, 2, "searched"),
-    ("dp2,tp2-megatron", 2, 2, "megatron"),
+    ("1", 1, 1, "searched", 1),
+    ("dp2", 2, 1, "searched", 1),
+    ("tp2", 1, 2, "searched", 1),
+    ("tp2-megatron", 1, 2, "megatron", 1),
+    ("tp2-megatron-sp", 1, 2, "megatron-sp", 1),
+    ("pp2", 1, 1, "searched", 2),
+    ("dp4", 4, 1, "searched", 1),
+    ("tp4", 1, 4, "searched", 1),
+    ("tp4-megatron", 1, 4, "megatron", 1),
+    ("dp2,tp2", 2, 2, "searched", 1),
+    ("dp2,tp2-megatron", 2, 2, "megatron", 1),
+    ("pp2,tp2", 1, 2, "searched", 2),
+    ("dp2,pp2", 2, 1, "searched", 2),
 ]
 
 MPIRUN = "mpirun --oversubscribe -q --allow-run-as-root"
@@ -74,15 +79,17 @@ def spearman(a, b):
     return num / den if den else float("nan")
 
 
-def strategy_flags(dp, tp, layout, cluster):
-    return ["--dp", str(dp), "--tp", str(tp), "--tp-layout", layout,
-            "--cluster", cluster]
+def strategy_flags(dp, tp, layout, pp, cluster):
+    layout_flags = (["--sequence-parallel"] if layout == "megatron-sp"
+                    else ["--tp-layout", layout])
+    return ["--dp", str(dp), "--tp", str(tp), "--pp", str(pp)] + \
+        layout_flags + ["--cluster", cluster]
 
 
-def predict(pcc, model, dp, tp, layout, cluster):
+def predict(pcc, model, dp, tp, layout, pp, cluster):
     out = subprocess.run(
-        [pcc, "plan", model, "--format", "json", "--pp", "1", "--sp", "1",
-         "--tp-mode", "1d"] + strategy_flags(dp, tp, layout, cluster),
+        [pcc, "plan", model, "--format", "json", "--sp", "1",
+         "--tp-mode", "1d"] + strategy_flags(dp, tp, layout, pp, cluster),
         capture_output=True, text=True, check=True).stdout
     return json.loads(out)["predicted"]["step_time_s"] * 1e3
 
@@ -135,28 +142,29 @@ def main():
         export(model, x, onnx_path)
         with torch.no_grad():
             write_set(os.path.join(d, "data"), x.numpy(), model(x).numpy())
-        for label, dp, tp, layout in STRATEGIES:
+        for label, dp, tp, layout, pp in STRATEGIES:
             out = os.path.join(d, "out-" + label.replace(",", "-"))
             subprocess.run([pcc, onnx_path, "-o", out, "--quiet"] +
-                           strategy_flags(dp, tp, layout, cluster), check=True)
+                           strategy_flags(dp, tp, layout, pp, cluster),
+                           check=True)
             exe = os.path.join(out, "model")
             check = subprocess.run(
-                shlex.split(MPIRUN) + ["-np", str(dp * tp), exe, "--check",
+                shlex.split(MPIRUN) + ["-np", str(dp * tp * pp), exe, "--check",
                                        os.path.join(d, "data"), "--threads", "1"],
                 capture_output=True, text=True, env=env, timeout=600)
             if check.returncode != 0:
                 sys.exit(f"{name} {label}: output does not match PyTorch:\n"
                          f"{check.stdout}{check.stderr}")
-            predicted = predict(pcc, onnx_path, dp, tp, layout, cluster)
-            measured, runs = measure(exe, os.path.join(d, "data"), dp * tp,
+            predicted = predict(pcc, onnx_path, dp, tp, layout, pp, cluster)
+            measured, runs = measure(exe, os.path.join(d, "data"), dp * tp * pp,
                                      args.iters, args.repeats, env)
-            r = {"model": name, "strategy": label, "ranks": dp * tp,
+            r = {"model": name, "strategy": label, "ranks": dp * tp * pp,
                  "predicted_ms": round(predicted, 3),
                  "measured_ms": round(measured, 3),
                  "measured_runs_ms": [round(v, 3) for v in runs],
                  "measured_over_predicted": round(measured / predicted, 3)}
             results.append(r)
-            print(f"{name:8} {label:18} ranks {dp * tp}  predicted "
+            print(f"{name:8} {label:18} ranks {dp * tp * pp}  predicted "
                   f"{predicted:9.3f} ms  measured {measured:9.3f} ms  "
                   f"ratio {measured / predicted:5.2f}", flush=True)
 

@@ -31,4 +31,4 @@ module attributes {pcc.plan = #pcc.plan<axes = [AXES], sizes = [SIZES], tensor_m
 // SPMD-NOT: pcc.planned_sharding
 // SPMD-NOT: shard.all_gather
 
-// BAD: unknown tensor_layout 'bogus' (megatron or planned)
+// BAD: unknown tensor_layout 'bogus' (megatron, megatron-sp or planned)

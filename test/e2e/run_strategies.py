@@ -2,7 +2,8 @@
 """Compile one exported model for several forced strategies and run each
 under mpirun against the model's reference outputs.
 
-Usage: run_strategies.py MODEL_DIR --mpirun "CMD" [--layout searched|megatron]
+Usage: run_strategies.py MODEL_DIR --mpirun "CMD"
+                         [--layout searched|megatron|megatron-sp]
                          [--cluster C] STRATEGY...
   STRATEGY is dp=N, tp=N, pp=N and mb=N (microbatches) joined by commas,
   as "dp=2,pp=2,tp=2".
@@ -54,7 +55,9 @@ def main():
     mpirun = shlex.split(args.mpirun)
     model = os.path.join(args.model_dir, "model.onnx")
     for strategy in args.strategies:
-        flags, ranks = ["--tp-layout", args.layout, "--cluster", args.cluster], 1
+        layout = (["--sequence-parallel"] if args.layout == "megatron-sp"
+                  else ["--tp-layout", args.layout])
+        flags, ranks = layout + ["--cluster", args.cluster], 1
         for part in strategy.split(","):
             key, value = part.split("=")
             if key == "mb":

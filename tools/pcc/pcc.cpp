@@ -106,6 +106,12 @@ cl::opt<TensorLayout> tpLayout(
                           "Megatron-LM's: column- then row-parallel linear "
                           "layers, vocabulary-parallel embeddings")),
     cl::init(TensorLayout::Searched), COMPILE_AND_PLAN);
+cl::opt<bool> sequenceParallel(
+    "sequence-parallel",
+    cl::desc("Megatron's sequence parallelism on the 1d tensor axis: norms "
+             "and residual adds run on the sequence split, all-reduces become "
+             "reduce-scatters and all-gathers (implies --tp-layout megatron)"),
+    COMPILE_AND_PLAN);
 cl::opt<int> ppDegree("pp", cl::desc("Pipeline stages"),
                       cl::init(0), COMPILE_AND_PLAN);
 cl::opt<int> spDegree("sp", cl::desc("Sequence-parallel degree (plan only)"),
@@ -265,14 +271,21 @@ Expected<pcc::PlanOptions> planOptions() {
   o.pp = ppDegree;
   o.sp = spDegree;
   o.microbatches = microbatches;
+  if (sequenceParallel && tpLayout.getNumOccurrences() &&
+      tpLayout != TensorLayout::Megatron)
+    return err("--sequence-parallel is Megatron's: use it with --tp-layout "
+               "megatron or without --tp-layout");
   if (!tpMode.empty()) {
     o.tpMode = pcc::parseTensorMode(tpMode);
     if (!o.tpMode)
       return err("--tp-mode must be 1d, 2d, 2.5d or 3d, got '" + tpMode + "'");
-    if (tpLayout == TensorLayout::Megatron && *o.tpMode != pcc::TensorMode::OneD)
-      return err("--tp-layout megatron is a 1d layout; it cannot be used with "
-                 "--tp-mode " + tpMode);
-  } else if (tpLayout.getNumOccurrences() && tpLayout == TensorLayout::Megatron) {
+    if ((tpLayout == TensorLayout::Megatron || sequenceParallel) &&
+        *o.tpMode != pcc::TensorMode::OneD)
+      return err(Twine(sequenceParallel ? "--sequence-parallel"
+                                        : "--tp-layout megatron") +
+                 " is a 1d layout; it cannot be used with --tp-mode " + tpMode);
+  } else if (sequenceParallel || (tpLayout.getNumOccurrences() &&
+                                  tpLayout == TensorLayout::Megatron)) {
     // Megatron's layouts are 1D: plan them as asked, never a 2D/3D grid.
     o.tpMode = pcc::TensorMode::OneD;
   }
@@ -295,6 +308,8 @@ Expected<pcc::PlanOptions> planOptions() {
 }
 
 pcc::TensorLayouts tensorLayouts() {
+  if (sequenceParallel)
+    return pcc::TensorLayouts::MegatronSequence;
   return tpLayout == TensorLayout::Megatron ? pcc::TensorLayouts::Megatron
                                             : pcc::TensorLayouts::Planned;
 }

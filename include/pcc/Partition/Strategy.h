@@ -22,7 +22,8 @@ std::optional<std::string> whyPlanCannotBeApplied(const ParallelPlan &plan);
 /// dimension, ops run whole on tp and the layouts say so. `fn` is not
 /// changed; empty if the batch does not divide by `dp`.
 llvm::DenseMap<mlir::Operation *, OpSharding>
-megatronShardings(mlir::func::FuncOp fn, int64_t dp, int64_t tp);
+megatronShardings(mlir::func::FuncOp fn, int64_t dp, int64_t tp,
+                  bool sequence = false);
 
 } // namespace pcc
 

@@ -28,8 +28,17 @@ enum class TensorLayouts {
   /// vocabulary-parallel embeddings.
   Megatron,
   /// The planner's exact search, recorded on each op (kPlannedShardingAttr).
-  Planned
+  Planned,
+  /// Megatron-LM's with sequence parallelism (Korthikanti et al. 2022):
+  /// between tensor-parallel layers activations hold the sequence split over
+  /// the tensor axis; a row-parallel layer's all-reduce becomes a
+  /// reduce-scatter, a column-parallel layer's input an all-gather.
+  MegatronSequence,
 };
+
+/// "megatron", "planned", "megatron-sp".
+llvm::StringRef tensorLayoutsName(TensorLayouts layouts);
+std::optional<TensorLayouts> parseTensorLayouts(llvm::StringRef name);
 
 struct ParallelPlan {
   /// Axes with their roles (kAxisRoles), in rank order; roles absent have

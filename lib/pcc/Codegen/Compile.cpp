@@ -49,7 +49,7 @@ std::string planJson(ModuleOp module, const CompileOptions &options,
      << ", \"tp_mode\": \""
      << (plan.degree("tp") > 1 ? tensorModeName(plan.tensorMode) : "none")
      << "\", \"sp\": " << plan.degree("sp") << ", \"tp_layout\": \""
-     << (plan.tensorLayouts == TensorLayouts::Planned ? "planned" : "megatron")
+     << tensorLayoutsName(plan.tensorLayouts)
      << "\", \"microbatches\": " << plan.microbatches << "},\n"
      << "  \"collectives\": {\"all_reduce\": " << m.allReduces
      << ", \"all_gather\": " << m.allGathers << ", \"reduce_scatter\": "

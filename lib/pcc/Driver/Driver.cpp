@@ -90,9 +90,10 @@ Expected<PlannedModel> planModel(mlir::func::FuncOp fn,
                                  PlanOptions options, TensorLayouts layouts,
                                  const Target &target) {
   PlannedModel planned{cluster, buildPlanGraph(fn), {}};
-  if (layouts == TensorLayouts::Megatron)
+  if (layouts != TensorLayouts::Planned)
     options.tensorLayouts = [&](int64_t dp, int64_t tp) {
-      auto byOp = megatronShardings(fn, dp, tp);
+      auto byOp = megatronShardings(fn, dp, tp,
+                                    layouts == TensorLayouts::MegatronSequence);
       std::vector<OpSharding> perNode;
       for (const PlanNode &n : planned.graph.nodes)
         perNode.push_back(byOp.lookup(n.op));
@@ -196,8 +197,9 @@ Expected<ChosenPlan> choosePlan(mlir::ModuleOp module, PlanOptions o,
   // A pipeline's microbatches are the planner's unless forced.
   if (o.microbatches)
     chosen.plan.microbatches = o.microbatches;
-  chosen.plan.tensorLayouts =
-      plannedLayouts ? TensorLayouts::Planned : TensorLayouts::Megatron;
+  chosen.plan.tensorLayouts = plannedLayouts ? TensorLayouts::Planned
+                              : searched    ? TensorLayouts::Megatron
+                                            : layouts;
   // One device needs no plan on the module: nothing is split.
   if (chosen.plan.devices() > 1)
     writePlan(module, chosen.plan);

@@ -64,16 +64,23 @@ int64_t fusedGroups(Value v) {
   return 1;
 }
 
-/// Megatron-LM's layout of one tensor-parallel axis `tp` of size `n`.
+/// Megatron-LM's layout of one tensor-parallel axis `tp` of size `n`; with
+/// `sequence`, Megatron's sequence parallelism between its layers.
 struct MegatronHook {
   int64_t tp, n;
+  bool sequence = false;
 
   void operator()(Operation *op, SmallVectorImpl<TensorSharding> &in) const {
     if (auto mm = dyn_cast<MatMulOp>(op)) {
-      if (shapeOf(mm.getRhs()).size() == 2)
+      if (shapeOf(mm.getRhs()).size() == 2) {
+        gatherSequence(mm.getRhs(), in[0]);
         linear(in[0], mm.getRhs(), in[1], /*nDim=*/1, mm.getResult());
+      }
     } else if (auto g = dyn_cast<GemmOp>(op)) {
+      gatherSequence(g.getB(), in[0]);
       linear(in[0], g.getB(), in[1], g.getTransB() ? 0 : 1, g.getResult());
+    } else if (sequence && isBetweenLayers(op, in)) {
+      splitSequence(op, in);
     } else if (auto g = dyn_cast<GatherOp>(op)) {
       // Vocabulary-parallel embedding: each device holds a block of rows.
       int64_t rank = shapeOf(g.getInput()).size();
@@ -85,6 +92,61 @@ struct MegatronHook {
         in[0].dims[0].groups = 1;
       }
     }
+  }
+
+  /// The sequence dimension of a [..., S, H] activation: the one before the
+  /// hidden dimension.
+  static int64_t sequenceDim(Value v) { return int64_t(shapeOf(v).size()) - 2; }
+
+  /// Norms, residual adds and other pointwise ops on activations that are
+  /// whole (or partial sums) on the tp axis: what Megatron-SP runs on the
+  /// sequence split.
+  bool isBetweenLayers(Operation *op,
+                       ArrayRef<TensorSharding> in) const {
+    if (!isa<LayerNormOp>(op) && !op->hasTrait<pcc::OpTrait::Pointwise>())
+      return false;
+    if (op->getNumResults() != 1 || shapeOf(op->getResult(0)).size() < 3)
+      return false;
+    int64_t seq = sequenceDim(op->getResult(0));
+    if (shapeOf(op->getResult(0))[seq] % n)
+      return false;
+    for (auto [v, s] : llvm::zip(op->getOperands(), in))
+      for (auto [d, ds] : llvm::enumerate(s.dims))
+        if (llvm::is_contained(ds.axes, tp) &&
+            !(shapeOf(v).size() == shapeOf(op->getResult(0)).size() &&
+              int64_t(d) == seq))
+          return false; // split on tp inside a layer (heads, hidden)
+    return true;
+  }
+
+  /// Operands of the op's full shape take the sequence split; the partial
+  /// sums on tp reach it by a reduce-scatter.
+  void splitSequence(Operation *op, SmallVectorImpl<TensorSharding> &in) const {
+    ArrayRef<int64_t> shape = shapeOf(op->getResult(0));
+    int64_t seq = sequenceDim(op->getResult(0));
+    for (auto [v, s] : llvm::zip(op->getOperands(), in)) {
+      if (shapeOf(v) != shape || s.dims[seq].isSplit() &&
+                                     llvm::is_contained(s.dims[seq].axes, tp))
+        continue;
+      if (s.dims[seq].isSplit() && s.dims[seq].groups != 1)
+        continue;
+      llvm::erase(s.partial, tp);
+      s.dims[seq].axes.push_back(tp);
+      s.dims[seq].groups = 1;
+    }
+  }
+
+  /// Megatron-SP: a linear layer's input arrives with the sequence split;
+  /// the column-parallel layer all-gathers it first.
+  void gatherSequence(Value w, TensorSharding &x) const {
+    if (!sequence || !w.getDefiningOp<WeightOp>() || x.dims.size() < 2)
+      return;
+    DimSharding &seq = x.dims[x.dims.size() - 2];
+    if (!llvm::is_contained(seq.axes, tp))
+      return;
+    llvm::erase(seq.axes, tp);
+    if (!seq.isSplit())
+      seq.groups = 1;
   }
 
   /// A linear layer y = x W: row-parallel when x arrives split on its
@@ -197,15 +259,17 @@ LogicalResult splitBatch(func::FuncOp fn, const Mesh &mesh) {
 
 /// Annotates `fn` for data parallelism `dp` and tensor parallelism `tp`
 /// (Megatron's layouts, or the planner's when `planned`) on `mesh`.
-LogicalResult shardByStrategy(func::FuncOp fn, const Mesh &mesh, int64_t dp,
-                              int64_t tp, bool planned) {
+LogicalResult shardByStrategy(func::FuncOp fn, const Mesh &mesh, int64_t tp,
+                              TensorLayouts layouts) {
   if (failed(splitBatch(fn, mesh)))
     return failure();
   int64_t tpAxis = mesh.axisNamed("tp");
-  if (tpAxis >= 0 && planned)
+  if (tpAxis >= 0 && layouts == TensorLayouts::Planned)
     propagateShardings(fn, mesh, PlannedHook{tpAxis, mesh});
   else if (tpAxis >= 0)
-    propagateShardings(fn, mesh, MegatronHook{tpAxis, tp});
+    propagateShardings(
+        fn, mesh,
+        MegatronHook{tpAxis, tp, layouts == TensorLayouts::MegatronSequence});
   else
     propagateShardings(fn, mesh);
   return success();
@@ -232,9 +296,8 @@ struct ApplyPlanPass : impl::ApplyPlanBase<ApplyPlanPass> {
     }
     Mesh mesh = programMesh(*plan);
     writeMesh(module, mesh);
-    if (failed(shardByStrategy(fn, mesh, plan->degree("dp"),
-                               plan->degree("tp"),
-                               plan->tensorLayouts == TensorLayouts::Planned)))
+    if (failed(shardByStrategy(fn, mesh, plan->degree("tp"),
+                               plan->tensorLayouts)))
       return signalPassFailure();
     if (plan->degree("pp") > 1 && failed(assignStages(fn, plan->degree("pp"))))
       return signalPassFailure();
@@ -271,7 +334,7 @@ std::optional<std::string> whyPlanCannotBeApplied(const ParallelPlan &plan) {
 }
 
 llvm::DenseMap<Operation *, OpSharding>
-megatronShardings(func::FuncOp fn, int64_t dp, int64_t tp) {
+megatronShardings(func::FuncOp fn, int64_t dp, int64_t tp, bool sequence) {
   Mesh mesh = meshForDegrees({{"dp", dp}, {"tp", tp}});
   int64_t dpAxis = dp > 1 ? mesh.axisNamed("dp") : -1;
   int64_t tpAxis = mesh.axisNamed("tp");
@@ -279,7 +342,9 @@ megatronShardings(func::FuncOp fn, int64_t dp, int64_t tp) {
   IRMapping map;
   func::FuncOp copy = fn.clone(map);
   llvm::DenseMap<Operation *, OpSharding> result;
-  if (failed(shardByStrategy(copy, mesh, dp, tp, /*planned=*/false))) {
+  if (failed(shardByStrategy(copy, mesh, tp,
+                             sequence ? TensorLayouts::MegatronSequence
+                                      : TensorLayouts::Megatron))) {
     copy.erase();
     return result;
   }

@@ -62,6 +62,26 @@ std::string ParallelPlan::describe() const {
   return s.empty() ? "1 device" : s;
 }
 
+StringRef tensorLayoutsName(TensorLayouts layouts) {
+  switch (layouts) {
+  case TensorLayouts::Megatron:
+    return "megatron";
+  case TensorLayouts::Planned:
+    return "planned";
+  case TensorLayouts::MegatronSequence:
+    return "megatron-sp";
+  }
+  return "megatron";
+}
+
+std::optional<TensorLayouts> parseTensorLayouts(StringRef name) {
+  for (TensorLayouts l : {TensorLayouts::Megatron, TensorLayouts::Planned,
+                          TensorLayouts::MegatronSequence})
+    if (tensorLayoutsName(l) == name)
+      return l;
+  return std::nullopt;
+}
+
 PlanAttr toAttr(MLIRContext *ctx, const ParallelPlan &plan) {
   Builder b(ctx);
   SmallVector<Attribute> axes;
@@ -70,9 +90,7 @@ PlanAttr toAttr(MLIRContext *ctx, const ParallelPlan &plan) {
   return PlanAttr::get(ctx, b.getArrayAttr(axes),
                        b.getDenseI64ArrayAttr(plan.mesh.shape),
                        tensorModeName(plan.tensorMode),
-                       plan.tensorLayouts == TensorLayouts::Planned
-                           ? "planned"
-                           : "megatron",
+                       tensorLayoutsName(plan.tensorLayouts),
                        plan.microbatches, plan.train, plan.recompute);
 }
 
@@ -85,9 +103,8 @@ ParallelPlan fromAttr(PlanAttr attr) {
   // The verifier admits only known names.
   plan.tensorMode =
       parseTensorMode(attr.getTensorMode()).value_or(TensorMode::OneD);
-  plan.tensorLayouts = attr.getTensorLayout() == "planned"
-                           ? TensorLayouts::Planned
-                           : TensorLayouts::Megatron;
+  plan.tensorLayouts = parseTensorLayouts(attr.getTensorLayout())
+                           .value_or(TensorLayouts::Megatron);
   plan.microbatches = attr.getMicrobatches();
   plan.train = attr.getTrain();
   plan.recompute = attr.getRecompute();

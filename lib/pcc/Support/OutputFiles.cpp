@@ -239,6 +239,15 @@ void unregisterStagingPath(StringRef p) {
       slot[0] = 0;
 }
 
+/// The folder holding `target`, absolute: LLVM's unique names put a
+/// relative model in the system's temporary directory (maybe another file
+/// system), and staged files must be renamed into place.
+static std::string besideTarget(StringRef target) {
+  SmallString<256> absolute(target);
+  fs::make_absolute(absolute);
+  return path::parent_path(absolute).str();
+}
+
 void installFailureHandlers() {
   // Sanitizer builds keep their own reports of crashes.
 #if !defined(__SANITIZE_ADDRESS__) && !defined(PCC_SANITIZE)
@@ -259,6 +268,7 @@ Expected<StagedDirectory> StagedDirectory::create(StringRef dir,
     return fail("output directory '" + dir +
                 "' names no directory of its own; give a new or earlier "
                 "pcc output directory with -o");
+
   fs::file_status st;
   bool exists = !fs::status(target, st, /*Follow=*/false);
   if (exists) {
@@ -291,7 +301,7 @@ Expected<StagedDirectory> StagedDirectory::create(StringRef dir,
     if (auto ec = fs::create_directories(parent))
       return fail("cannot create the parent of '" + dir +
                   "': " + ec.message());
-  SmallString<256> prefix(parent);
+  SmallString<256> prefix(besideTarget(target));
   path::append(prefix, "." + path::filename(target).str() + ".pcc-tmp");
   SmallString<256> staging;
   if (auto ec = fs::createUniqueDirectory(prefix, staging))
@@ -344,7 +354,7 @@ Error StagedDirectory::commit() {
       return fail("output path '" + target_ + "' changed while compiling");
     if (auto err = checkReplaceable(target_))
       return err;
-    SmallString<256> prefix(path::parent_path(target_));
+    SmallString<256> prefix(besideTarget(target_));
     path::append(prefix, "." + path::filename(target_).str() + ".pcc-old");
     if (auto ec = fs::createUniqueDirectory(prefix, aside))
       return fail("cannot move the earlier output '" + target_ +
@@ -387,8 +397,7 @@ Error writeFileAtomically(StringRef p, StringRef contents,
       return fail("output file '" + p + "' is the input '" + in +
                   "'; pcc never overwrites its inputs");
   }
-  StringRef parent = path::parent_path(target);
-  SmallString<256> model(parent);
+  SmallString<256> model(besideTarget(target));
   path::append(model, "." + path::filename(target).str() + ".pcc-tmp-%%%%%%");
   int fd;
   SmallString<256> tmp;

@@ -67,7 +67,8 @@ def PCC_PlanAttr : PCC_Attr<"Plan", "plan"> {
     device counts; roles not listed have size 1. `tensor_mode` is the tensor
     scheme (1d Megatron; 2d, 2.5d and 3d as in Colossal-AI);
     `tensor_layout` says where the per-op layouts on the tensor axis come
-    from: `megatron` (column- then row-parallel linear layers) or `planned`
+    from: `megatron` (column- then row-parallel linear layers),
+    `megatron-sp` (the same with sequence parallelism between them) or `planned`
     (the planner's exact search, recorded per op as
     `pcc.planned_sharding`). `microbatches`, `train` (a training step rather
     than inference) and `recompute` (activation recompute) complete it. The planner makes it, or pcc builds it from forced

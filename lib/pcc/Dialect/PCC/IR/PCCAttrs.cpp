@@ -143,9 +143,10 @@ LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (!llvm::is_contained({"1d", "2d", "2.5d", "3d"}, tensorMode))
     return emitError() << "unknown tensor_mode '" << tensorMode
                        << "' (1d, 2d, 2.5d or 3d)";
-  if (tensorLayout != "megatron" && tensorLayout != "planned")
+  if (tensorLayout != "megatron" && tensorLayout != "planned" &&
+      tensorLayout != "megatron-sp")
     return emitError() << "unknown tensor_layout '" << tensorLayout
-                       << "' (megatron or planned)";
+                       << "' (megatron, megatron-sp or planned)";
   if (microbatches < 1)
     return emitError() << "microbatches must be at least 1, got "
                        << microbatches;
