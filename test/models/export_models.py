@@ -171,6 +171,28 @@ def make_cnn():
     return m
 
 
+class Bert(nn.Module):
+    """A BERT-style encoder: token + position embeddings, 4 post-norm
+    TransformerEncoder layers (GELU), a padding mask that hides each row's
+    padded tokens from attention."""
+
+    def __init__(self, vocab=128, d_model=32, n_head=4, n_layer=4, max_len=16):
+        super().__init__()
+        self.tok = nn.Embedding(vocab, d_model)
+        self.pos = nn.Embedding(max_len, d_model)
+        layer = nn.TransformerEncoderLayer(d_model, n_head, 4 * d_model,
+                                           dropout=0.0, activation="gelu",
+                                           batch_first=True)
+        self.enc = nn.TransformerEncoder(layer, n_layer)
+        self.ln = nn.LayerNorm(d_model)
+
+    def forward(self, tokens, padding):
+        T = tokens.shape[1]
+        pos = torch.arange(T, dtype=torch.long, device=tokens.device)
+        x = self.tok(tokens) + self.pos(pos).unsqueeze(0)
+        return self.ln(self.enc(x, src_key_padding_mask=padding))
+
+
 def make_encoder():
     return nn.TransformerEncoderLayer(d_model=64, nhead=8, dim_feedforward=128,
                                       dropout=0.0, batch_first=True)
@@ -185,6 +207,8 @@ MODELS = {
     "gpt_dynamic": (GPT, "tokens", ("tokens", (8, 16), 128),
                     {"tokens": {0: "batch", 1: "seq"},
                      "output": {0: "batch", 1: "seq"}}, False),
+    "bert": (Bert, ("tokens", "padding"), ("tokens+padding", (8, 16), 128),
+             None, True),
     # 8 layers: enough blocks for 4- and 8-stage pipelines.
     "gpt8": (lambda: GPT(n_layer=8, d_model=32, n_head=4), "tokens",
              ("tokens", (8, 16), 128), None,
@@ -217,10 +241,20 @@ def perturb_trivial_params(model):
 
 
 def make_input(spec):
+    """The model's inputs, as a tuple."""
     torch.manual_seed(0)
     if spec[0] == "tokens":
-        return torch.randint(0, spec[2], spec[1], dtype=torch.int64)
-    return torch.randn(*spec[1], dtype=torch.float32)
+        return (torch.randint(0, spec[2], spec[1], dtype=torch.int64),)
+    if spec[0] == "tokens+padding":
+        # Sequences of different lengths: row b pads its last b % 5 tokens.
+        tokens = torch.randint(0, spec[2], spec[1], dtype=torch.int64)
+        batch, seq = spec[1]
+        pad = torch.zeros(batch, seq, dtype=torch.bool)
+        for b in range(batch):
+            if b % 5:
+                pad[b, seq - b % 5:] = True
+        return tokens, pad
+    return (torch.randn(*spec[1], dtype=torch.float32),)
 
 
 def write_tensor(path, array, name):
@@ -242,12 +276,13 @@ def export_one(name, outdir, opset):
     assert nparams * 4 < 1 << 20, f"{name}: {nparams} params is too big"
 
     x = make_input(spec)
+    in_names = [in_name] if isinstance(in_name, str) else list(in_name)
     # Grad mode stays on (parameters require grad) for both the reference run
     # and the export: in torch 1.13 that keeps nn.TransformerEncoderLayer and
     # nn.MultiheadAttention off their fused inference fast path
     # (aten::_transformer_encoder_layer_fwd / _native_multi_head_attention),
     # which cannot be exported to ONNX.
-    ref = model(x).detach()
+    ref = model(*x).detach()
 
     mdir = os.path.join(outdir, name)
     os.makedirs(mdir, exist_ok=True)
@@ -259,8 +294,8 @@ def export_one(name, outdir, opset):
     sys.stdout = devnull
     try:
         torch.onnx.export(
-            model, (x,), buf, export_params=True, opset_version=opset,
-            do_constant_folding=True, input_names=[in_name],
+            model, x, buf, export_params=True, opset_version=opset,
+            do_constant_folding=True, input_names=in_names,
             output_names=["output"], dynamic_axes=dyn,
             training=(torch.onnx.TrainingMode.PRESERVE
                       if name in KEEP_BATCHNORM
@@ -281,7 +316,8 @@ def export_one(name, outdir, opset):
     if with_data:
         ddir = os.path.join(mdir, "test_data_set_0")
         os.makedirs(ddir, exist_ok=True)
-        write_tensor(os.path.join(ddir, "input_0.pb"), x.numpy(), in_name)
+        for k, (t, n) in enumerate(zip(x, in_names)):
+            write_tensor(os.path.join(ddir, f"input_{k}.pb"), t.numpy(), n)
         write_tensor(os.path.join(ddir, "output_0.pb"), ref.numpy(), "output")
 
     ops = sorted({(n.domain + "::" if n.domain else "") + n.op_type
