@@ -48,6 +48,10 @@ struct SearchInput {
   /// Tensor-parallel degree and whether its group crosses nodes.
   int64_t degree = 1;
   bool crossNode = false;
+  /// The batch is also split (data parallelism, or a pipeline's
+  /// microbatches): options whose tensor split cannot stack on the batch
+  /// split (the compiled program would gather one of them) are left out.
+  bool batchSplit = false;
   /// Fraction of the global batch and sequence one device computes per
   /// microbatch (1 / (dp * microbatches * sp)).
   double scale = 1;

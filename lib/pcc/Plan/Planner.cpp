@@ -428,9 +428,9 @@ private:
   // The exact search runs once per tensor grid and recompute setting;
   // other candidates with that grid re-cost its choice at their own
   // microbatch share, and the fastest few are then searched exactly.
-  std::map<std::tuple<int, int64_t, bool, int64_t>, std::vector<OpSharding>>
+  std::map<std::tuple<int, int64_t, bool, int64_t, bool>, std::vector<OpSharding>>
       seedChoice;
-  std::map<std::tuple<int, int64_t, bool, int64_t>,
+  std::map<std::tuple<int, int64_t, bool, int64_t, bool>,
            std::shared_ptr<const SearchResult>>
       noLayout;
   // Given layouts (PlanOptions::tensorLayouts) per (dp, tensor size).
@@ -495,6 +495,7 @@ PlanSearch::layoutFor(int64_t pp, int64_t dp, int64_t tg, TensorMode mode,
     in.commWeight = cc;
     in.train = opt.train;
     in.microbatches = double(m);
+    in.batchSplit = dp > 1 || (pp > 1 && m > 1);
     // Weights (and their training state) must leave room for activations
     // in every stage.
     in.weightBudget = 0.8 * usable * double(pp);
@@ -516,7 +517,8 @@ PlanSearch::oneDimLayout(SearchInput in, int64_t pp, int64_t dp, int64_t tg,
     in.fixed = &fixed;
     return std::make_shared<SearchResult>(searchTensorParallel(g, cost, in));
   }
-  auto seedKey = std::make_tuple(int(TensorMode::OneD), tg, recompute, pp);
+  auto seedKey = std::make_tuple(int(TensorMode::OneD), tg, recompute, pp,
+                                 in.batchSplit);
   // Whether weights fit the budget depends only on this key: once the
   // exact search finds no layout that fits, none of its candidates do.
   if (auto bad = noLayout.find(seedKey); bad != noLayout.end())

@@ -87,6 +87,48 @@ NodeChoice costOption(const PlanNode &node, OpSharding sharding,
 
 /// Every distinct way `op` can run on the axis: its rule applied to
 /// replicated operands and to each operand split on each dimension.
+/// Whether `s` (on the one-axis tensor mesh) still holds when the batch is
+/// also split: the op's rule, on the layouts with the batch split (axis 0)
+/// and the tensor split (axis 1) stacked, keeps both on every result.
+/// Otherwise the compiled program would gather one of them (a reshape
+/// merging the batch with a split dimension), which this search, seeing one
+/// axis, would not price.
+bool stacksOnBatch(const PlanNode &node, const OpSharding &s, int64_t degree) {
+  Mesh both;
+  both.shape = {2, degree};
+  both.axisNames = {"dp", "tp"};
+  auto onBoth = [](const TensorSharding &t, ArrayRef<bool> batch) {
+    TensorSharding out = t;
+    for (auto [i, d] : llvm::enumerate(out.dims)) {
+      for (int64_t &a : d.axes)
+        a = 1;
+      if (i < batch.size() && batch[i])
+        d.axes.insert(d.axes.begin(), 0);
+    }
+    for (int64_t &a : out.partial)
+      a = 1;
+    return out;
+  };
+  SmallVector<TensorSharding> in;
+  for (auto [i, t] : llvm::enumerate(s.operands))
+    in.push_back(onBoth(t, i < node.batchDims.size()
+                               ? ArrayRef<bool>(node.batchDims[i])
+                               : ArrayRef<bool>()));
+  OpSharding stacked = inferOpSharding(node.op, in, both);
+  for (auto [want, got] : llvm::zip(s.results, stacked.results)) {
+    bool hasTensor = false, keepsTensor = false;
+    for (const DimSharding &d : want.dims)
+      hasTensor |= d.isSplit();
+    hasTensor |= !want.partial.empty();
+    for (const DimSharding &d : got.dims)
+      keepsTensor |= llvm::is_contained(d.axes, int64_t(1));
+    keepsTensor |= llvm::is_contained(got.partial, int64_t(1));
+    if (hasTensor && !keepsTensor)
+      return false;
+  }
+  return true;
+}
+
 std::vector<NodeChoice> enumerateOptions(const PlanNode &node,
                                          const Mesh &mesh,
                                          const CostModel &cost,
@@ -105,7 +147,7 @@ std::vector<NodeChoice> enumerateOptions(const PlanNode &node,
   };
   auto add = [&](ArrayRef<TensorSharding> seed) {
     OpSharding s = inferOpSharding(op, seed, mesh);
-    if (onBatch(s))
+    if (onBatch(s) || (in.batchSplit && !stacksOnBatch(node, s, in.degree)))
       return;
     if (seen.insert(key(s, mesh)).second)
       options.push_back(costOption(node, std::move(s), mesh, cost, in));
