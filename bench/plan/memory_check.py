@@ -12,19 +12,12 @@ import argparse
 import json
 import os
 import subprocess
+import sys
 import tempfile
 
-
-def flags_of(strategy):
-    flags, devices = [], 1
-    for part in strategy.split(","):
-        key, value = part.split("=")
-        if key == "mb":
-            flags += ["--microbatches", value]
-            continue
-        flags += ["--" + key, value]
-        devices *= int(value)
-    return flags, devices
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..",
+                                "test", "e2e"))
+from run_strategies import strategy_flags  # noqa: E402
 
 
 def main():
@@ -38,8 +31,8 @@ def main():
     print("| --- | --- | --- | --- | --- | --- | --- |")
     with tempfile.TemporaryDirectory() as tmp:
         for strategy in args.strategies:
-            flags, devices = flags_of(strategy)
-            flags += ["--cluster", args.cluster, "--tp-layout", "megatron"]
+            flags, devices = strategy_flags(strategy, "megatron")
+            flags += ["--cluster", args.cluster]
             out = os.path.join(tmp, strategy.replace("=", "").replace(",", "-"))
             subprocess.run(["pcc", args.model, "-o", out, "--quiet"] + flags,
                            check=True)

@@ -27,6 +27,22 @@ import sys
 KINDS = ("all_reduce", "all_gather", "reduce_scatter")
 
 
+def strategy_flags(strategy, layout):
+    """pcc's flags for STRATEGY ("dp=2,pp=2,mb=4") and a tensor-axis layout
+    (searched, megatron, megatron-sp), and the ranks it runs on."""
+    flags = (["--sequence-parallel"] if layout == "megatron-sp"
+             else ["--tp-layout", layout])
+    ranks = 1
+    for part in strategy.split(","):
+        key, value = part.split("=")
+        if key == "mb":
+            flags += ["--microbatches", value]
+            continue
+        flags += ["--" + key, value]
+        ranks *= int(value)
+    return flags, ranks
+
+
 def predicted_counts(model, flags):
     """Collective counts per step `pcc plan` predicts, and its sends."""
     fixed = ["--sp", "1", "--tp-mode", "1d"]
@@ -55,16 +71,8 @@ def main():
     mpirun = shlex.split(args.mpirun)
     model = os.path.join(args.model_dir, "model.onnx")
     for strategy in args.strategies:
-        layout = (["--sequence-parallel"] if args.layout == "megatron-sp"
-                  else ["--tp-layout", args.layout])
-        flags, ranks = layout + ["--cluster", args.cluster], 1
-        for part in strategy.split(","):
-            key, value = part.split("=")
-            if key == "mb":
-                flags += ["--microbatches", value]
-                continue
-            flags += ["--" + key, value]
-            ranks *= int(value)
+        flags, ranks = strategy_flags(strategy, args.layout)
+        flags += ["--cluster", args.cluster]
         out = os.path.join(args.model_dir, "out-" + args.layout + "-" +
                            strategy.replace("=", "").replace(",", "-"))
         subprocess.run(["pcc", model, "-o", out, "--quiet"] + flags, check=True)

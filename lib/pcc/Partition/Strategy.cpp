@@ -125,14 +125,14 @@ struct MegatronHook {
     ArrayRef<int64_t> shape = shapeOf(op->getResult(0));
     int64_t seq = sequenceDim(op->getResult(0));
     for (auto [v, s] : llvm::zip(op->getOperands(), in)) {
-      if (shapeOf(v) != shape || s.dims[seq].isSplit() &&
-                                     llvm::is_contained(s.dims[seq].axes, tp))
-        continue;
-      if (s.dims[seq].isSplit() && s.dims[seq].groups != 1)
+      DimSharding &d = s.dims[seq];
+      // Already on the sequence split, or a grouped split tp cannot join.
+      if (shapeOf(v) != shape || llvm::is_contained(d.axes, tp) ||
+          (d.isSplit() && d.groups != 1))
         continue;
       llvm::erase(s.partial, tp);
-      s.dims[seq].axes.push_back(tp);
-      s.dims[seq].groups = 1;
+      d.axes.push_back(tp);
+      d.groups = 1;
     }
   }
 
@@ -257,8 +257,9 @@ LogicalResult splitBatch(func::FuncOp fn, const Mesh &mesh) {
   return success();
 }
 
-/// Annotates `fn` for data parallelism `dp` and tensor parallelism `tp`
-/// (Megatron's layouts, or the planner's when `planned`) on `mesh`.
+/// Annotates `fn` on `mesh`: the batch split over the microbatch and dp axes,
+/// and on the tp axis (of size `tp`) the given layouts (Megatron's, with or
+/// without sequence parallelism, or the planner's).
 LogicalResult shardByStrategy(func::FuncOp fn, const Mesh &mesh, int64_t tp,
                               TensorLayouts layouts) {
   if (failed(splitBatch(fn, mesh)))

@@ -204,8 +204,9 @@ std::vector<Unit> makeUnits(const PlanGraph &g) {
 /// from its op to its last reader in the range (to the range's end when a
 /// later stage or the model's output reads it); fused results and views take
 /// none; values received from earlier stages live through the range.
-double peakLiveBytes(const PlanGraph &g, const SearchResult &layout, int first,
-                     int last) {
+/// Per node, the last node that reads its result (the node count for a
+/// model output, -1 for none). Layout-independent: computed once a search.
+std::vector<int> lastUses(const PlanGraph &g) {
   int n = g.nodes.size();
   llvm::DenseMap<Operation *, int> index;
   for (auto [i, node] : llvm::enumerate(g.nodes))
@@ -220,6 +221,11 @@ double peakLiveBytes(const PlanGraph &g, const SearchResult &layout, int first,
     if (Operation *def = v.getDefiningOp())
       if (auto it = index.find(def); it != index.end())
         lastUse[it->second] = n;
+  return lastUse;
+}
+
+double peakLiveBytes(const PlanGraph &g, const SearchResult &layout,
+                     ArrayRef<int> lastUse, int first, int last) {
   auto bytes = [&](int i) {
     return g.nodes[i].fusedResult ? 0.0 : layout.nodes[i].resultBytes;
   };
@@ -348,7 +354,7 @@ public:
         // moments when that precision is 16-bit (Megatron's mixed
         // precision), or just the two moments in fp32.
         stateBytesPerParam(2 * eb + (eb >= 4 ? 8 : 12)), units(makeUnits(g)),
-        usable(cluster.memoryBytes * kUsableMemory) {}
+        lastUse(lastUses(g)), usable(cluster.memoryBytes * kUsableMemory) {}
 
   /// Enumerates and costs every candidate, re-searches the fastest exactly
   /// and ranks them.
@@ -413,6 +419,8 @@ private:
   CostModel cost;
   double eb, stateBytesPerParam;
   std::vector<Unit> units;
+  /// Per node, its last reader (lastUses), for inference activations.
+  std::vector<int> lastUse;
   double usable;
   std::chrono::steady_clock::time_point start =
       std::chrono::steady_clock::now();
@@ -596,8 +604,8 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
     // 1F1B: stage s holds activations of pp - s microbatches.
     double inFlight = opt.train ? double(std::min<int64_t>(pp - s, m)) : 1;
     int firstNode = units[starts[s]].first, lastNode = units[end - 1].last;
-    double activations = !opt.train   ? peakLiveBytes(g, layout, firstNode,
-                                                      lastNode)
+    double activations = !opt.train ? peakLiveBytes(g, layout, lastUse,
+                                                    firstNode, lastNode)
                           : c.recompute ? inFlight * st.inputBytes +
                                               st.largestUnitBytes
                                         : inFlight * st.resultBytes;

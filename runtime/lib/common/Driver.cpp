@@ -291,7 +291,8 @@ HostTensor assemble(const ModelInfo &model, int k,
   return t;
 }
 
-/// Input `k`'s blocks on this device, one per microbatch.
+/// Input `k`'s blocks on this device, one per microbatch (one for all of
+/// them when the input is whole on every device).
 std::vector<HostTensor> loadInput(const std::string &dir, int k,
                                   const ModelInfo &model, Mesh &mesh) {
   const TensorDesc &desc = model.inputs[k];
@@ -308,12 +309,10 @@ std::vector<HostTensor> loadInput(const std::string &dir, int k,
     die("input " + std::to_string(k) + " ('" + desc.name + "') in '" + path +
         "' has shape " + shapeString(t.shape) + ", the model expects " +
         shapeString(descShape(desc)));
+  if (!desc.split)
+    return {std::move(t)};
   std::vector<HostTensor> blocks;
   for (int64_t b = 0, m = microbatches(model); b < m; ++b) {
-    if (!desc.split) {
-      blocks.push_back(t);
-      continue;
-    }
     mesh.setMicrobatch(b);
     HostTensor block;
     block.dtype = t.dtype;
@@ -403,7 +402,7 @@ struct RunBuffers {
     outPtrs.resize(runs);
     for (int64_t b = 0; b < runs; ++b)
       for (auto &blocks : inputs)
-        inPtrs[b].push_back(blocks[b].bytes.data());
+        inPtrs[b].push_back(blocks[blocks.size() == 1 ? 0 : b].bytes.data());
     outputs.assign(model.numOutputs, std::vector<HostTensor>(runs));
     for (int k = 0; k < model.numOutputs; ++k)
       for (int64_t b = 0; b < runs; ++b) {

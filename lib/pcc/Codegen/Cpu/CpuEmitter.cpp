@@ -55,8 +55,7 @@ int Emitter::groupOf(ArrayRef<int64_t> axes) {
   return groups.size() - 1;
 }
 
-std::string Emitter::weightPointer(Operation *op) {
-  const WeightsEntry &e = result.weights.add(op, mesh);
+std::string Emitter::weightPointer(Operation *op, const WeightsEntry &e) {
   std::string at = std::to_string(e.offset);
   if (e.numBlocks > 1) {
     TensorSharding split = shardingOf(op->getResult(0));
@@ -147,8 +146,9 @@ LogicalResult Emitter::declareValues() {
       Value r = op->getResult(0);
       std::string name = fresh();
       declare(name, [&] {
-        std::string at = weightPointer(op);
-        const WeightsEntry &e = result.weights.add(op, mesh);
+        // One entry per weight (and layout) and per constant: add it once.
+        WeightsEntry e = result.weights.add(op, mesh);
+        std::string at = weightPointer(op, e);
         if (stageWeights.insert(e.offset).second)
           stageWeightBytes += e.bytes;
         os << "  const " << elemType(r) << " *" << name

@@ -78,8 +78,8 @@ private:
   std::string elemType(mlir::Value v) {
     return cppType(typeOf(v).getElementType());
   }
-  /// Byte offset expression of a weight's block in the weights file.
-  std::string weightPointer(mlir::Operation *op);
+  /// Byte offset expression of `op`'s block of weights-file entry `e`.
+  std::string weightPointer(mlir::Operation *op, const WeightsEntry &e);
   /// Index of the communication group over `axes` (registered on first use).
   int groupOf(llvm::ArrayRef<int64_t> axes);
   /// C++ initializer of a DimSplit array for `s`.
