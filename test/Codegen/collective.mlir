@@ -1,6 +1,6 @@
 // Collectives and split weights on the CPU target, for a per-device program
 // on a 2 x 2 grid.
-// RUN: pcc-translate --pcc-to-cpp %s | FileCheck %s
+// RUN: pcc-translate --pcc-to-cpp --split-input-file %s | FileCheck %s --check-prefixes=CHECK,A2A
 
 // A weight split over grid axis 1 is read at its block: the entry's offset
 // plus its 128-byte stride times this device's block index.
@@ -29,5 +29,19 @@ module attributes {pcc.partitioned} {
     %all_reduce = shard.all_reduce %1 on @mesh grid_axes = [1] : tensor<2x6xf32> -> tensor<2x6xf32>
     %all_gather = shard.all_gather %all_reduce on @mesh grid_axes = [0] gather_axis = 0 : tensor<2x6xf32> -> tensor<4x6xf32>
     return %all_gather : tensor<4x6xf32>
+  }
+}
+
+// -----
+
+// An all-to-all names its input's shape and the two dimensions: the split
+// moves from dimension 0 (concatenated) to dimension 1 (split).
+// A2A: static const int64_t shape{{[0-9]+}}[] = {2, 8};
+// A2A-NEXT: allToAll(mesh, 0, in0, v0, 4, 2, shape{{[0-9]+}}, 1, 0);
+module attributes {pcc.partitioned} {
+  shard.grid @mesh(shape = 2)
+  func.func @main(%arg0: tensor<2x8xf32> {pcc.sharding = #pcc.sharding<@mesh, [[0], []]>}) -> (tensor<4x4xf32> {pcc.sharding = #pcc.sharding<@mesh, [[], [0]]>}) {
+    %0 = shard.all_to_all %arg0 on @mesh grid_axes = [0] split_axis = 1 concat_axis = 0 : tensor<2x8xf32> -> tensor<4x4xf32>
+    return %0 : tensor<4x4xf32>
   }
 }

@@ -81,3 +81,18 @@ func.func @gemm_bias(%a: tensor<4x8xf32> {pcc.sharding = #pcc.sharding<@mesh, [[
   %y = pcc.gemm %a, %w, %b {transB = true} : (tensor<4x8xf32>, tensor<6x8xf32>, tensor<6xf32>) -> tensor<4x6xf32>
   return %y : tensor<4x6xf32>
 }
+
+// -----
+
+shard.grid @mesh(shape = 2)
+// A split moving from one dimension to another (sequence split to head
+// split, as around Ulysses attention) is one all-to-all, not a gather and a
+// slice.
+// CHECK-LABEL: func.func @move_split
+// CHECK: shard.all_to_all %{{.*}} on @mesh grid_axes = [0] split_axis = 1 concat_axis = 0 : tensor<2x8xf32> -> tensor<4x4xf32>
+// CHECK-NOT: shard.all_gather
+func.func @move_split(%x: tensor<4x8xf32> {pcc.sharding = #pcc.sharding<@mesh, [[0], []]>})
+    -> (tensor<4x8xf32> {pcc.sharding = #pcc.sharding<@mesh, [[], [0]]>}) {
+  %y = pcc.relu %x {pcc.sharding = [#pcc.sharding<@mesh, [[0], []]>]} : tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}

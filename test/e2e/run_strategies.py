@@ -15,7 +15,8 @@ For each strategy prints one line:
 and the counts `pcc plan` predicts for the same strategy on the same
 cluster), so a lit test can FileCheck numerics, the communication pattern,
 and that the planner costs exactly what the compiler emits. Pipelines add
-"sends: N predicted: M" (point-to-point sends per step, all stages).
+"sends: N predicted: M" (point-to-point sends per step, all stages); any
+all-to-alls add "all_to_all: N predicted: M".
 """
 import argparse
 import json
@@ -51,12 +52,13 @@ def predicted_counts(model, flags):
     plan = subprocess.run(
         ["pcc", "plan", model, "--format", "json"] + fixed + flags,
         stdout=subprocess.PIPE, text=True, check=True)
-    counts = dict.fromkeys(KINDS + ("send_recv",), 0)
+    counts = dict.fromkeys(KINDS + ("send_recv", "all_to_all"), 0)
     for c in json.loads(plan.stdout)["collectives"]:
         if c["kind"] in counts:
             counts[c["kind"]] += c["count_per_step"]
     sends = counts.pop("send_recv")
-    return " ".join(f"{k}={v}" for k, v in counts.items()), sends
+    all_to_all = counts.pop("all_to_all")
+    return " ".join(f"{k}={v}" for k, v in counts.items()), sends, all_to_all
 
 
 def main():
@@ -89,13 +91,17 @@ def main():
         runs = plan["mesh"].get("microbatches", 1) if plan["mesh"]["pp"] > 1 else 1
         compiled = plan["collectives"]
         counts = " ".join(f"{k}={v * runs}" for k, v in compiled.items()
-                          if k not in ("bytes_per_device", "send", "send_bytes"))
-        predicted, sends = predicted_counts(model, flags)
+                          if k not in ("bytes_per_device", "send", "send_bytes",
+                                       "all_to_all"))
+        predicted, sends, all_to_all = predicted_counts(model, flags)
         line = (f"{strategy} ranks={ranks}: "
                 f"{lines[-1] if lines else '(no output)'}"
                 f" collectives: {counts} predicted: {predicted}")
         if plan["mesh"]["pp"] > 1:
             line += f" sends: {compiled['send'] * runs} predicted: {sends}"
+        a2a = compiled.get("all_to_all", 0) * runs
+        if a2a or all_to_all:
+            line += f" all_to_all: {a2a} predicted: {all_to_all}"
         print(line, flush=True)
         if run.returncode != 0:
             print(run.stdout, file=sys.stderr)

@@ -72,11 +72,22 @@ TEST(Reshard, PartialSumWantedWholeIsAnAllReduce) {
   EXPECT_EQ(steps[0].axes, (llvm::SmallVector<int64_t, 2>{1}));
 }
 
-TEST(Reshard, MovingASplitGathersThenSlices) {
+TEST(Reshard, MovingASplitIsOneAllToAll) {
+  // Sequence split to head split (Ulysses): dim 0's split moves to dim 1.
   auto steps = planReshard(layout({{1}, {}}), layout({{}, {1}}));
-  ASSERT_EQ(kinds(steps), "all_gather all_slice");
+  ASSERT_EQ(kinds(steps), "all_to_all");
   EXPECT_EQ(steps[0].dim, 0);
-  EXPECT_EQ(steps[1].dim, 1);
+  EXPECT_EQ(steps[0].toDim, 1);
+  EXPECT_EQ(steps[0].axes, (llvm::SmallVector<int64_t, 2>{1}));
+  // Behind a split the target keeps (dp major on dim 1), tp moves minor.
+  auto kept = planReshard(layout({{1}, {0}}), layout({{}, {0, 1}}));
+  ASSERT_EQ(kinds(kept), "all_to_all");
+  EXPECT_EQ(kept[0].toDim, 1);
+}
+
+TEST(Reshard, MovingAGroupedSplitGathersThenSlices) {
+  auto steps = planReshard(layout({{1}, {}}, {}, 3), layout({{}, {1}}));
+  ASSERT_EQ(kinds(steps), "all_gather all_slice");
 }
 
 TEST(Reshard, MinorAxesAreGatheredMajorOnesKept) {
@@ -164,6 +175,16 @@ TEST(Reshard, EveryPairEndsAtTheTargetThroughConsistentSteps) {
         case ReshardKind::AllSlice:
           for (int64_t a : s.axes)
             EXPECT_TRUE(llvm::is_contained(to.dims[s.dim].axes, a));
+          sawGatherOrSlice = true;
+          break;
+        case ReshardKind::AllToAll:
+          // Moves exactly its axes from `dim` to `toDim`.
+          EXPECT_NE(s.dim, s.toDim);
+          for (int64_t a : s.axes) {
+            EXPECT_TRUE(llvm::is_contained(cur.dims[s.dim].axes, a));
+            EXPECT_FALSE(llvm::is_contained(s.after.dims[s.dim].axes, a));
+            EXPECT_TRUE(llvm::is_contained(s.after.dims[s.toDim].axes, a));
+          }
           sawGatherOrSlice = true;
           break;
         }

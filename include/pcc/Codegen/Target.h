@@ -42,7 +42,8 @@ struct EmittedModel {
   int fusedOps = 0;
   int kernelCalls = 0;
   /// Collectives in one run, and the bytes each device sends into them.
-  int allReduces = 0, allGathers = 0, reduceScatters = 0, allSlices = 0;
+  int allReduces = 0, allGathers = 0, reduceScatters = 0, allSlices = 0,
+      allToAlls = 0;
   int64_t collectiveBytes = 0;
   /// Sends between pipeline stages in one run (one microbatch), over all
   /// stages, and their bytes.

@@ -10,7 +10,10 @@
 //      (whole in the source) over exactly the summed axes, else an all-reduce;
 //   2. splits the target does not share are undone: all-gathers of the
 //      trailing axes that differ (the leading common axes stay split, since
-//      within a group the blocks of the remaining axes are contiguous);
+//      within a group the blocks of the remaining axes are contiguous) —
+//      or, when the target splits another dimension by exactly those axes
+//      (a split moving from one dimension to another, as around Ulysses
+//      attention), one all-to-all that moves it;
 //   3. the target's new splits are made: all-slices (local, no traffic).
 //
 //===----------------------------------------------------------------------===//
@@ -24,7 +27,13 @@
 
 namespace pcc {
 
-enum class ReshardKind { AllReduce, ReduceScatter, AllGather, AllSlice };
+enum class ReshardKind {
+  AllReduce,
+  ReduceScatter,
+  AllGather,
+  AllSlice,
+  AllToAll
+};
 
 llvm::StringRef reshardKindName(ReshardKind kind);
 
@@ -39,6 +48,9 @@ struct ReshardStep {
   int64_t groups = 1;
   /// The layout before and after the step.
   TensorSharding before, after;
+  /// An all-to-all: the dimension it splits (`dim` is the one whose split
+  /// it undoes, concatenating the pieces).
+  int64_t toDim = -1;
 };
 
 /// The steps that turn a value laid out as `from` into `to`, in order; empty
@@ -52,7 +64,8 @@ int64_t splitFactor(const TensorSharding &s, const Mesh &mesh);
 
 /// The bytes one device's collective buffer holds for `step` of a tensor
 /// whose whole size is `wholeBytes`: the all-reduced value, the
-/// reduce-scattered input, the gathered output; 0 for an all-slice.
+/// reduce-scattered input, the gathered output, the exchanged block (an
+/// all-to-all's input); 0 for an all-slice.
 double stepBufferBytes(const ReshardStep &step, double wholeBytes,
                        const Mesh &mesh);
 

@@ -55,6 +55,7 @@ std::string planJson(ModuleOp module, const CompileOptions &options,
      << ", \"all_gather\": " << m.allGathers << ", \"reduce_scatter\": "
      << m.reduceScatters << ", \"all_slice\": " << m.allSlices
      << ", \"bytes_per_device\": " << m.collectiveBytes
+     << ", \"all_to_all\": " << m.allToAlls
      << ", \"send\": " << m.sends << ", \"send_bytes\": " << m.sendBytes
      << "},\n"
      << "  \"memory\": {\"weights_bytes\": " << m.weights.fileBytes()

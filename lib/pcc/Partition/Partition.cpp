@@ -122,6 +122,15 @@ Value Partitioner::reshard(Location loc, Value v, const TensorSharding &from,
                          b, loc, type, mesh.name, axes, in, APInt(64, at));
                    });
       break;
+    case ReshardKind::AllToAll: {
+      SmallVector<int64_t> shape(typeOf(v).getShape());
+      shape[step.dim] *= n;
+      shape[step.toDim] /= n;
+      auto type = RankedTensorType::get(shape, typeOf(v).getElementType());
+      v = shard::AllToAllOp::create(b, loc, type, mesh.name, axes, v,
+                                    APInt(64, step.toDim), APInt(64, step.dim));
+      break;
+    }
     case ReshardKind::AllSlice:
       v = alongDim(loc, v, step.dim, step.groups, 1, n,
                    [&](Value in, RankedTensorType type, int64_t at) -> Value {

@@ -109,21 +109,23 @@ bool stacksOnBatch(const PlanNode &node, const OpSharding &s, int64_t degree) {
       a = 1;
     return out;
   };
-  SmallVector<TensorSharding> in;
-  for (auto [i, t] : llvm::enumerate(s.operands))
-    in.push_back(onBoth(t, i < node.batchDims.size()
+  SmallVector<TensorSharding> in, batchOnly;
+  for (auto [i, t] : llvm::enumerate(s.operands)) {
+    ArrayRef<bool> batch = i < node.batchDims.size()
                                ? ArrayRef<bool>(node.batchDims[i])
-                               : ArrayRef<bool>()));
+                               : ArrayRef<bool>();
+    in.push_back(onBoth(t, batch));
+    batchOnly.push_back(
+        onBoth(TensorSharding::replicated(t.dims.size()), batch));
+  }
   OpSharding stacked = inferOpSharding(node.op, in, both);
-  for (auto [want, got] : llvm::zip(s.results, stacked.results)) {
-    bool hasTensor = false, keepsTensor = false;
-    for (const DimSharding &d : want.dims)
-      hasTensor |= d.isSplit();
-    hasTensor |= !want.partial.empty();
-    for (const DimSharding &d : got.dims)
-      keepsTensor |= llvm::is_contained(d.axes, int64_t(1));
-    keepsTensor |= llvm::is_contained(got.partial, int64_t(1));
-    if (hasTensor && !keepsTensor)
+  // What the batch split alone gives: the tensor layout must not lose it.
+  OpSharding plain = inferOpSharding(node.op, batchOnly, both);
+  for (auto [want, got, base] :
+       llvm::zip(s.results, stacked.results, plain.results)) {
+    bool hasTensor = !want.isReplicated();
+    if ((hasTensor && !got.usesAxis(1)) ||
+        (base.usesAxis(0) && !got.usesAxis(0)))
       return false;
   }
   return true;
@@ -191,6 +193,8 @@ double reshardTime(const TensorSharding &from, const TensorSharding &to,
                               ? CollectiveKind::AllReduce
                           : step.kind == ReshardKind::ReduceScatter
                               ? CollectiveKind::ReduceScatter
+                          : step.kind == ReshardKind::AllToAll
+                              ? CollectiveKind::AllToAll
                               : CollectiveKind::AllGather;
     double buffer = stepBufferBytes(step, bytes, mesh);
     double t = cost.collectiveTime(kind, buffer, n, crossNode);

@@ -16,6 +16,8 @@ StringRef reshardKindName(ReshardKind kind) {
     return "all_gather";
   case ReshardKind::AllSlice:
     return "all_slice";
+  case ReshardKind::AllToAll:
+    return "all_to_all";
   }
   return "?";
 }
@@ -45,6 +47,26 @@ void sumPartials(TensorSharding &cur, const TensorSharding &to,
   cur.partial.assign(to.partial.begin(), to.partial.end());
   step.after = cur;
   steps.push_back(std::move(step));
+}
+
+/// The dimension other than `d` that `to` splits by `cur`'s axes there plus
+/// exactly `moved` (minor), so that one all-to-all over `moved` moves the
+/// split; -1 if none. Grouped splits are gathered instead.
+int64_t moveTarget(const TensorSharding &cur, const TensorSharding &to,
+                   size_t d, ArrayRef<int64_t> moved) {
+  if (cur.dims[d].groups != 1)
+    return -1;
+  for (size_t e = 0; e < cur.dims.size(); ++e) {
+    const DimSharding &c = cur.dims[e], &t = to.dims[e];
+    if (e == d || t.groups != 1 || (c.isSplit() && c.groups != 1) ||
+        t.axes.size() != c.axes.size() + moved.size())
+      continue;
+    if (ArrayRef<int64_t>(t.axes).take_front(c.axes.size()) ==
+            ArrayRef<int64_t>(c.axes) &&
+        ArrayRef<int64_t>(t.axes).drop_front(c.axes.size()) == moved)
+      return e;
+  }
+  return -1;
 }
 
 } // namespace
@@ -78,6 +100,11 @@ std::vector<ReshardStep> planReshard(const TensorSharding &from,
                      cur};
     step.axes.assign(f.axes.begin() + common, f.axes.end());
     cur.dims[d].axes.resize(common);
+    if (int64_t e = moveTarget(step.before, to, d, step.axes); e >= 0) {
+      step.kind = ReshardKind::AllToAll;
+      step.toDim = e;
+      cur.dims[e] = to.dims[e];
+    }
     step.after = cur;
     steps.push_back(std::move(step));
   }
@@ -112,6 +139,8 @@ double stepBufferBytes(const ReshardStep &step, double wholeBytes,
     return wholeBytes / splitFactor(step.before, mesh);
   case ReshardKind::AllGather:
     return wholeBytes / splitFactor(step.after, mesh);
+  case ReshardKind::AllToAll:
+    return wholeBytes / splitFactor(step.before, mesh);
   case ReshardKind::AllSlice:
     return 0;
   }

@@ -37,6 +37,9 @@ public:
   virtual void reduceScatterSum(DType type, const void *in, void *out,
                                 int64_t count) = 0;
 
+  /// `in` holds one block of `bytes` per device, in group order; block r
+  /// goes to device r, and `out` receives every device's block for this one.
+  virtual void allToAll(const void *in, void *out, int64_t bytes) = 0;
   /// Point to point, between this device and the group's device `peer`:
   /// `tag` pairs a send with its receive. A send returns once its bytes are
   /// received or buffered.

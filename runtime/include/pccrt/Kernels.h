@@ -161,6 +161,12 @@ void reduceScatterSum(Mesh &mesh, int g, DType t, const void *in, void *out,
 /// in is [outer, n * block]; out is this device's block (no communication).
 void allSlice(Mesh &mesh, int g, const void *in, void *out, int64_t outer,
               int64_t blockBytes);
+/// `in` (this device's block, `rank` dims of `shape`) is cut into n pieces
+/// along `splitDim`; piece r goes to the group's device r, and the pieces
+/// received are joined along `concatDim` in device order (a split moving
+/// from `concatDim` to `splitDim`).
+void allToAll(Mesh &mesh, int g, const void *in, void *out, int64_t elemBytes,
+              int rank, const int64_t *shape, int splitDim, int concatDim);
 /// Pipeline stages are the in-group indices of group `g` (the pp axis):
 /// send `bytes` to stage `stage`'s device of this group, or receive them
 /// from it; `tag` pairs the two.

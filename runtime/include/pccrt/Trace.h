@@ -23,6 +23,7 @@ enum class TraceKind : int32_t {
   ReduceScatter,
   Send,
   Receive,
+  AllToAll,
 };
 
 /// Starts recording (`on`) or stops.

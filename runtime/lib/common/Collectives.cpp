@@ -8,6 +8,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "pccrt/Trace.h"
+
+#include <vector>
 #include "MeshImpl.h"
 
 #include <cstring>
@@ -82,6 +84,51 @@ void allSlice(Mesh &mesh, int g, const void *in, void *out, int64_t outer,
   for (int64_t i = 0; i < outer; ++i)
     std::memcpy(dst + i * blockBytes, src + (i * n + r) * blockBytes,
                 blockBytes);
+}
+
+void allToAll(Mesh &mesh, int g, const void *in, void *out, int64_t elemBytes,
+              int rank, const int64_t *shape, int splitDim, int concatDim) {
+  Mesh::Impl &m = mesh.impl();
+  Communicator &c = *m.groups[g];
+  int64_t n = c.size(), total = elemBytes;
+  for (int d = 0; d < rank; ++d)
+    total *= shape[d];
+  if (n == 1) {
+    std::memcpy(out, in, total);
+    return;
+  }
+  // A view of a dense tensor as [outer, len, inner bytes] around `dim`.
+  auto around = [&](const int64_t *s, int dim, int64_t &outer, int64_t &inner) {
+    outer = 1, inner = elemBytes;
+    for (int d = 0; d < dim; ++d)
+      outer *= s[d];
+    for (int d = dim + 1; d < rank; ++d)
+      inner *= s[d];
+  };
+  int64_t piece = total / n, outer, inner;
+  char *send = m.buffer(2 * total), *recv = send + total;
+  const char *src = static_cast<const char *>(in);
+  // Piece r: block r of `splitDim`.
+  around(shape, splitDim, outer, inner);
+  int64_t len = shape[splitDim] / n;
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t o = 0; o < outer; ++o)
+      std::memcpy(send + r * piece + o * len * inner,
+                  src + (o * shape[splitDim] + r * len) * inner, len * inner);
+  {
+    TraceSpan span(TraceKind::AllToAll, total);
+    c.allToAll(send, recv, piece);
+  }
+  // Device r's piece is block r of `concatDim` in the result.
+  std::vector<int64_t> ps(shape, shape + rank);
+  ps[splitDim] = len;
+  around(ps.data(), concatDim, outer, inner);
+  int64_t plen = ps[concatDim];
+  char *dst = static_cast<char *>(out);
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t o = 0; o < outer; ++o)
+      std::memcpy(dst + (o * plen * n + r * plen) * inner,
+                  recv + r * piece + o * plen * inner, plen * inner);
 }
 
 void sendToStage(Mesh &mesh, int g, int64_t stage, const void *buf,

@@ -51,6 +51,7 @@ const char *kindName(TraceKind k) {
   case TraceKind::ReduceScatter: return "reduce_scatter";
   case TraceKind::Send: return "send";
   case TraceKind::Receive: return "recv";
+  case TraceKind::AllToAll: return "all_to_all";
   }
   return "?";
 }

@@ -53,6 +53,7 @@ const char *describe(int what) {
   case WaitKind::Barrier: return "a barrier";
   case WaitKind::Send: return "sending to the next pipeline stage";
   case WaitKind::Receive: return "receiving from an earlier pipeline stage";
+  case WaitKind::AllToAll: return "an all-to-all";
   default: return "a communication";
   }
 }

@@ -30,6 +30,7 @@ enum class WaitKind : int {
   Barrier,
   Send,
   Receive,
+  AllToAll,
 };
 
 /// Seconds one wait may last before the job is ended; 0 waits forever.

@@ -46,6 +46,12 @@ public:
     waitFor(r, WaitKind::ReduceScatter);
   }
 
+  void allToAll(const void *in, void *out, int64_t bytes) override {
+    MPI_Request r;
+    MPI_Ialltoall(in, static_cast<int>(bytes), MPI_BYTE, out,
+                  static_cast<int>(bytes), MPI_BYTE, comm, &r);
+    waitFor(r, WaitKind::AllToAll);
+  }
   void send(int64_t peer, const void *buf, int64_t bytes,
             int64_t tag) override {
     MPI_Request r;

@@ -6,7 +6,8 @@ expected phrase, and a prompt answer. Valid files in the set must import.
 
 usage: check_bad_inputs.py PCC DIR   (DIR holds the files and expected.txt)
 
-The time limit per file is 1 s; PCC_TIME_SCALE multiplies it (sanitizer
+The time limit per file is 3 s (a loaded 2-core CI machine runs the suite
+with two tests at once); PCC_TIME_SCALE multiplies it (sanitizer
 builds run several times slower).
 """
 import os
@@ -14,7 +15,7 @@ import subprocess
 import sys
 import time
 
-TIME_LIMIT_S = 1.0 * float(os.environ.get("PCC_TIME_SCALE", "1"))
+TIME_LIMIT_S = 3.0 * float(os.environ.get("PCC_TIME_SCALE", "1"))
 
 
 def main():

@@ -103,7 +103,7 @@ LogicalResult Emitter::emitKernel(Operation *op) {
           TriluOp>(op))
     return emitDataMovement(op);
   if (isa<shard::AllReduceOp, shard::AllGatherOp, shard::ReduceScatterOp,
-          shard::AllSliceOp, SendOp, RecvOp>(op))
+          shard::AllSliceOp, shard::AllToAllOp, SendOp, RecvOp>(op))
     return emitCollective(op);
   return unsupported(op);
 }

@@ -29,7 +29,7 @@ LogicalResult Emitter::emitCollective(Operation *op) {
     return success();
   }
   if (isa<shard::AllReduceOp, shard::AllGatherOp, shard::ReduceScatterOp,
-          shard::AllSliceOp>(op)) {
+          shard::AllSliceOp, shard::AllToAllOp>(op)) {
     Value in = op->getOperand(0);
     auto axesAttr = op->getAttrOfType<DenseI16ArrayAttr>("grid_axes");
     SmallVector<int64_t> axes(axesAttr.asArrayRef().begin(),
@@ -66,6 +66,15 @@ LogicalResult Emitter::emitCollective(Operation *op) {
       os << "  reduceScatterSum(mesh, " << g << ", " << dtype << ", "
          << ptr(in) << ", " << out(op) << ", " << outer << ", " << block
          << ");\n";
+    } else if (auto a2a = dyn_cast<shard::AllToAllOp>(op)) {
+      ++result.allToAlls;
+      ArrayRef<int64_t> shape = typeOf(in).getShape();
+      std::string id = std::to_string(nextTemp++);
+      os << "  static const int64_t shape" << id << "[] = {" << joinInts(shape)
+         << "};\n  allToAll(mesh, " << g << ", " << ptr(in) << ", " << out(op)
+         << ", " << elem << ", " << shape.size() << ", shape" << id << ", "
+         << a2a.getSplitAxis().getZExtValue() << ", "
+         << a2a.getConcatAxis().getZExtValue() << ");\n";
     } else {
       ++result.allSlices;
       auto [outer, block] = split(op->getResult(0), "slice_axis");
