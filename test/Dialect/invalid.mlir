@@ -132,3 +132,27 @@ func.func @sharding_axis_twice(%x: tensor<4x4xf32> {pcc.sharding = #pcc.sharding
 func.func @sharding_zero_groups(%x: tensor<4x4xf32> {pcc.sharding = #pcc.sharding<@mesh, [[0]/0, []]>}) {
   return
 }
+
+// -----
+
+func.func @attention_depths(%q: tensor<2x8x4xf32>, %k: tensor<2x8x6xf32>, %v: tensor<2x8x4xf32>) {
+  // expected-error @+1 {{query and key depths differ}}
+  %0 = pcc.attention %q, %k, %v : (tensor<2x8x4xf32>, tensor<2x8x6xf32>, tensor<2x8x4xf32>) -> tensor<2x8x4xf32>
+  return
+}
+
+// -----
+
+func.func @attention_mask(%q: tensor<2x8x4xf32>, %k: tensor<2x8x4xf32>, %v: tensor<2x8x4xf32>, %m: tensor<8x5xf32>) {
+  // expected-error @+1 {{mask does not broadcast to the scores}}
+  %0 = pcc.attention %q, %k, %v mask %m : (tensor<2x8x4xf32>, tensor<2x8x4xf32>, tensor<2x8x4xf32>, tensor<8x5xf32>) -> tensor<2x8x4xf32>
+  return
+}
+
+// -----
+
+func.func @attention_heads(%q: tensor<2x8x4xf32>, %k: tensor<3x8x4xf32>, %v: tensor<3x8x4xf32>) {
+  // expected-error @+1 {{query, key and value leading dimensions differ}}
+  %0 = pcc.attention %q, %k, %v : (tensor<2x8x4xf32>, tensor<3x8x4xf32>, tensor<3x8x4xf32>) -> tensor<2x8x4xf32>
+  return
+}

@@ -7,8 +7,10 @@
 // RUN: sed -e 's/attributes {pcc.plan = PLAN} //' %s | not pcc-opt --pcc-apply-plan 2>&1 | FileCheck %s --check-prefix=NONE
 // RUN: sed -e 's/PLAN/#pcc.plan<axes = ["pp", "dp"], sizes = [2, 2], tensor_mode = "1d", tensor_layout = "megatron", microbatches = 4, train = false, recompute = false>/' %s \
 // RUN:   | not pcc-opt --pcc-apply-plan 2>&1 | FileCheck %s --check-prefix=PP
-// RUN: sed -e 's/PLAN/#pcc.plan<axes = ["sp"], sizes = [2], tensor_mode = "1d", tensor_layout = "megatron", microbatches = 1, train = false, recompute = false>/' %s \
+// RUN: sed -e 's/PLAN/#pcc.plan<axes = ["sp", "tp"], sizes = [2, 2], tensor_mode = "1d", tensor_layout = "megatron-sp", microbatches = 1, train = false, recompute = false>/' %s \
 // RUN:   | not pcc-opt --pcc-apply-plan 2>&1 | FileCheck %s --check-prefix=SP
+// RUN: sed -e 's/PLAN/#pcc.plan<axes = ["sp"], sizes = [2], tensor_mode = "1d", tensor_layout = "megatron", sequence_mode = "zigzag", microbatches = 1, train = false, recompute = false>/' %s \
+// RUN:   | not pcc-opt --pcc-apply-plan 2>&1 | FileCheck %s --check-prefix=SPMODE
 // RUN: sed -e 's/PLAN/#pcc.plan<axes = ["tp"], sizes = [2], tensor_mode = "2d", tensor_layout = "megatron", microbatches = 1, train = false, recompute = false>/' %s \
 // RUN:   | not pcc-opt --pcc-apply-plan 2>&1 | FileCheck %s --check-prefix=MODE
 // RUN: sed -e 's/PLAN/#pcc.plan<axes = ["tp", "dp"], sizes = [2, 2], tensor_mode = "1d", tensor_layout = "megatron", microbatches = 1, train = false, recompute = false>/' %s \
@@ -33,7 +35,8 @@ module attributes {pcc.plan = PLAN} {
 // A pipeline's microbatches split the batch with dp: 4 rows cannot make
 // 4 microbatches x 2 groups.
 // PP: error: batch size 4 of input 'input' does not divide into 8 parts (2 data-parallel groups x 4 microbatches); use a --dp and --microbatches whose product divides it
-// SP: error: plan sp 2 cannot run yet: sequence splits (sp) are planned by `pcc plan` but not partitioned yet (dp, pp and 1d tp run)
+// SP: error: plan sp 2 (ulysses) x tp 2 cannot run yet: --sp and --sequence-parallel both split the sequence; choose one
+// SPMODE: error: unknown sequence_mode 'zigzag' (ulysses or ring)
 // MODE: error: plan tp 2 cannot run yet: tensor mode 2d is planned by `pcc plan` but not partitioned (only 1d, Megatron, runs)
 // ORDER: error: axis 'dp' is not a role in rank order (pp, dp, sp, tp), or repeats
 // SIZE: error: axis 'dp' has size 0

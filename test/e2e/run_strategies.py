@@ -5,8 +5,9 @@ under mpirun against the model's reference outputs.
 Usage: run_strategies.py MODEL_DIR --mpirun "CMD"
                          [--layout searched|megatron|megatron-sp]
                          [--cluster C] STRATEGY...
-  STRATEGY is dp=N, tp=N, pp=N and mb=N (microbatches) joined by commas,
-  as "dp=2,pp=2,tp=2".
+  STRATEGY is dp=N, tp=N, pp=N, sp=N, mb=N (microbatches) and
+  spm=ulysses|ring (how sp runs attention) joined by commas, as
+  "dp=2,pp=2,tp=2" or "sp=4,spm=ring".
 
 For each strategy prints one line:
   dp=2,tp=4 ranks=8: check: PASS collectives: all_reduce=5 all_gather=0 ...
@@ -16,7 +17,8 @@ and the counts `pcc plan` predicts for the same strategy on the same
 cluster), so a lit test can FileCheck numerics, the communication pattern,
 and that the planner costs exactly what the compiler emits. Pipelines add
 "sends: N predicted: M" (point-to-point sends per step, all stages); any
-all-to-alls add "all_to_all: N predicted: M".
+all-to-alls add "all_to_all: N predicted: M", ring attention
+"ring_shift: N predicted: M" (key/value block shifts per step).
 """
 import argparse
 import json
@@ -26,6 +28,8 @@ import subprocess
 import sys
 
 KINDS = ("all_reduce", "all_gather", "reduce_scatter")
+# Shown only where compiled or predicted: planner kind -> plan.json key.
+EXTRA = ("send_recv", "all_to_all", "ring_shift")
 
 
 def strategy_flags(strategy, layout):
@@ -39,6 +43,9 @@ def strategy_flags(strategy, layout):
         if key == "mb":
             flags += ["--microbatches", value]
             continue
+        if key == "spm":
+            flags += ["--sp-mode", value]
+            continue
         flags += ["--" + key, value]
         ranks *= int(value)
     return flags, ranks
@@ -46,19 +53,19 @@ def strategy_flags(strategy, layout):
 
 def predicted_counts(model, flags):
     """Collective counts per step `pcc plan` predicts, and its sends."""
-    fixed = ["--sp", "1", "--tp-mode", "1d"]
-    if "--pp" not in flags:
-        fixed += ["--pp", "1"]
+    fixed = ["--tp-mode", "1d"]
+    for degree in ("--pp", "--sp"):
+        if degree not in flags:
+            fixed += [degree, "1"]
     plan = subprocess.run(
         ["pcc", "plan", model, "--format", "json"] + fixed + flags,
         stdout=subprocess.PIPE, text=True, check=True)
-    counts = dict.fromkeys(KINDS + ("send_recv", "all_to_all"), 0)
+    counts = dict.fromkeys(KINDS + EXTRA, 0)
     for c in json.loads(plan.stdout)["collectives"]:
         if c["kind"] in counts:
             counts[c["kind"]] += c["count_per_step"]
-    sends = counts.pop("send_recv")
-    all_to_all = counts.pop("all_to_all")
-    return " ".join(f"{k}={v}" for k, v in counts.items()), sends, all_to_all
+    extra = {k: counts.pop(k) for k in EXTRA}
+    return " ".join(f"{k}={v}" for k, v in counts.items()), extra
 
 
 def main():
@@ -90,18 +97,19 @@ def main():
         # plan.json counts one run (one microbatch) of every stage.
         runs = plan["mesh"].get("microbatches", 1) if plan["mesh"]["pp"] > 1 else 1
         compiled = plan["collectives"]
-        counts = " ".join(f"{k}={v * runs}" for k, v in compiled.items()
-                          if k not in ("bytes_per_device", "send", "send_bytes",
-                                       "all_to_all"))
-        predicted, sends, all_to_all = predicted_counts(model, flags)
+        counts = " ".join(f"{k}={compiled[k] * runs}"
+                          for k in KINDS + ("all_slice",))
+        predicted, extra = predicted_counts(model, flags)
         line = (f"{strategy} ranks={ranks}: "
                 f"{lines[-1] if lines else '(no output)'}"
                 f" collectives: {counts} predicted: {predicted}")
         if plan["mesh"]["pp"] > 1:
-            line += f" sends: {compiled['send'] * runs} predicted: {sends}"
-        a2a = compiled.get("all_to_all", 0) * runs
-        if a2a or all_to_all:
-            line += f" all_to_all: {a2a} predicted: {all_to_all}"
+            line += (f" sends: {compiled['send'] * runs}"
+                     f" predicted: {extra['send_recv']}")
+        for kind in ("all_to_all", "ring_shift"):
+            got = compiled.get(kind, 0) * runs
+            if got or extra[kind]:
+                line += f" {kind}: {got} predicted: {extra[kind]}"
         print(line, flush=True)
         if run.returncode != 0:
             print(run.stdout, file=sys.stderr)

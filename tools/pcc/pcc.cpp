@@ -5,7 +5,7 @@
 //   pcc MODEL.onnx --emit=mlir|mlir-spmd [-o FILE]
 //   pcc plan MODEL.onnx --devices N [--cluster C] [--train]
 //       [--format text|json|dot] [--compare] [--explain]
-//       [--dp --tp --tp-mode 1d|2d|2.5d|3d --pp --sp --microbatches]
+//       [--dp --tp --tp-mode 1d|2d|2.5d|3d --pp --sp --sp-mode --microbatches]
 //   pcc calibrate [-o FILE] [--ranks N]
 //
 // Errors go to stderr as exactly one line starting "error:", and the exit
@@ -114,8 +114,15 @@ cl::opt<bool> sequenceParallel(
     COMPILE_AND_PLAN);
 cl::opt<int> ppDegree("pp", cl::desc("Pipeline stages"),
                       cl::init(0), COMPILE_AND_PLAN);
-cl::opt<int> spDegree("sp", cl::desc("Sequence-parallel degree (plan only)"),
+cl::opt<int> spDegree("sp", cl::desc("Sequence-parallel degree: the "
+                                     "sequence split over sp devices"),
                       cl::init(0), COMPILE_AND_PLAN);
+cl::opt<std::string> spMode(
+    "sp-mode",
+    cl::desc("How sequence parallelism runs attention: ulysses (all-to-all "
+             "to a head split) or ring (key/value blocks passed around); "
+             "default: the planner's choice"),
+    cl::init(""), COMPILE_AND_PLAN);
 cl::opt<int> microbatches(
     "microbatches",
     cl::desc("Microbatches a pipeline streams per batch (default: the "
@@ -271,6 +278,14 @@ Expected<pcc::PlanOptions> planOptions() {
   o.pp = ppDegree;
   o.sp = spDegree;
   o.microbatches = microbatches;
+  if (!spMode.empty()) {
+    o.spMode = pcc::parseSequenceMode(spMode);
+    if (!o.spMode)
+      return err("--sp-mode must be ulysses or ring, got '" + spMode + "'");
+  }
+  if (sequenceParallel && spDegree > 1)
+    return err("--sp and --sequence-parallel both split the sequence; "
+               "choose one");
   if (sequenceParallel && tpLayout.getNumOccurrences() &&
       tpLayout != TensorLayout::Megatron)
     return err("--sequence-parallel is Megatron's: use it with --tp-layout "

@@ -49,6 +49,9 @@ struct EmittedModel {
   /// stages, and their bytes.
   int sends = 0;
   int64_t sendBytes = 0;
+  /// Shifts of key/value blocks around a ring in one run: n - 1 per ring
+  /// attention over n devices.
+  int ringShifts = 0;
   /// What a device of each pipeline stage holds (one entry without stages):
   /// the weights it reads and its arena.
   struct StageMemory {

@@ -25,6 +25,12 @@ llvm::DenseMap<mlir::Operation *, OpSharding>
 megatronShardings(mlir::func::FuncOp fn, int64_t dp, int64_t tp,
                   bool sequence = false);
 
+/// The same for the sp axis of `dp` x `sp` sequence parallelism in `mode`
+/// (sp as axis 0 of a one-axis grid): what the planner prices.
+llvm::DenseMap<mlir::Operation *, OpSharding>
+sequenceShardings(mlir::func::FuncOp fn, int64_t dp, int64_t sp,
+                  SequenceMode mode);
+
 } // namespace pcc
 
 #endif // PCC_PARTITION_STRATEGY_H

@@ -24,7 +24,10 @@ enum class CollectiveKind {
   ReduceScatter,
   AllToAll,
   Broadcast,
-  SendRecv
+  SendRecv,
+  /// One step of ring attention: every device of the group sends its block
+  /// to the next and receives the previous one's at once.
+  RingShift
 };
 
 llvm::StringRef collectiveName(CollectiveKind kind);

@@ -34,6 +34,8 @@ struct PlanOptions {
   /// Forced degrees (0 = searched) and tensor mode.
   int64_t dp = 0, pp = 0, tp = 0, sp = 0, microbatches = 0;
   std::optional<TensorMode> tpMode;
+  /// How an sp axis runs attention: unset = searched.
+  std::optional<SequenceMode> spMode;
   /// What the back end runs (Codegen/Target.h): why a plan cannot run, or
   /// nothing. Unset: no candidate counts as runnable.
   std::function<std::optional<std::string>(const ParallelPlan &)> cannotRun;
@@ -44,11 +46,18 @@ struct PlanOptions {
   /// search's: how a fixed scheme such as Megatron's is costed.
   std::function<std::vector<OpSharding>(int64_t dp, int64_t tp)>
       tensorLayouts;
+  /// The layouts on the sp axis (one per graph node, sp as axis 0) of
+  /// `dp` x `sp` sequence parallelism in `mode`, as the partitioner derives
+  /// them. Unset: no sequence-parallel candidates.
+  std::function<std::vector<OpSharding>(int64_t dp, int64_t sp,
+                                        SequenceMode mode)>
+      sequenceLayouts;
 };
 
 struct PlanCandidate {
   int64_t dp = 1, pp = 1, tp = 1, sp = 1, microbatches = 1;
   TensorMode mode = TensorMode::OneD;
+  SequenceMode spMode = SequenceMode::Ulysses;
   /// 2D/2.5D/3D grid: q x q (x depth).
   int64_t q = 1, depth = 1;
   bool recompute = false;
@@ -74,6 +83,9 @@ struct PlanCandidate {
   std::vector<StageTransfer> transfers;
   /// 1D: the per-op layouts (shared between candidates with equal inputs).
   std::shared_ptr<const SearchResult> layout;
+  /// With sp > 1: the layouts on the sp axis, priced (their collectives are
+  /// the sequence-parallel ones).
+  std::shared_ptr<const SearchResult> sequenceLayout;
 
   std::string label() const;
   /// The plan object of this candidate (per-op layouts excluded).

@@ -36,6 +36,20 @@ enum class TensorLayouts {
   MegatronSequence,
 };
 
+/// How a sequence-parallel axis (sp) runs attention; everything else holds
+/// the sequence split either way.
+enum class SequenceMode {
+  /// DeepSpeed-Ulysses: an all-to-all turns the sequence split into a head
+  /// split for attention, and another turns it back.
+  Ulysses,
+  /// Ring attention: each device keeps its query block while the key/value
+  /// blocks pass around the sp group.
+  Ring,
+};
+/// "ulysses", "ring".
+llvm::StringRef sequenceModeName(SequenceMode mode);
+std::optional<SequenceMode> parseSequenceMode(llvm::StringRef name);
+
 /// "megatron", "planned", "megatron-sp".
 llvm::StringRef tensorLayoutsName(TensorLayouts layouts);
 std::optional<TensorLayouts> parseTensorLayouts(llvm::StringRef name);
@@ -46,6 +60,7 @@ struct ParallelPlan {
   Mesh mesh;
   TensorMode tensorMode = TensorMode::OneD;
   TensorLayouts tensorLayouts = TensorLayouts::Megatron;
+  SequenceMode sequenceMode = SequenceMode::Ulysses;
   int64_t microbatches = 1;
   /// A training step (forward, backward, optimizer) rather than inference.
   bool train = false;

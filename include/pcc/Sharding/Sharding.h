@@ -85,6 +85,11 @@ inline constexpr llvm::StringLiteral kOperandShardingAttr =
 /// data-parallel splits.
 inline constexpr llvm::StringLiteral kPlannedShardingAttr =
     "pcc.planned_sharding";
+/// On a pcc.attention: the strategy runs it around a ring, so keys and
+/// values may hold the same sequence split as the queries (each device's
+/// block of keys passes around the devices of that split; ring_axes on the
+/// per-device op).
+inline constexpr llvm::StringLiteral kRingAttentionAttr = "pcc.ring";
 
 ShardingAttr toAttr(mlir::MLIRContext *ctx, const Mesh &mesh,
                     const TensorSharding &s);

@@ -48,7 +48,9 @@ std::string planJson(ModuleOp module, const CompileOptions &options,
      << plan.degree("pp") << ", \"tp\": " << plan.degree("tp")
      << ", \"tp_mode\": \""
      << (plan.degree("tp") > 1 ? tensorModeName(plan.tensorMode) : "none")
-     << "\", \"sp\": " << plan.degree("sp") << ", \"tp_layout\": \""
+     << "\", \"sp\": " << plan.degree("sp") << ", \"sp_mode\": \""
+     << (plan.degree("sp") > 1 ? sequenceModeName(plan.sequenceMode) : "none")
+     << "\", \"tp_layout\": \""
      << tensorLayoutsName(plan.tensorLayouts)
      << "\", \"microbatches\": " << plan.microbatches << "},\n"
      << "  \"collectives\": {\"all_reduce\": " << m.allReduces
@@ -57,6 +59,7 @@ std::string planJson(ModuleOp module, const CompileOptions &options,
      << ", \"bytes_per_device\": " << m.collectiveBytes
      << ", \"all_to_all\": " << m.allToAlls
      << ", \"send\": " << m.sends << ", \"send_bytes\": " << m.sendBytes
+     << ", \"ring_shift\": " << m.ringShifts
      << "},\n"
      << "  \"memory\": {\"weights_bytes\": " << m.weights.fileBytes()
      << ", \"arena_bytes\": " << m.arenaBytes

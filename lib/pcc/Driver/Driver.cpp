@@ -99,6 +99,13 @@ Expected<PlannedModel> planModel(mlir::func::FuncOp fn,
         perNode.push_back(byOp.lookup(n.op));
       return perNode;
     };
+  options.sequenceLayouts = [&](int64_t dp, int64_t sp, SequenceMode mode) {
+    auto byOp = sequenceShardings(fn, dp, sp, mode);
+    std::vector<OpSharding> perNode;
+    for (const PlanNode &n : planned.graph.nodes)
+      perNode.push_back(byOp.lookup(n.op));
+    return perNode;
+  };
   options.cannotRun = [&target](const ParallelPlan &plan) {
     return target.cannotRun(plan);
   };
@@ -140,31 +147,34 @@ Expected<ChosenPlan> choosePlan(mlir::ModuleOp module, PlanOptions o,
     return failure("the model has no main function");
 
   ChosenPlan chosen;
-  int64_t dp = orOne(o.dp), tp = orOne(o.tp), pp = orOne(o.pp);
-  bool forced = o.dp || o.tp || o.pp;
+  int64_t dp = orOne(o.dp), tp = orOne(o.tp), pp = orOne(o.pp),
+          sp = orOne(o.sp);
+  bool forced = o.dp || o.tp || o.pp || o.sp;
   if (forced) {
     // The devices the forced degrees leave go to dp, else to tp.
-    int64_t rest = o.devices / (dp * tp * pp);
+    int64_t rest = o.devices / (dp * tp * pp * sp);
     if (!o.dp)
       dp = rest;
     else if (!o.tp)
       tp = rest;
   }
-  if (forced && dp * tp * pp != o.devices) {
+  if (forced && dp * tp * pp * sp != o.devices) {
     std::string degrees;
-    for (auto [flag, d] : {std::pair{"dp", dp}, {"tp", tp}, {"pp", pp}})
+    for (auto [flag, d] :
+         {std::pair{"dp", dp}, {"tp", tp}, {"pp", pp}, {"sp", sp}})
       if (d > 1 || flag == StringRef("dp"))
         degrees += formatv("{0}--{1} {2}", degrees.empty() ? "" : " x ", flag,
                            d).str();
     return failure(formatv("{0} is {1} devices, but --devices is {2}",
-                           degrees, dp * tp * pp, o.devices));
+                           degrees, dp * tp * pp * sp, o.devices));
   }
-  int64_t devices = forced ? dp * tp * pp : o.devices;
+  int64_t devices = forced ? dp * tp * pp * sp : o.devices;
   // The planner picks the degrees unless forced, the per-op layouts on the
   // tensor axis unless they are Megatron's, and the stage cut of a pipeline.
   bool searched = layouts == TensorLayouts::Planned;
   bool plannedLayouts = false;
-  if (devices > 1 && (!forced || (tp > 1 && searched) || pp > 1)) {
+  if (devices > 1 &&
+      (!forced || (tp > 1 && searched) || pp > 1 || (sp > 1 && !o.spMode))) {
     auto cluster = chooseCluster(clusterName);
     if (!cluster)
       return cluster.takeError();
@@ -172,6 +182,7 @@ Expected<ChosenPlan> choosePlan(mlir::ModuleOp module, PlanOptions o,
     o.dp = forced ? dp : 0;
     o.tp = forced ? tp : 0;
     o.pp = forced ? pp : 0;
+    o.sp = forced ? sp : 0;
     o.devices = devices;
     o.runnableOnly = true;
     auto planned = planModel(fn, *cluster, o, layouts, target);
@@ -192,7 +203,8 @@ Expected<ChosenPlan> choosePlan(mlir::ModuleOp module, PlanOptions o,
     if (best.pp > 1)
       recordPlannedStages(planned->graph, best.stageBegin);
   } else {
-    chosen.plan = ParallelPlan::withDegrees(pp, dp, 1, tp);
+    chosen.plan = ParallelPlan::withDegrees(pp, dp, sp, tp);
+    chosen.plan.sequenceMode = o.spMode.value_or(SequenceMode::Ulysses);
   }
   // A pipeline's microbatches are the planner's unless forced.
   if (o.microbatches)

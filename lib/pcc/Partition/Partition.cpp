@@ -213,7 +213,7 @@ Operation *Partitioner::buildLocal(Operation *op, ValueRange operands,
   state.addTypes(types);
   for (NamedAttribute a : op->getAttrs())
     if (!llvm::is_contained({kShardingAttr, kOperandShardingAttr,
-                             kPlannedShardingAttr},
+                             kPlannedShardingAttr, kRingAttentionAttr},
                             a.getName().strref()))
       state.addAttribute(a.getName(), a.getValue());
   auto local = [&](unsigned i) { return cast<RankedTensorType>(types[i]); };
@@ -238,6 +238,13 @@ Operation *Partitioner::buildLocal(Operation *op, ValueRange operands,
     for (unsigned i = 0; i < types.size(); ++i)
       sizes.push_back(local(i).getDimSize(axis));
     state.attributes.set("sizes", b.getDenseI64ArrayAttr(sizes));
+  }
+  // Keys split like the query rows: the keys pass around those axes.
+  if (auto attn = dyn_cast<AttentionOp>(op)) {
+    size_t rows = typeOf(attn.getKey()).getRank() - 2;
+    const DimSharding &keys = s.operands[1].dims[rows];
+    if (keys.isSplit())
+      state.attributes.set("ring_axes", b.getDenseI64ArrayAttr(keys.axes));
   }
   if (isa<GemmOp>(op) && !s.reduceBeforeBias.empty()) {
     // C is added after the sum (in partitionOp).

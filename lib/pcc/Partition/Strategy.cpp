@@ -210,6 +210,98 @@ struct PlannedHook {
   }
 };
 
+/// Sequence parallelism on grid axis `sp`: the sequence split seeded on the
+/// first input reaches every op that keeps it (pointwise ops, norms, linear
+/// layers: they work token by token). Attention needs every key: Ulysses
+/// moves the split from the sequence to the heads for it (an all-to-all of
+/// Q, K and V) and back for its users (one more); ring attention keeps the
+/// split (kRingAttentionAttr) and passes the key blocks around.
+struct SequenceHook {
+  int64_t sp;
+  SequenceMode mode;
+  const Mesh &mesh;
+
+  void operator()(Operation *op, SmallVectorImpl<TensorSharding> &in) const {
+    if (auto attn = dyn_cast<AttentionOp>(op))
+      return attention(attn, in);
+    if (mode == SequenceMode::Ulysses)
+      for (auto [v, s] : llvm::zip(op->getOperands(), in))
+        if (v.getDefiningOp<AttentionOp>())
+          moveSplit(v, s, /*toHeads=*/false);
+  }
+
+  void attention(AttentionOp op, SmallVectorImpl<TensorSharding> &in) const {
+    int64_t rows = shapeOf(op.getQuery()).size() - 2;
+    if (!llvm::is_contained(in[0].dims[rows].axes, sp))
+      return;
+    if (mode == SequenceMode::Ring) {
+      op->setAttr(kRingAttentionAttr, UnitAttr::get(op.getContext()));
+      return;
+    }
+    SmallVector<TensorSharding, 3> moved(in.begin(), in.begin() + 3);
+    for (auto [i, s] : llvm::enumerate(moved))
+      if (!moveSplit(op->getOperand(i), s, /*toHeads=*/true))
+        return; // no head dimension that divides: K and V are gathered
+    std::copy(moved.begin(), moved.end(), in.begin());
+  }
+
+  /// Moves the sp split of a [..., heads, S, D] value between its sequence
+  /// and its heads dimension; false if the target cannot take it.
+  bool moveSplit(Value v, TensorSharding &s, bool toHeads) const {
+    int64_t rank = shapeOf(v).size();
+    if (rank < 3)
+      return false;
+    DimSharding &from = s.dims[toHeads ? rank - 2 : rank - 3];
+    DimSharding &to = s.dims[toHeads ? rank - 3 : rank - 2];
+    if (!llvm::is_contained(from.axes, sp) || (to.isSplit() && to.groups != 1))
+      return false;
+    TensorSharding next = s;
+    DimSharding &f = next.dims[toHeads ? rank - 2 : rank - 3];
+    DimSharding &t = next.dims[toHeads ? rank - 3 : rank - 2];
+    llvm::erase(f.axes, sp);
+    if (!f.isSplit())
+      f.groups = 1;
+    t.axes.push_back(sp);
+    t.groups = 1;
+    if (!divides(shapeOf(v), next, mesh))
+      return false;
+    s = std::move(next);
+    return true;
+  }
+};
+
+/// Splits the sequence (dimension 1) of the first input with a batch over
+/// grid axis `sp`: token ids [batch, sequence] or embeddings [batch,
+/// sequence, features].
+LogicalResult splitSequence(func::FuncOp fn, const Mesh &mesh, int64_t sp) {
+  for (BlockArgument arg : fn.getArguments()) {
+    ArrayRef<int64_t> shape = shapeOf(arg);
+    if (shape.empty())
+      continue;
+    StringRef name = "input";
+    if (auto n = fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                 "pcc.name"))
+      name = n.getValue();
+    if (shape.size() != 2 && shape.size() != 3)
+      return fn.emitError() << "sequence parallelism splits dimension 1 of "
+                               "the first input, a [batch, sequence] or "
+                               "[batch, sequence, features] tensor; input '"
+                            << name << "' has rank " << shape.size();
+    if (shape[1] % mesh.shape[sp])
+      return fn.emitError() << "sequence length " << shape[1] << " of input '"
+                            << name << "' does not divide into "
+                            << mesh.shape[sp]
+                            << " sequence-parallel parts; use an --sp that "
+                               "divides it";
+    TensorSharding s = shardingOf(arg);
+    s.dims[1].axes = {sp};
+    setSharding(arg, mesh, s);
+    return success();
+  }
+  return fn.emitError("sequence parallelism needs an input with a sequence "
+                      "dimension");
+}
+
 /// Splits every input whose leading dimension is the batch (that of the
 /// first input with one) over the batch axes: the microbatch axis, then dp.
 LogicalResult splitBatch(func::FuncOp fn, const Mesh &mesh) {
@@ -257,20 +349,35 @@ LogicalResult splitBatch(func::FuncOp fn, const Mesh &mesh) {
   return success();
 }
 
-/// Annotates `fn` on `mesh`: the batch split over the microbatch and dp axes,
-/// and on the tp axis (of size `tp`) the given layouts (Megatron's, with or
-/// without sequence parallelism, or the planner's).
-LogicalResult shardByStrategy(func::FuncOp fn, const Mesh &mesh, int64_t tp,
-                              TensorLayouts layouts) {
+/// Annotates `fn` on the plan's program mesh: the batch split over the
+/// microbatch and dp axes, the sequence split over sp, and on the tp axis
+/// the plan's layouts (Megatron's, with or without sequence parallelism,
+/// or the planner's).
+LogicalResult shardByStrategy(func::FuncOp fn, const ParallelPlan &plan,
+                              const Mesh &mesh) {
   if (failed(splitBatch(fn, mesh)))
     return failure();
+  int64_t spAxis = mesh.axisNamed("sp");
+  bool sequence = spAxis >= 0 && mesh.shape[spAxis] > 1;
+  if (sequence && failed(splitSequence(fn, mesh, spAxis)))
+    return failure();
   int64_t tpAxis = mesh.axisNamed("tp");
-  if (tpAxis >= 0 && layouts == TensorLayouts::Planned)
-    propagateShardings(fn, mesh, PlannedHook{tpAxis, mesh});
+  std::function<void(Operation *, SmallVectorImpl<TensorSharding> &)> tensor;
+  if (tpAxis >= 0 && plan.tensorLayouts == TensorLayouts::Planned)
+    tensor = PlannedHook{tpAxis, mesh};
   else if (tpAxis >= 0)
-    propagateShardings(
-        fn, mesh,
-        MegatronHook{tpAxis, tp, layouts == TensorLayouts::MegatronSequence});
+    tensor = MegatronHook{tpAxis, plan.degree("tp"),
+                          plan.tensorLayouts ==
+                              TensorLayouts::MegatronSequence};
+  SequenceHook seq{spAxis, plan.sequenceMode, mesh};
+  auto both = [&](Operation *op, SmallVectorImpl<TensorSharding> &in) {
+    if (tensor)
+      tensor(op, in);
+    if (sequence)
+      seq(op, in);
+  };
+  if (tensor || sequence)
+    propagateShardings(fn, mesh, both);
   else
     propagateShardings(fn, mesh);
   return success();
@@ -297,55 +404,42 @@ struct ApplyPlanPass : impl::ApplyPlanBase<ApplyPlanPass> {
     }
     Mesh mesh = programMesh(*plan);
     writeMesh(module, mesh);
-    if (failed(shardByStrategy(fn, mesh, plan->degree("tp"),
-                               plan->tensorLayouts)))
+    if (failed(shardByStrategy(fn, *plan, mesh)))
       return signalPassFailure();
     if (plan->degree("pp") > 1 && failed(assignStages(fn, plan->degree("pp"))))
       return signalPassFailure();
   }
 };
 
-/// Grid axes on the tp axis alone: dp dropped, tp renumbered to axis 0.
-void onTensorAxis(SmallVectorImpl<int64_t> &axes, int64_t dpAxis,
-                  int64_t tpAxis) {
-  llvm::erase(axes, dpAxis);
+/// Grid axes on axis `keep` alone: the others dropped, `keep` renumbered
+/// to axis 0.
+void onOneAxis(SmallVectorImpl<int64_t> &axes, int64_t keep) {
+  llvm::erase_if(axes, [&](int64_t a) { return a != keep; });
   for (int64_t &a : axes)
-    a = a == tpAxis ? 0 : a;
+    a = 0;
 }
 
-TensorSharding onTensorAxis(TensorSharding s, int64_t dpAxis, int64_t tpAxis) {
-  s = withoutAxis(std::move(s), dpAxis);
-  for (DimSharding &d : s.dims)
-    onTensorAxis(d.axes, dpAxis, tpAxis);
-  onTensorAxis(s.partial, dpAxis, tpAxis);
+TensorSharding onOneAxis(TensorSharding s, int64_t keep) {
+  for (DimSharding &d : s.dims) {
+    onOneAxis(d.axes, keep);
+    if (!d.isSplit())
+      d.groups = 1;
+  }
+  onOneAxis(s.partial, keep);
   return s;
 }
 
-} // namespace
-
-std::optional<std::string> whyPlanCannotBeApplied(const ParallelPlan &plan) {
-  if (plan.degree("sp") > 1)
-    return std::string("sequence splits (sp) are planned by `pcc plan` but "
-                       "not partitioned yet (dp, pp and 1d tp run)");
-  if (plan.degree("tp") > 1 && plan.tensorMode != TensorMode::OneD)
-    return "tensor mode " + tensorModeName(plan.tensorMode).str() +
-           " is planned by `pcc plan` but not partitioned (only 1d, "
-           "Megatron, runs)";
-  return std::nullopt;
-}
-
+/// How each op of `fn` runs on the `role` axis of `plan` (the planner's
+/// one-axis view of it), keyed by op; `fn` is not changed.
 llvm::DenseMap<Operation *, OpSharding>
-megatronShardings(func::FuncOp fn, int64_t dp, int64_t tp, bool sequence) {
-  Mesh mesh = meshForDegrees({{"dp", dp}, {"tp", tp}});
-  int64_t dpAxis = dp > 1 ? mesh.axisNamed("dp") : -1;
-  int64_t tpAxis = mesh.axisNamed("tp");
+shardingsOnAxis(func::FuncOp fn, const ParallelPlan &plan, StringRef role) {
+  Mesh mesh = programMesh(plan);
+  int64_t keep = mesh.axisNamed(role);
   // Propagation annotates the IR: work on a copy.
   IRMapping map;
   func::FuncOp copy = fn.clone(map);
   llvm::DenseMap<Operation *, OpSharding> result;
-  if (failed(shardByStrategy(copy, mesh, tp,
-                             sequence ? TensorLayouts::MegatronSequence
-                                      : TensorLayouts::Megatron))) {
+  if (failed(shardByStrategy(copy, plan, mesh))) {
     copy.erase();
     return result;
   }
@@ -358,12 +452,41 @@ megatronShardings(func::FuncOp fn, int64_t dp, int64_t tp, bool sequence) {
     OpSharding s = annotatedOpSharding(c, mesh);
     for (auto *list : {&s.operands, &s.results})
       for (TensorSharding &t : *list)
-        t = onTensorAxis(t, dpAxis, tpAxis);
-    onTensorAxis(s.reduceBeforeBias, dpAxis, tpAxis);
+        t = onOneAxis(t, keep);
+    onOneAxis(s.reduceBeforeBias, keep);
     result[op] = std::move(s);
   });
   copy.erase();
   return result;
+}
+
+} // namespace
+
+std::optional<std::string> whyPlanCannotBeApplied(const ParallelPlan &plan) {
+  if (plan.degree("sp") > 1 &&
+      plan.tensorLayouts == TensorLayouts::MegatronSequence)
+    return std::string("--sp and --sequence-parallel both split the "
+                       "sequence; choose one");
+  if (plan.degree("tp") > 1 && plan.tensorMode != TensorMode::OneD)
+    return "tensor mode " + tensorModeName(plan.tensorMode).str() +
+           " is planned by `pcc plan` but not partitioned (only 1d, "
+           "Megatron, runs)";
+  return std::nullopt;
+}
+
+llvm::DenseMap<Operation *, OpSharding>
+megatronShardings(func::FuncOp fn, int64_t dp, int64_t tp, bool sequence) {
+  ParallelPlan plan = ParallelPlan::withDegrees(1, dp, 1, tp);
+  plan.tensorLayouts =
+      sequence ? TensorLayouts::MegatronSequence : TensorLayouts::Megatron;
+  return shardingsOnAxis(fn, plan, "tp");
+}
+
+llvm::DenseMap<Operation *, OpSharding>
+sequenceShardings(func::FuncOp fn, int64_t dp, int64_t sp, SequenceMode mode) {
+  ParallelPlan plan = ParallelPlan::withDegrees(1, dp, sp, 1);
+  plan.sequenceMode = mode;
+  return shardingsOnAxis(fn, plan, "sp");
 }
 
 } // namespace pcc

@@ -22,6 +22,8 @@ llvm::StringRef collectiveName(CollectiveKind kind) {
     return "broadcast";
   case CollectiveKind::SendRecv:
     return "send_recv";
+  case CollectiveKind::RingShift:
+    return "ring_shift";
   }
   return "?";
 }
@@ -84,6 +86,7 @@ double CostModel::collectiveTime(CollectiveKind kind, double bytes, int64_t n,
   case CollectiveKind::Broadcast:
     return (n - 1) * link.latency + bytes / bw;
   case CollectiveKind::SendRecv:
+  case CollectiveKind::RingShift:
     return link.latency + bytes / bw;
   }
   return 0;

@@ -143,6 +143,11 @@ std::vector<CollectiveSummary> collectives(const PlanGraph &g,
     for (const PlannedCollective &pc : nc.collectives)
       add(collectiveName(pc.kind), "tp", pc.bytes, pc.seconds, perStep,
           g.nodes[i].name);
+  if (c.sequenceLayout)
+    for (auto [i, nc] : llvm::enumerate(c.sequenceLayout->nodes))
+      for (const PlannedCollective &pc : nc.collectives)
+        add(collectiveName(pc.kind), "sp", pc.bytes, pc.seconds, perStep,
+            g.nodes[i].name);
   for (const PlanCandidate::StageTransfer &t : c.transfers)
     add("send_recv", "pp", t.bytes, t.seconds,
         c.microbatches * (o.train ? 2 : 1),
@@ -346,7 +351,8 @@ static json::Object candidateJSON(const PlanGraph &g, const PlanCandidate &c) {
                             {"tp_mode", tensorModeName(c.mode)},
                             {"q", c.q},
                             {"depth", c.depth},
-                            {"sp", c.sp}}},
+                            {"sp", c.sp},
+                            {"sp_mode", sequenceModeName(c.spMode)}}},
       {"microbatches", c.microbatches},
       {"microbatch_size", g.batch / (c.dp * c.microbatches)},
       {"recompute", c.recompute},

@@ -88,7 +88,7 @@ std::optional<std::pair<int64_t, int64_t>> tensorGrid(TensorMode mode,
 /// (grouped convolutions count all groups' output channels in N).
 std::optional<std::tuple<double, double, double>> gemmDims(Operation *op) {
   auto contraction = dyn_cast<ContractionOpInterface>(op);
-  if (!contraction)
+  if (!contraction || isa<AttentionOp>(op))
     return std::nullopt;
   if (auto mm = dyn_cast<MatMulOp>(op))
     if (!mm.getRhs().getDefiningOp<WeightOp>() || shapeOf(mm.getRhs()).size() != 2)
@@ -316,6 +316,7 @@ ParallelPlan PlanCandidate::toPlan(bool train) const {
   ParallelPlan p = ParallelPlan::withDegrees(pp, dp, sp, tp);
   p.tensorMode = mode;
   p.tensorLayouts = TensorLayouts::Planned;
+  p.sequenceMode = spMode;
   p.microbatches = microbatches;
   p.train = train;
   p.recompute = recompute;
@@ -330,7 +331,7 @@ std::string PlanCandidate::label() const {
         tensorModeName(mode), q, depth,
         mode == TensorMode::ThreeD ? llvm::formatv("x{0}", q).str() : "");
   if (sp > 1)
-    s += llvm::formatv(" sp{0}", sp);
+    s += llvm::formatv(" sp{0} ({1})", sp, sequenceModeName(spMode));
   s += llvm::formatv(" mb{0}", microbatches);
   if (recompute)
     s += " recompute";
@@ -354,7 +355,10 @@ public:
         // moments when that precision is 16-bit (Megatron's mixed
         // precision), or just the two moments in fp32.
         stateBytesPerParam(2 * eb + (eb >= 4 ? 8 : 12)), units(makeUnits(g)),
-        lastUse(lastUses(g)), usable(cluster.memoryBytes * kUsableMemory) {}
+        lastUse(lastUses(g)), usable(cluster.memoryBytes * kUsableMemory),
+        hasAttention(llvm::any_of(g.nodes, [](const PlanNode &node) {
+          return isa<AttentionOp>(node.op);
+        })) {}
 
   /// Enumerates and costs every candidate, re-searches the fastest exactly
   /// and ranks them.
@@ -377,7 +381,7 @@ private:
   void enumerateTensor(int64_t pp, int64_t tg, TensorMode mode,
                        GridShape grid);
   void enumerateBatch(int64_t pp, int64_t tg, TensorMode mode, GridShape grid,
-                      int64_t sp, int64_t dp);
+                      int64_t sp, SequenceMode spMode, int64_t dp);
 
   std::shared_ptr<const SearchResult>
   layoutFor(int64_t pp, int64_t dp, int64_t tg, TensorMode mode,
@@ -388,12 +392,13 @@ private:
                                                    int64_t dp, int64_t tg,
                                                    bool recompute, bool exact);
   PlanCandidate evaluate(int64_t pp, int64_t tg, TensorMode mode,
-                         GridShape grid, int64_t sp, int64_t dp, int64_t m,
-                         bool recompute, bool exact);
-  /// Sequence parallelism: attention gathers keys and values from the
-  /// whole sequence; per node, per microbatch.
-  std::vector<double> sequenceComm(int64_t tg, int64_t sp,
-                                   double scale) const;
+                         GridShape grid, int64_t sp, SequenceMode spMode,
+                         int64_t dp, int64_t m, bool recompute, bool exact);
+  /// Sequence parallelism: the sp axis's layouts (the partitioner's, from
+  /// PlanOptions::sequenceLayouts), priced at this share of the batch.
+  std::shared_ptr<const SearchResult>
+  sequenceLayout(int64_t tg, int64_t sp, SequenceMode spMode, int64_t dp,
+                 int64_t m, double cw, double cc);
   struct Stages {
     /// The slowest stage and its time per microbatch.
     StageSummary worst;
@@ -422,6 +427,9 @@ private:
   /// Per node, its last reader (lastUses), for inference activations.
   std::vector<int> lastUse;
   double usable;
+  /// Sequence parallelism splits what attention reads: without attention
+  /// it would be tensor parallelism under another name.
+  bool hasAttention;
   std::chrono::steady_clock::time_point start =
       std::chrono::steady_clock::now();
 
@@ -443,6 +451,13 @@ private:
       noLayout;
   // Given layouts (PlanOptions::tensorLayouts) per (dp, tensor size).
   std::map<std::pair<int64_t, int64_t>, std::vector<OpSharding>> fixedLayouts;
+  // Sequence layouts (PlanOptions::sequenceLayouts) per (dp, sp, mode), and
+  // priced per (dp, sp, mode, tensor size, microbatches).
+  std::map<std::tuple<int64_t, int64_t, int>, std::vector<OpSharding>>
+      fixedSequence;
+  std::map<std::tuple<int64_t, int64_t, int, int64_t, int64_t>,
+           std::shared_ptr<const SearchResult>>
+      sequenceLayouts;
 };
 
 bool forced(int64_t want, int64_t v) { return want == 0 || want == v; }
@@ -550,20 +565,29 @@ PlanSearch::oneDimLayout(SearchInput in, int64_t pp, int64_t dp, int64_t tg,
   return result;
 }
 
-std::vector<double> PlanSearch::sequenceComm(int64_t tg, int64_t sp,
-                                             double scale) const {
-  std::vector<double> spComm(g.nodes.size(), 0);
-  if (sp <= 1)
-    return spComm;
-  bool cross = groupCrossesNodes(tg, sp, cluster);
-  for (auto [i, node] : llvm::enumerate(g.nodes))
-    if (node.activationMatmul) {
-      double bytes =
-          tensorBytes(node.op->getOperand(1)) * sp * scale / double(tg);
-      spComm[i] =
-          cost.collectiveTime(CollectiveKind::AllGather, bytes, sp, cross);
-    }
-  return spComm;
+std::shared_ptr<const SearchResult>
+PlanSearch::sequenceLayout(int64_t tg, int64_t sp, SequenceMode spMode,
+                           int64_t dp, int64_t m, double cw, double cc) {
+  auto key = std::make_tuple(dp, sp, int(spMode), tg, m);
+  if (auto found = sequenceLayouts.find(key); found != sequenceLayouts.end())
+    return found->second;
+  std::vector<OpSharding> &fixed = fixedSequence[{dp, sp, int(spMode)}];
+  if (fixed.empty())
+    fixed = opt.sequenceLayouts(dp, sp, spMode);
+  SearchInput in;
+  in.degree = sp;
+  in.crossNode = groupCrossesNodes(tg, sp, cluster);
+  // The layouts hold the sequence split themselves; the batch share is
+  // the data-parallel and microbatch one.
+  in.scale = 1.0 / double(dp * m);
+  in.computeWeight = cw;
+  in.commWeight = cc;
+  in.train = opt.train;
+  in.microbatches = double(m);
+  in.fixed = &fixed;
+  auto result = std::make_shared<SearchResult>(searchTensorParallel(g, cost, in));
+  sequenceLayouts[key] = result;
+  return result;
 }
 
 PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
@@ -643,8 +667,9 @@ void PlanSearch::priceTraining(PlanCandidate &c, double maxGradSync) const {
 }
 
 PlanCandidate PlanSearch::evaluate(int64_t pp, int64_t tg, TensorMode mode,
-                                   GridShape grid, int64_t sp, int64_t dp,
-                                   int64_t m, bool recompute, bool exact) {
+                                   GridShape grid, int64_t sp,
+                                   SequenceMode spMode, int64_t dp, int64_t m,
+                                   bool recompute, bool exact) {
   double scale = 1.0 / double(dp * m * sp);
   double cw = opt.train ? (recompute ? 4 : 3) : 1;
   double cc = opt.train ? (recompute ? 3 : 2) : 1;
@@ -655,6 +680,7 @@ PlanCandidate PlanSearch::evaluate(int64_t pp, int64_t tg, TensorMode mode,
   c.pp = pp;
   c.tp = tg;
   c.sp = sp;
+  c.spMode = spMode;
   c.microbatches = m;
   c.mode = mode;
   c.q = grid.first;
@@ -663,7 +689,12 @@ PlanCandidate PlanSearch::evaluate(int64_t pp, int64_t tg, TensorMode mode,
   c.layout = layout;
   c.runnable = runs(c.toPlan(opt.train));
 
-  std::vector<double> spComm = sequenceComm(tg, sp, scale);
+  std::vector<double> spComm(g.nodes.size(), 0);
+  if (sp > 1) {
+    c.sequenceLayout = sequenceLayout(tg, sp, spMode, dp, m, cw, cc);
+    for (auto [i, nc] : llvm::enumerate(c.sequenceLayout->nodes))
+      spComm[i] = nc.comm;
+  }
   Stages stages = priceStages(c, *layout, spComm, cw, cc);
   const StageSummary &worst = stages.worst;
 
@@ -723,7 +754,8 @@ void PlanSearch::enumerateTensor(int64_t pp, int64_t tg, TensorMode mode,
                                  GridShape grid) {
   for (int64_t sp : divisors(n / (pp * tg))) {
     if (!forced(opt.sp, sp) || !partRuns(1, sp, 1, TensorMode::OneD) ||
-        (sp > 1 && g.sequence % sp))
+        (sp > 1 && (g.sequence % sp || !opt.sequenceLayouts ||
+                    !hasAttention)))
       continue;
     int64_t dp = n / (pp * tg * sp);
     if (!forced(opt.dp, dp) || g.batch % dp)
@@ -735,12 +767,16 @@ void PlanSearch::enumerateTensor(int64_t pp, int64_t tg, TensorMode mode,
       ++plan.infeasible;
       continue;
     }
-    enumerateBatch(pp, tg, mode, grid, sp, dp);
+    for (SequenceMode spMode : {SequenceMode::Ulysses, SequenceMode::Ring})
+      if ((sp > 1 || spMode == SequenceMode::Ulysses) &&
+          (!opt.spMode || sp == 1 || *opt.spMode == spMode))
+        enumerateBatch(pp, tg, mode, grid, sp, spMode, dp);
   }
 }
 
 void PlanSearch::enumerateBatch(int64_t pp, int64_t tg, TensorMode mode,
-                                GridShape grid, int64_t sp, int64_t dp) {
+                                GridShape grid, int64_t sp,
+                                SequenceMode spMode, int64_t dp) {
   for (int64_t m : divisors(g.batch / dp)) {
     int64_t mbSize = g.batch / dp / m;
     if (!forced(opt.microbatches, m) ||
@@ -751,10 +787,11 @@ void PlanSearch::enumerateBatch(int64_t pp, int64_t tg, TensorMode mode,
       continue; // inference without stages gains nothing from it
     for (bool recompute : recomputeChoices()) {
       ++plan.evaluated;
-      PlanCandidate c = evaluate(pp, tg, mode, grid, sp, dp, m, recompute,
-                                 /*exact=*/false);
+      PlanCandidate c = evaluate(pp, tg, mode, grid, sp, spMode, dp, m,
+                                 recompute, /*exact=*/false);
       // Layouts are big; only the finalists keep theirs.
       c.layout = nullptr;
+      c.sequenceLayout = nullptr;
       (c.fits ? feasible : rejected).push_back(std::move(c));
     }
   }
@@ -773,7 +810,7 @@ void PlanSearch::refine() {
   for (auto *list : {&feasible, &rejected})
     for (int k = 0; k < int(list->size()) && k < kExactRefine; ++k) {
       PlanCandidate &c = (*list)[k];
-      c = evaluate(c.pp, c.tp, c.mode, {c.q, c.depth}, c.sp, c.dp,
+      c = evaluate(c.pp, c.tp, c.mode, {c.q, c.depth}, c.sp, c.spMode, c.dp,
                    c.microbatches, c.recompute, /*exact=*/true);
     }
   std::vector<PlanCandidate> keep;

@@ -71,9 +71,29 @@ NodeChoice costOption(const PlanNode &node, OpSharding sharding,
       if (v.getDefiningOp<WeightOp>() && s.isReplicated())
         c.gradSync += cost.collectiveTime(CollectiveKind::AllReduce,
                                           tensorBytes(v), in.degree, in.crossNode);
+  // Ring attention: n - 1 shifts of this device's keys and values around
+  // the group, overlapped with the work on the block in hand (only the
+  // exceeding part costs time; see below).
+  double ringComm = 0;
+  if (auto attn = dyn_cast<AttentionOp>(op)) {
+    size_t rows = shapeOf(attn.getKey()).size() - 2;
+    const DimSharding &keys = sharding.operands[1].dims[rows];
+    if (keys.isSplit()) {
+      int64_t n = mesh.size(keys.axes);
+      double bytes = (shapeBytes(local[1], elementTypeOf(attn.getKey())) +
+                      shapeBytes(local[2], elementTypeOf(attn.getValue()))) *
+                     in.scale;
+      double t = cost.collectiveTime(CollectiveKind::RingShift, bytes, n,
+                                     in.crossNode);
+      for (int64_t s = 1; s < n; ++s)
+        c.collectives.push_back({CollectiveKind::RingShift, -1, bytes, t});
+      ringComm = double(n - 1) * t;
+    }
+  }
   OpWork w = opWork(op, local, localOut, in.scale, &node);
   c.compute = cost.kernelTime(w.flops, w.bytes, /*fused=*/node.fusedResult,
                               w.gemmMinDim);
+  c.comm += std::max(0.0, ringComm - c.compute);
   if (!sharding.reduceBeforeBias.empty()) {
     double bytes = tensorBytes(op->getResult(0)) * in.scale;
     double t = cost.collectiveTime(CollectiveKind::AllReduce, bytes, in.degree,

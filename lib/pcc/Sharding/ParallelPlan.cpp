@@ -31,6 +31,17 @@ std::optional<TensorMode> parseTensorMode(StringRef name) {
   return std::nullopt;
 }
 
+StringRef sequenceModeName(SequenceMode mode) {
+  return mode == SequenceMode::Ring ? "ring" : "ulysses";
+}
+
+std::optional<SequenceMode> parseSequenceMode(StringRef name) {
+  for (SequenceMode m : {SequenceMode::Ulysses, SequenceMode::Ring})
+    if (sequenceModeName(m) == name)
+      return m;
+  return std::nullopt;
+}
+
 ParallelPlan ParallelPlan::withDegrees(int64_t pp, int64_t dp, int64_t sp,
                                        int64_t tp) {
   ParallelPlan plan;
@@ -56,9 +67,13 @@ int64_t ParallelPlan::degree(StringRef role) const {
 
 std::string ParallelPlan::describe() const {
   std::string s;
-  for (auto [name, size] : llvm::zip(mesh.axisNames, mesh.shape))
-    if (size > 1)
-      s += (s.empty() ? "" : " x ") + llvm::formatv("{0} {1}", name, size).str();
+  for (auto [name, size] : llvm::zip(mesh.axisNames, mesh.shape)) {
+    if (size <= 1)
+      continue;
+    s += (s.empty() ? "" : " x ") + llvm::formatv("{0} {1}", name, size).str();
+    if (name == "sp")
+      s += " (" + sequenceModeName(sequenceMode).str() + ")";
+  }
   return s.empty() ? "1 device" : s;
 }
 
@@ -91,6 +106,7 @@ PlanAttr toAttr(MLIRContext *ctx, const ParallelPlan &plan) {
                        b.getDenseI64ArrayAttr(plan.mesh.shape),
                        tensorModeName(plan.tensorMode),
                        tensorLayoutsName(plan.tensorLayouts),
+                       sequenceModeName(plan.sequenceMode),
                        plan.microbatches, plan.train, plan.recompute);
 }
 
@@ -105,6 +121,8 @@ ParallelPlan fromAttr(PlanAttr attr) {
       parseTensorMode(attr.getTensorMode()).value_or(TensorMode::OneD);
   plan.tensorLayouts = parseTensorLayouts(attr.getTensorLayout())
                            .value_or(TensorLayouts::Megatron);
+  plan.sequenceMode = parseSequenceMode(attr.getSequenceMode())
+                          .value_or(SequenceMode::Ulysses);
   plan.microbatches = attr.getMicrobatches();
   plan.train = attr.getTrain();
   plan.recompute = attr.getRecompute();

@@ -231,6 +231,23 @@ OpSharding sliceSharding(SliceOp op, const TensorSharding &in) {
   return out;
 }
 
+/// Ring attention (an op the strategy marked kRingAttentionAttr): keys and
+/// values may keep the split of their sequence when it is over the axes
+/// that split the queries' rows; the result is the queries' rows either way.
+void allowRing(AttentionOp op, ArrayRef<TensorSharding> in, OpSharding &out) {
+  if (!op->hasAttr(kRingAttentionAttr))
+    return;
+  size_t rows = shapeOf(op.getQuery()).size() - 2;
+  const DimSharding &q = out.operands[0].dims[rows];
+  if (!q.isSplit() || q.groups != 1)
+    return;
+  for (int i : {1, 2})
+    if (in[i].dims[rows] != q)
+      return;
+  for (int i : {1, 2})
+    out.operands[i].dims[rows] = q;
+}
+
 OpSharding replicatedSharding(Operation *op) {
   OpSharding out;
   for (Value v : op->getOperands())
@@ -288,6 +305,8 @@ OpSharding inferOpSharding(Operation *op, ArrayRef<TensorSharding> in,
     out.reduceBeforeBias = out.results[0].partial;
     out.results[0].partial.clear();
   }
+  if (auto attn = dyn_cast<AttentionOp>(op))
+    allowRing(attn, operands, out);
   return out;
 }
 

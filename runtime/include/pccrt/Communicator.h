@@ -46,6 +46,13 @@ public:
   virtual void send(int64_t peer, const void *buf, int64_t bytes,
                     int64_t tag) = 0;
   virtual void recv(int64_t peer, void *buf, int64_t bytes, int64_t tag) = 0;
+  /// Starts sending `bytes` of `out` to device `to` while receiving as many
+  /// into `in` from device `from`; finishExchange waits for both. One
+  /// exchange at a time per group (ring attention's shift, overlapped with
+  /// the work on the block in hand).
+  virtual void startExchange(int64_t to, const void *out, int64_t from,
+                             void *in, int64_t bytes) = 0;
+  virtual void finishExchange() = 0;
 
 private:
   int64_t index_, size_;

@@ -45,6 +45,34 @@ void conv2dF32(const float *x, const float *w, const float *bias, float *y,
                int64_t sw, int64_t ph, int64_t pw, int64_t dh, int64_t dw,
                int64_t group, float *scratch);
 
+/// Masks of an attention (pcc.attention), read at element offsets: for
+/// batch b, query row i and key column j (the key's index among all keys),
+/// `add[addBatch[b] + i * addRow + j * addCol]` is added to the score and
+/// where `hide[...]` (same form) is true the score becomes `fill` first.
+/// Strides are 0 where a mask broadcasts.
+struct AttentionMasks {
+  const float *add = nullptr;
+  const int64_t *addBatch = nullptr;
+  int64_t addRow = 0, addCol = 0;
+  const bool *hide = nullptr;
+  const int64_t *hideBatch = nullptr;
+  int64_t hideRow = 0, hideCol = 0;
+  float fill = 0;
+};
+
+/// out = softmax(masks(scale(q kt))) v for `batch` independent problems,
+/// contiguous: q [sq, d], k [sk, d], v [sk, dv], out [sq, dv]; scores are
+/// multiplied by `scale` (divided with `divide`). A tile of scores at a
+/// time with running row maxima and sums (Attention.cpp). With `ringGroup`
+/// >= 0, k and v are this device's block of the keys, of a sequence split
+/// over that group in group order: the blocks pass around the group (ring
+/// attention). `scratch`: 64 * 64 + 2 * batch * sq floats, plus
+/// 2 * batch * sk * (d + dv) with a ring.
+void attentionF32(const float *q, const float *k, const float *v, float *out,
+                  int64_t batch, int64_t sq, int64_t sk, int64_t d, int64_t dv,
+                  float scale, bool divide, const AttentionMasks &masks,
+                  Mesh &mesh, int ringGroup, float *scratch);
+
 /// Sets the BLAS thread count (0 = library default).
 void setBlasThreads(int threads);
 
@@ -167,6 +195,12 @@ void allSlice(Mesh &mesh, int g, const void *in, void *out, int64_t outer,
 /// from `concatDim` to `splitDim`).
 void allToAll(Mesh &mesh, int g, const void *in, void *out, int64_t elemBytes,
               int rank, const int64_t *shape, int splitDim, int concatDim);
+/// Ring attention's shift on group `g`: sends `bytes` of `out` to the next
+/// device of the group and receives as many from the previous into `in`;
+/// finishRingShift waits for both.
+void startRingShift(Mesh &mesh, int g, const void *out, void *in,
+                    int64_t bytes);
+void finishRingShift(Mesh &mesh, int g, int64_t bytes);
 /// Pipeline stages are the in-group indices of group `g` (the pp axis):
 /// send `bytes` to stage `stage`'s device of this group, or receive them
 /// from it; `tag` pairs the two.

@@ -24,6 +24,7 @@ enum class TraceKind : int32_t {
   Send,
   Receive,
   AllToAll,
+  RingShift,
 };
 
 /// Starts recording (`on`) or stops.

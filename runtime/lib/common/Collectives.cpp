@@ -131,6 +131,19 @@ void allToAll(Mesh &mesh, int g, const void *in, void *out, int64_t elemBytes,
                   recv + r * piece + o * plen * inner, plen * inner);
 }
 
+void startRingShift(Mesh &mesh, int g, const void *out, void *in,
+                    int64_t bytes) {
+  Communicator &c = *mesh.impl().groups[g];
+  int64_t n = c.size(), me = c.index();
+  c.startExchange((me + 1) % n, out, (me + n - 1) % n, in, bytes);
+}
+
+void finishRingShift(Mesh &mesh, int g, int64_t bytes) {
+  Communicator &c = *mesh.impl().groups[g];
+  TraceSpan span(TraceKind::RingShift, bytes, (c.index() + c.size() - 1) % c.size());
+  c.finishExchange();
+}
+
 void sendToStage(Mesh &mesh, int g, int64_t stage, const void *buf,
                  int64_t bytes, int64_t tag) {
   TraceSpan span(TraceKind::Send, bytes, stage);

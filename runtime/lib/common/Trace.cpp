@@ -52,6 +52,7 @@ const char *kindName(TraceKind k) {
   case TraceKind::Send: return "send";
   case TraceKind::Receive: return "recv";
   case TraceKind::AllToAll: return "all_to_all";
+  case TraceKind::RingShift: return "ring_shift";
   }
   return "?";
 }

@@ -66,8 +66,23 @@ public:
     waitFor(r, WaitKind::Receive);
   }
 
+  void startExchange(int64_t to, const void *out, int64_t from, void *in,
+                     int64_t bytes) override {
+    MPI_Irecv(in, static_cast<int>(bytes), MPI_BYTE, static_cast<int>(from),
+              kExchangeTag, comm, &exchange[0]);
+    MPI_Isend(out, static_cast<int>(bytes), MPI_BYTE, static_cast<int>(to),
+              kExchangeTag, comm, &exchange[1]);
+  }
+  void finishExchange() override {
+    waitFor(exchange[0], WaitKind::Receive);
+    waitFor(exchange[1], WaitKind::Send);
+  }
+
 private:
+  // Above the pipeline's tags (microbatch x stage boundary).
+  static constexpr int kExchangeTag = 1 << 20;
   MPI_Comm comm;
+  MPI_Request exchange[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
 };
 
 } // namespace

@@ -20,6 +20,8 @@ using namespace mlir;
 namespace pcc::cpu {
 
 int64_t scratchBytes(Operation *op) {
+  if (auto attn = dyn_cast<AttentionOp>(op))
+    return attentionScratchBytes(attn);
   if (auto conv = dyn_cast<ConvOp>(op)) {
     auto w = typeOf(conv.getFilter()), y = typeOf(conv.getResult());
     return numElements(w.getShape().drop_front(1)) *
@@ -92,6 +94,8 @@ LogicalResult Emitter::emitKernel(Operation *op) {
   os << "  // " << op->getName() << "\n";
   if (isa<MatMulOp, GemmOp, ConvOp>(op))
     return emitContraction(op);
+  if (auto attn = dyn_cast<AttentionOp>(op))
+    return emitAttention(attn);
   if (isa<MaxPoolOp, AveragePoolOp, GlobalAveragePoolOp>(op))
     return emitPooling(op);
   if (isa<SoftmaxOp, LogSoftmaxOp, LayerNormOp, BatchNormOp>(op))

@@ -7,6 +7,7 @@
 //   CpuEmitter.cpp       values, parts, the walk and the dispatch by family
 //   EmitPointwise.cpp    fused pointwise loops
 //   EmitContraction.cpp  matmul, gemm, conv
+//   EmitAttention.cpp    attention (blocked, or around a ring)
 //   EmitPooling.cpp, EmitNormalization.cpp, EmitReduction.cpp,
 //   EmitDataMovement.cpp, EmitCollective.cpp
 //   ModelSources.cpp     the model's tables and the translation units
@@ -34,6 +35,8 @@ namespace pcc::cpu {
 /// Scratch the CPU kernel of `op` needs: im2col columns of a convolution,
 /// intermediate results of a reduction over several separate axis blocks.
 int64_t scratchBytes(mlir::Operation *op);
+/// Scratch of the blocked attention kernel (EmitAttention.cpp).
+int64_t attentionScratchBytes(AttentionOp op);
 
 class Emitter {
 public:
@@ -48,6 +51,7 @@ private:
                                           llvm::ArrayRef<std::string> operands);
   mlir::LogicalResult emitKernel(mlir::Operation *op);
   mlir::LogicalResult emitContraction(mlir::Operation *op);
+  mlir::LogicalResult emitAttention(AttentionOp op);
   mlir::LogicalResult emitPooling(mlir::Operation *op);
   mlir::LogicalResult emitNormalization(mlir::Operation *op);
   mlir::LogicalResult emitReduction(mlir::Operation *op);

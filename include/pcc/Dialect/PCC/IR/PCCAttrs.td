@@ -70,7 +70,9 @@ def PCC_PlanAttr : PCC_Attr<"Plan", "plan"> {
     from: `megatron` (column- then row-parallel linear layers),
     `megatron-sp` (the same with sequence parallelism between them) or `planned`
     (the planner's exact search, recorded per op as
-    `pcc.planned_sharding`). `microbatches`, `train` (a training step rather
+    `pcc.planned_sharding`). `sequence_mode` is how an sp axis runs
+    attention: `ulysses` (all-to-all to a head split) or `ring` (key/value
+    blocks passed around the sp group). `microbatches`, `train` (a training step rather
     than inference) and `recompute` (activation recompute) complete it. The planner makes it, or pcc builds it from forced
     flags; plan.json is written from it.
 
@@ -81,6 +83,7 @@ def PCC_PlanAttr : PCC_Attr<"Plan", "plan"> {
                         "::mlir::DenseI64ArrayAttr":$sizes,
                         StringRefParameter<>:$tensor_mode,
                         StringRefParameter<>:$tensor_layout,
+                        StringRefParameter<"sequence scheme", [{"ulysses"}]>:$sequence_mode,
                         "int64_t":$microbatches,
                         "bool":$train,
                         "bool":$recompute);

@@ -308,6 +308,46 @@ class PCC_SoftmaxLikeOp<string mnemonic, string desc>
 def PCC_SoftmaxOp : PCC_SoftmaxLikeOp<"softmax", "Softmax">;
 def PCC_LogSoftmaxOp : PCC_SoftmaxLikeOp<"log_softmax", "Log of softmax (computed stably)">;
 
+def PCC_AttentionOp : PCC_Op<"attention", [PCC_HasFactorRule, Pure,
+    InferTypeOpAdaptor, AttrSizedOperandSegments,
+    DeclareOpInterfaceMethods<PCC_ContractionOpInterface>]> {
+  let summary = "Scaled dot-product attention, masks included";
+  let description = [{
+    `softmax(S) V` over the last axis, with the scores
+    `S = Q Kt` times `scale` (divided by it with `divide`), then set to
+    `fill` where `hide` is true, then plus `mask`. Q is `[..., Sq, D]`,
+    K `[..., Sk, D]`, V `[..., Sk, Dv]` with equal leading (batch, head)
+    dimensions; `mask` and `hide` broadcast to `[..., Sq, Sk]`. The result
+    is `[..., Sq, Dv]`. Raised from the Q Kt, scale, mask, softmax, V chain
+    exporters write (RaiseComposites.cpp), so each value is what that chain
+    computes, up to the order of additions; a kernel computes it a block of
+    keys at a time with a running maximum and sum, never holding the whole
+    Sq x Sk scores.
+
+    `ring_axes` (set by pcc-partition, on the per-device program): K, V and
+    the key columns of `mask` and `hide` hold the same block of the sequence
+    that Q does, split over these grid axes; the key blocks travel around
+    the devices of the group and each device folds every block into its
+    rows (ring attention). Without it K and V hold every key.
+
+    Example: `%o = pcc.attention %q, %k, %v hide %h {scale = 0.125 : f64, fill = 0xFFF0000000000000 : f64} : (tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<16x16xi1>) -> tensor<2x4x16x8xf32>`
+  }];
+  let arguments = (ins PCC_FloatTensor:$query, PCC_FloatTensor:$key,
+                       PCC_FloatTensor:$value,
+                       Optional<PCC_FloatTensor>:$mask,
+                       Optional<PCC_BoolTensor>:$hide,
+                       DefaultValuedAttr<F64Attr, "1.0">:$scale,
+                       UnitAttr:$divide,
+                       DefaultValuedAttr<F64Attr, "0.0">:$fill,
+                       OptionalAttr<DenseI64ArrayAttr>:$ring_axes);
+  let results = (outs PCC_FloatTensor:$result);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value (`mask` $mask^)? (`hide` $hide^)? attr-dict
+    `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def PCC_LayerNormOp : PCC_Op<"layer_norm", [PCC_HasFactorRule, Pure, InferTypeOpAdaptor]>,
     PCC_FlopsPerElement<"8"> {
   let summary = "Layer normalization over the trailing axes from `axis`";

@@ -121,7 +121,8 @@ ShardingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                ArrayAttr axes, DenseI64ArrayAttr sizes,
                                StringRef tensorMode, StringRef tensorLayout,
-                               int64_t microbatches, bool, bool) {
+                               StringRef sequenceMode, int64_t microbatches,
+                               bool, bool) {
   if (!sizes || int64_t(axes.size()) != sizes.size())
     return emitError() << "needs one size per axis";
   size_t next = 0;
@@ -147,6 +148,9 @@ LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
       tensorLayout != "megatron-sp")
     return emitError() << "unknown tensor_layout '" << tensorLayout
                        << "' (megatron, megatron-sp or planned)";
+  if (sequenceMode != "ulysses" && sequenceMode != "ring")
+    return emitError() << "unknown sequence_mode '" << sequenceMode
+                       << "' (ulysses or ring)";
   if (microbatches < 1)
     return emitError() << "microbatches must be at least 1, got "
                        << microbatches;

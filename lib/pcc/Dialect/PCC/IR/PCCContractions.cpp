@@ -51,3 +51,17 @@ GemmShape ConvOp::gemmShapeFor(ArrayRef<SmallVector<int64_t>> in,
   s.m = numElements(result) / std::max<int64_t>(filter[0], 1);
   return s;
 }
+
+GemmShape AttentionOp::gemmShapeFor(ArrayRef<SmallVector<int64_t>> in,
+                                    ArrayRef<int64_t> result) {
+  // Q Kt (Sq x D x Sk) and P V (Sq x Sk x Dv) per batch: as one GEMM of
+  // depth D + Dv, the same FLOPs. The softmax between them is a few more
+  // per score, left out as for a GEMM's epilogue.
+  ArrayRef<int64_t> q = in[0], k = in[1], v = in[2];
+  GemmShape s;
+  s.m = q[q.size() - 2];
+  s.n = k[k.size() - 2];
+  s.k = q.back() + v.back();
+  s.batch = numElements(q.drop_back(2));
+  return s;
+}

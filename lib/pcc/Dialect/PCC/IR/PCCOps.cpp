@@ -62,6 +62,47 @@ static LogicalResult verifySoftmaxAxis(OpTy op) {
 LogicalResult SoftmaxOp::verify() { return verifySoftmaxAxis(*this); }
 LogicalResult LogSoftmaxOp::verify() { return verifySoftmaxAxis(*this); }
 
+LogicalResult AttentionOp::verify() {
+  ArrayRef<int64_t> q = getQuery().getType().getShape(),
+                    k = getKey().getType().getShape(),
+                    v = getValue().getType().getShape();
+  if (k.size() != q.size() || v.size() != q.size())
+    return emitOpError("query, key and value must have the same rank");
+  if (q.drop_back(2) != k.drop_back(2) || q.drop_back(2) != v.drop_back(2))
+    return emitOpError("query, key and value leading dimensions differ");
+  if (q.back() != k.back())
+    return emitOpError("query and key depths differ");
+  if (k[k.size() - 2] != v[v.size() - 2])
+    return emitOpError("key and value lengths differ");
+  if (getQuery().getType().getElementType() !=
+          getKey().getType().getElementType() ||
+      getQuery().getType().getElementType() !=
+          getValue().getType().getElementType())
+    return emitOpError("query, key and value element types differ");
+  // Masks broadcast to the scores [..., Sq, Sk]; with ring_axes their key
+  // columns are this device's block, like K's.
+  SmallVector<int64_t> scores(q.drop_back());
+  scores.push_back(k[k.size() - 2]);
+  for (Value m : {getMask(), getHide()}) {
+    if (!m)
+      continue;
+    ArrayRef<int64_t> s = cast<ShapedType>(m.getType()).getShape();
+    if (s.size() > scores.size())
+      return emitOpError("mask rank exceeds the scores' rank");
+    for (auto [i, a, b] :
+         llvm::enumerate(llvm::reverse(s), llvm::reverse(scores))) {
+      // Around a ring the masks hold every key; K holds one block of them.
+      bool ringKeys = i == 0 && getRingAxes() && b && a % b == 0;
+      if (a != b && a != 1 && !ringKeys)
+        return emitOpError("mask does not broadcast to the scores");
+    }
+  }
+  if (getMask() && getMask().getType().getElementType() !=
+                       getQuery().getType().getElementType())
+    return emitOpError("mask element type differs from the query's");
+  return success();
+}
+
 LogicalResult LayerNormOp::verify() {
   auto type = getInput().getType();
   int64_t axis = getAxis();

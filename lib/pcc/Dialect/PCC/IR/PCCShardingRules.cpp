@@ -245,6 +245,37 @@ FactorRule ReduceProdOp::getFactorRule() {
   return reduceRule(*this, getAxes(), getKeepdims(), /*isSum=*/false);
 }
 
+/// Batch and head dimensions, query rows and value columns are factors;
+/// the keys and the depth stay whole (the softmax needs a row's every
+/// score). A ring split of the keys is the layout rule's own case
+/// (pcc/Sharding/ShardingRules.cpp).
+FactorRule AttentionOp::getFactorRule() {
+  FactorRule r(*this);
+  int64_t rank = shapeOf(getQuery()).size();
+  auto &o = r.results[0];
+  for (int64_t d = 0; d + 1 < rank; ++d) {
+    o[d] = {r.add(), 1};
+    r.operands[0][d] = o[d];
+    if (d + 2 < rank)
+      r.operands[1][d] = r.operands[2][d] = o[d];
+  }
+  o[rank - 1] = {r.add(), 1};
+  r.operands[2][rank - 1] = o[rank - 1];
+  // Masks, right-aligned to the scores [..., Sq, Sk]: a dimension of the
+  // scores' size shares its factor; the key column stays whole.
+  ArrayRef<int64_t> scores = shapeOf(getQuery()).drop_back();
+  for (auto [i, v] : llvm::enumerate(getOperands())) {
+    if (i < 3)
+      continue;
+    ArrayRef<int64_t> s = shapeOf(v);
+    int64_t off = rank - int64_t(s.size());
+    for (int64_t d = 0; d + 1 < int64_t(s.size()); ++d)
+      if (s[d] == scores[d + off])
+        r.operands[i][d] = o[d + off];
+  }
+  return r;
+}
+
 /// Dims before the normalised axis are rows; the normalised ones stay whole.
 FactorRule LayerNormOp::getFactorRule() {
   int64_t axis = normalizeAxis(getAxis(), shapeOf(getInput()).size());

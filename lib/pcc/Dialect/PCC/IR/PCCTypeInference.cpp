@@ -269,6 +269,18 @@ LogicalResult MatMulOp::inferReturnTypes(MLIRContext *,
   return push(types, makeTensor(loc, shape, l.getElementType()));
 }
 
+LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor, Types &types) {
+  auto q = tensorOf(adaptor.getQuery()), v = tensorOf(adaptor.getValue());
+  if (q.getRank() < 2 || v.getRank() != q.getRank())
+    return emitOptionalError(loc, "attention query and value must have the "
+                                  "same rank, at least 2");
+  SmallVector<int64_t> shape(q.getShape());
+  shape.back() = v.getShape().back();
+  return push(types, makeTensor(loc, shape, q.getElementType()));
+}
+
 LogicalResult GemmOp::inferReturnTypes(MLIRContext *,
                                        std::optional<Location> loc,
                                        Adaptor adaptor, Types &types) {

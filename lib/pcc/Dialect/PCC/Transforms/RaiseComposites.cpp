@@ -1,4 +1,4 @@
-//===- RaiseComposites.cpp - raise decomposed GELU and LayerNorm ----------===//
+//===- RaiseComposites.cpp - raise decomposed GELU, LayerNorm, attention --===//
 //
 // Matches are exact: every constant in a chain must have the value the
 // decomposition uses (0.5, 1, sqrt 2, exponent 2), and every intermediate
@@ -8,6 +8,8 @@
 // relative 1e-6 because exporters may compute it in f32 before casting.
 //
 //===----------------------------------------------------------------------===//
+
+#include "MatchUtils.h"
 
 #include "pcc/Dialect/PCC/IR/PCCOps.h"
 #include "pcc/Dialect/PCC/Transforms/Passes.h"
@@ -27,38 +29,6 @@ using namespace mlir;
 using namespace pcc;
 
 namespace {
-
-/// The value of a splat float constant, if `v` is one.
-std::optional<double> splatValue(Value v) {
-  DenseFPElementsAttr attr;
-  if (!v || !matchPattern(v, m_Constant(&attr)) || !attr.isSplat())
-    return std::nullopt;
-  return attr.getSplatValue<APFloat>().convertToDouble();
-}
-
-bool isSplat(Value v, double expected) {
-  DenseFPElementsAttr attr;
-  if (!v || !matchPattern(v, m_Constant(&attr)) || !attr.isSplat())
-    return false;
-  APFloat got = attr.getSplatValue<APFloat>();
-  APFloat want(expected);
-  bool lost = false;
-  want.convert(got.getSemantics(), APFloat::rmNearestTiesToEven, &lost);
-  double g = got.convertToDouble(), w = want.convertToDouble();
-  return std::abs(g - w) <= 1e-6 * std::abs(w);
-}
-
-/// Op of type OpTy defining `v` whose result has a single use.
-template <typename OpTy>
-OpTy singleUse(Value v) {
-  auto op = v.getDefiningOp<OpTy>();
-  return op && op->hasOneUse() ? op : OpTy();
-}
-
-/// For a commutative binary op, the operand that is not `known`.
-Value other(Operation *op, Value known) {
-  return op->getOperand(0) == known ? op->getOperand(1) : op->getOperand(0);
-}
 
 /// x * 0.5 * (1 + erf(x / sqrt 2)), in either association torch uses:
 /// mul(mul(x, 1 + erf(..)), 0.5) or mul(x, mul(1 + erf(..), 0.5)).
@@ -217,6 +187,7 @@ struct RaiseCompositesPass
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     patterns.add<RaiseGelu, RaiseLayerNorm>(&getContext());
+    populateRaiseAttentionPatterns(patterns);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }

@@ -1,0 +1,106 @@
+//===- EmitAttention.cpp - pcc.attention on the blocked kernel ------------===//
+
+#include "CpuEmitter.h"
+
+using namespace mlir;
+
+namespace pcc::cpu {
+
+namespace {
+
+/// Where a mask of local shape `mask` (broadcast, right-aligned, to the
+/// scores [batch dims..., sq, sk]) holds element (b, i, j): per flattened
+/// batch index b an offset, and the strides of a row and a key column
+/// (0 where the mask broadcasts).
+struct MaskLayout {
+  SmallVector<int64_t> batchOffsets;
+  int64_t row = 0, col = 0;
+};
+
+MaskLayout maskLayout(ArrayRef<int64_t> mask, ArrayRef<int64_t> batchDims) {
+  size_t rank = batchDims.size() + 2;
+  SmallVector<int64_t> padded(rank - mask.size(), 1);
+  padded.append(mask.begin(), mask.end());
+  SmallVector<int64_t> strides = stridesOf(padded);
+  MaskLayout m;
+  m.row = padded[rank - 2] == 1 ? 0 : strides[rank - 2];
+  m.col = padded[rank - 1] == 1 ? 0 : strides[rank - 1];
+  int64_t batch = numElements(batchDims);
+  for (int64_t b = 0; b < batch; ++b) {
+    int64_t rem = b, off = 0;
+    for (int64_t d = int64_t(batchDims.size()) - 1; d >= 0; --d) {
+      int64_t c = rem % batchDims[d];
+      rem /= batchDims[d];
+      off += (padded[d] == 1 ? 0 : c) * strides[d];
+    }
+    m.batchOffsets.push_back(off);
+  }
+  return m;
+}
+
+} // namespace
+
+int64_t attentionScratchBytes(AttentionOp op) {
+  ArrayRef<int64_t> q = typeOf(op.getQuery()).getShape(),
+                    k = typeOf(op.getKey()).getShape();
+  int64_t batch = numElements(q.drop_back(2));
+  int64_t sq = q[q.size() - 2], sk = k[k.size() - 2];
+  int64_t d = q.back(), dv = typeOf(op.getValue()).getShape().back();
+  // A 64 x 64 tile of scores, each row's running maximum and sum, and
+  // around a ring two blocks of keys and values (the one folded in, the one
+  // arriving).
+  int64_t floats = 64 * 64 + 2 * batch * sq;
+  if (op.getRingAxes())
+    floats += 2 * batch * sk * (d + dv);
+  return floats * 4;
+}
+
+LogicalResult Emitter::emitAttention(AttentionOp op) {
+  if (failed(requireF32(op, op.getQuery())))
+    return failure();
+  ArrayRef<int64_t> q = typeOf(op.getQuery()).getShape(),
+                    k = typeOf(op.getKey()).getShape();
+  ArrayRef<int64_t> batchDims = q.drop_back(2);
+  int64_t batch = numElements(batchDims);
+  int64_t sq = q[q.size() - 2], sk = k[k.size() - 2];
+  int64_t d = q.back(), dv = typeOf(op.getValue()).getShape().back();
+  if (batch * sq * dv == 0)
+    return success();
+  std::string id = std::to_string(nextTemp++);
+  std::string masks = "masks" + id;
+  os << "  AttentionMasks " << masks << ";\n";
+  auto describe = [&](Value m, StringRef field) {
+    if (!m)
+      return;
+    MaskLayout l = maskLayout(typeOf(m).getShape(), batchDims);
+    std::string offs = (field + "Batch" + id).str();
+    os << "  static const int64_t " << offs << "[] = {"
+       << joinInts(l.batchOffsets) << "};\n"
+       << "  " << masks << "." << field << " = " << ptr(m) << ";\n"
+       << "  " << masks << "." << field << "Batch = " << offs << ";\n"
+       << "  " << masks << "." << field << "Row = " << l.row << ";\n"
+       << "  " << masks << "." << field << "Col = " << l.col << ";\n";
+  };
+  describe(op.getMask(), "add");
+  describe(op.getHide(), "hide");
+  if (op.getHide())
+    os << "  " << masks << ".fill = "
+       << floatLiteral(op.getFill().convertToDouble(),
+                       typeOf(op.getQuery()).getElementType())
+       << ";\n";
+  int ring = -1;
+  if (auto axes = op.getRingAxes()) {
+    ring = groupOf(*axes);
+    result.ringShifts += mesh.size(*axes) - 1;
+  }
+  os << "  attentionF32(" << ptr(op.getQuery()) << ", " << ptr(op.getKey())
+     << ", " << ptr(op.getValue()) << ", " << out(op) << ", " << batch << ", "
+     << sq << ", " << sk << ", " << d << ", " << dv << ", "
+     << floatLiteral(op.getScale().convertToDouble(),
+                     typeOf(op.getQuery()).getElementType())
+     << ", " << (op.getDivide() ? "true" : "false") << ", " << masks
+     << ", mesh, " << ring << ", " << scratch(op) << ");\n";
+  return success();
+}
+
+} // namespace pcc::cpu
