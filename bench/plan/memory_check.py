@@ -4,7 +4,8 @@ program holds (plan.json: the weights each stage's device reads and its
 arena, after liveness-based reuse).
 
 Usage: memory_check.py MODEL.onnx [--cluster C] STRATEGY...
-  STRATEGY as for test/e2e/run_strategies.py: "pp=4,mb=4", "tp=4", "dp=2,pp=2".
+  STRATEGY as for test/e2e/run_strategies.py: "pp=4,mb=4", "tp=4", "dp=2,pp=2",
+  "tp=4,mode=2d", "tp=8,mode=2.5d,depth=2".
 Prints a Markdown table: strategy, weights (predicted, compiled, ratio),
 activations / arena (predicted, compiled, ratio). Needs `pcc` on PATH.
 """
@@ -31,7 +32,10 @@ def main():
     print("| --- | --- | --- | --- | --- | --- | --- |")
     with tempfile.TemporaryDirectory() as tmp:
         for strategy in args.strategies:
-            flags, devices = strategy_flags(strategy, "megatron")
+            # Megatron's layouts on a 1d tensor axis; 2D / 2.5D grids have
+            # their own.
+            layout = "searched" if "mode=" in strategy else "megatron"
+            flags, devices = strategy_flags(strategy, layout)
             flags += ["--cluster", args.cluster]
             out = os.path.join(tmp, strategy.replace("=", "").replace(",", "-"))
             subprocess.run(["pcc", args.model, "-o", out, "--quiet"] + flags,

@@ -5,7 +5,8 @@ Calibrates this machine (`pcc calibrate -o WORK/host.json`), then for each
 model (bench_cpu.py's MLP, Transformer encoder layer and GPT decoder, at
 sizes where a step takes milliseconds) and each strategy that runs here
 (1 rank; data parallel; tensor parallel with the planner's searched layouts
-and with Megatron's; both), it
+and with Megatron's; both; pipelines; Megatron's and Ulysses / ring
+sequence parallelism; 2D tensor parallelism), it
 
   - asks `pcc plan --cluster WORK/host.json` with the strategy forced for
     its predicted step time (JSON predicted.step_time_s),
@@ -31,26 +32,33 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..",
+                                "test", "e2e"))
 from bench_cpu import MODELS, export, write_set  # noqa: E402
+from run_strategies import strategy_flags as forced_flags  # noqa: E402
 
 import torch  # noqa: E402
 
-# (label, dp, tp, tp-layout, pp): layout "megatron-sp" is Megatron with
-# sequence parallelism.
+# (label, strategy as test/e2e/run_strategies.py spells it, tp layout):
+# layout "megatron-sp" is Megatron with its sequence parallelism. Sequence
+# parallelism over sp runs on models with attention only.
 STRATEGIES = [
-    ("1", 1, 1, "searched", 1),
-    ("dp2", 2, 1, "searched", 1),
-    ("tp2", 1, 2, "searched", 1),
-    ("tp2-megatron", 1, 2, "megatron", 1),
-    ("tp2-megatron-sp", 1, 2, "megatron-sp", 1),
-    ("pp2", 1, 1, "searched", 2),
-    ("dp4", 4, 1, "searched", 1),
-    ("tp4", 1, 4, "searched", 1),
-    ("tp4-megatron", 1, 4, "megatron", 1),
-    ("dp2,tp2", 2, 2, "searched", 1),
-    ("dp2,tp2-megatron", 2, 2, "megatron", 1),
-    ("pp2,tp2", 1, 2, "searched", 2),
-    ("dp2,pp2", 2, 1, "searched", 2),
+    ("1", "dp=1", "searched"),
+    ("dp2", "dp=2", "searched"),
+    ("tp2", "tp=2", "searched"),
+    ("tp2-megatron", "tp=2", "megatron"),
+    ("tp2-megatron-sp", "tp=2", "megatron-sp"),
+    ("pp2", "pp=2", "searched"),
+    ("dp4", "dp=4", "searched"),
+    ("tp4", "tp=4", "searched"),
+    ("tp4-megatron", "tp=4", "megatron"),
+    ("dp2,tp2", "dp=2,tp=2", "searched"),
+    ("dp2,tp2-megatron", "dp=2,tp=2", "megatron"),
+    ("pp2,tp2", "pp=2,tp=2", "searched"),
+    ("dp2,pp2", "dp=2,pp=2", "searched"),
+    ("sp2-ulysses", "sp=2,spm=ulysses", "megatron"),
+    ("sp2-ring", "sp=2,spm=ring", "megatron"),
+    ("tp4-2d", "tp=4,mode=2d", "searched"),
 ]
 
 MPIRUN = "mpirun --oversubscribe -q --allow-run-as-root"
@@ -79,18 +87,14 @@ def spearman(a, b):
     return num / den if den else float("nan")
 
 
-def strategy_flags(dp, tp, layout, pp, cluster):
-    layout_flags = (["--sequence-parallel"] if layout == "megatron-sp"
-                    else ["--tp-layout", layout])
-    return ["--dp", str(dp), "--tp", str(tp), "--pp", str(pp)] + \
-        layout_flags + ["--cluster", cluster]
-
-
-def predict(pcc, model, dp, tp, layout, pp, cluster):
+def predict(pcc, model, flags, ranks):
+    fixed = [] if "--tp-mode" in flags else ["--tp-mode", "1d"]
+    for degree in ("--pp", "--sp"):
+        if degree not in flags:
+            fixed += [degree, "1"]
     out = subprocess.run(
-        [pcc, "plan", model, "--format", "json", "--sp", "1",
-         "--tp-mode", "1d"] + strategy_flags(dp, tp, layout, pp, cluster),
-        capture_output=True, text=True, check=True).stdout
+        [pcc, "plan", model, "--format", "json", "--devices", str(ranks)] +
+        fixed + flags, capture_output=True, text=True, check=True).stdout
     return json.loads(out)["predicted"]["step_time_s"] * 1e3
 
 
@@ -142,29 +146,32 @@ def main():
         export(model, x, onnx_path)
         with torch.no_grad():
             write_set(os.path.join(d, "data"), x.numpy(), model(x).numpy())
-        for label, dp, tp, layout, pp in STRATEGIES:
+        for label, strategy, layout in STRATEGIES:
+            if "sp=" in strategy and name == "mlp":
+                continue
+            flags, n = forced_flags(strategy, layout)
+            flags += ["--cluster", cluster]
             out = os.path.join(d, "out-" + label.replace(",", "-"))
-            subprocess.run([pcc, onnx_path, "-o", out, "--quiet"] +
-                           strategy_flags(dp, tp, layout, pp, cluster),
+            subprocess.run([pcc, onnx_path, "-o", out, "--quiet"] + flags,
                            check=True)
             exe = os.path.join(out, "model")
             check = subprocess.run(
-                shlex.split(MPIRUN) + ["-np", str(dp * tp * pp), exe, "--check",
+                shlex.split(MPIRUN) + ["-np", str(n), exe, "--check",
                                        os.path.join(d, "data"), "--threads", "1"],
                 capture_output=True, text=True, env=env, timeout=600)
             if check.returncode != 0:
                 sys.exit(f"{name} {label}: output does not match PyTorch:\n"
                          f"{check.stdout}{check.stderr}")
-            predicted = predict(pcc, onnx_path, dp, tp, layout, pp, cluster)
-            measured, runs = measure(exe, os.path.join(d, "data"), dp * tp * pp,
+            predicted = predict(pcc, onnx_path, flags, n)
+            measured, runs = measure(exe, os.path.join(d, "data"), n,
                                      args.iters, args.repeats, env)
-            r = {"model": name, "strategy": label, "ranks": dp * tp * pp,
+            r = {"model": name, "strategy": label, "ranks": n,
                  "predicted_ms": round(predicted, 3),
                  "measured_ms": round(measured, 3),
                  "measured_runs_ms": [round(v, 3) for v in runs],
                  "measured_over_predicted": round(measured / predicted, 3)}
             results.append(r)
-            print(f"{name:8} {label:18} ranks {dp * tp * pp}  predicted "
+            print(f"{name:8} {label:18} ranks {n}  predicted "
                   f"{predicted:9.3f} ms  measured {measured:9.3f} ms  "
                   f"ratio {measured / predicted:5.2f}", flush=True)
 

@@ -37,3 +37,20 @@ func.func @main(%x: tensor<2x3x16x16xf32>, %w: tensor<8x3x3x3xf32>, %s: tensor<8
   %0 = pcc.conv %x, %w, %s {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<2x3x16x16xf32>, tensor<8x3x3x3xf32>, tensor<8xf32>) -> tensor<2x8x16x16xf32>
   return %0 : tensor<2x8x16x16xf32>
 }
+
+// -----
+
+// A SUMMA product on a 2 x 2 grid (rows: axis 0, columns: axis 1): the
+// left blocks are broadcast along the devices of a grid row (the group over
+// axis 1), the weight blocks along a column (the group over axis 0); scratch
+// holds one panel of each.
+// CHECK-LABEL: // unit: model.cpp
+// CHECK: // pcc.matmul
+// CHECK-NEXT: summaF32(in0, in1, v0, 8, 4, 6, false, static_cast<float>(1.{{0+}}e+00), static_cast<float>(0.{{0+}}e+00), mesh, 0, 1, reinterpret_cast<float *>(arena + {{[0-9]+}}));
+module {
+  shard.grid @mesh(shape = 2x2)
+  func.func @main(%x: tensor<2x4x4xf32>, %w: tensor<4x6xf32>) -> tensor<2x4x6xf32> {
+    %y = pcc.matmul %x, %w {summa_axes = array<i64: 0, 1>} : (tensor<2x4x4xf32>, tensor<4x6xf32>) -> tensor<2x4x6xf32>
+    return %y : tensor<2x4x6xf32>
+  }
+}

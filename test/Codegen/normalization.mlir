@@ -18,3 +18,4 @@ func.func @main(%x: tensor<4x8x16xf32>, %g: tensor<16xf32>, %b: tensor<16xf32>, 
   %3 = pcc.batch_norm %y, %s, %s, %s, %s {epsilon = 1.0e-5 : f32} : (tensor<2x8x4x4xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<2x8x4x4xf32>
   return %0, %1, %2, %3 : tensor<4x8x16xf32>, tensor<4x8x16xf32>, tensor<4x8x16xf32>, tensor<2x8x4x4xf32>
 }
+

@@ -5,9 +5,10 @@ under mpirun against the model's reference outputs.
 Usage: run_strategies.py MODEL_DIR --mpirun "CMD"
                          [--layout searched|megatron|megatron-sp]
                          [--cluster C] STRATEGY...
-  STRATEGY is dp=N, tp=N, pp=N, sp=N, mb=N (microbatches) and
-  spm=ulysses|ring (how sp runs attention) joined by commas, as
-  "dp=2,pp=2,tp=2" or "sp=4,spm=ring".
+  STRATEGY is dp=N, tp=N, pp=N, sp=N, mb=N (microbatches),
+  spm=ulysses|ring (how sp runs attention), mode=1d|2d|2.5d (the tensor
+  scheme) and depth=D (2.5d's depth) joined by commas, as "dp=2,pp=2,tp=2",
+  "sp=4,spm=ring" or "tp=8,mode=2.5d,depth=2".
 
 For each strategy prints one line:
   dp=2,tp=4 ranks=8: check: PASS collectives: all_reduce=5 all_gather=0 ...
@@ -18,7 +19,8 @@ cluster), so a lit test can FileCheck numerics, the communication pattern,
 and that the planner costs exactly what the compiler emits. Pipelines add
 "sends: N predicted: M" (point-to-point sends per step, all stages); any
 all-to-alls add "all_to_all: N predicted: M", ring attention
-"ring_shift: N predicted: M" (key/value block shifts per step).
+"ring_shift: N predicted: M" (key/value block shifts per step), SUMMA
+"broadcast: N predicted: M".
 """
 import argparse
 import json
@@ -29,7 +31,7 @@ import sys
 
 KINDS = ("all_reduce", "all_gather", "reduce_scatter")
 # Shown only where compiled or predicted: planner kind -> plan.json key.
-EXTRA = ("send_recv", "all_to_all", "ring_shift")
+EXTRA = ("send_recv", "all_to_all", "ring_shift", "broadcast")
 
 
 def strategy_flags(strategy, layout):
@@ -43,18 +45,22 @@ def strategy_flags(strategy, layout):
         if key == "mb":
             flags += ["--microbatches", value]
             continue
-        if key == "spm":
-            flags += ["--sp-mode", value]
+        if key in ("spm", "mode", "depth"):
+            flags += ["--" + {"spm": "sp-mode", "mode": "tp-mode",
+                              "depth": "tp-depth"}[key], value]
             continue
         flags += ["--" + key, value]
         ranks *= int(value)
+    # A tensor degree without a mode is 1D (the planner would pick a grid).
+    if "--tp" in flags and "--tp-mode" not in flags:
+        flags += ["--tp-mode", "1d"]
     return flags, ranks
 
 
 def predicted_counts(model, flags):
     """Collective counts per step `pcc plan` predicts, and its sends."""
-    fixed = ["--tp-mode", "1d"]
-    for degree in ("--pp", "--sp"):
+    fixed = [] if "--tp-mode" in flags else ["--tp-mode", "1d"]
+    for degree in ("--pp", "--sp", "--tp"):
         if degree not in flags:
             fixed += [degree, "1"]
     plan = subprocess.run(
@@ -106,7 +112,7 @@ def main():
         if plan["mesh"]["pp"] > 1:
             line += (f" sends: {compiled['send'] * runs}"
                      f" predicted: {extra['send_recv']}")
-        for kind in ("all_to_all", "ring_shift"):
+        for kind in ("all_to_all", "ring_shift", "broadcast"):
             got = compiled.get(kind, 0) * runs
             if got or extra[kind]:
                 line += f" {kind}: {got} predicted: {extra[kind]}"

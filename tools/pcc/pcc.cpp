@@ -95,7 +95,7 @@ cl::opt<int> tpDegree("tp", cl::desc("Tensor-parallel degree (devices in a "
 cl::opt<std::string> tpMode(
     "tp-mode",
     cl::desc("Tensor-parallel scheme: 1d (Megatron), 2d (SUMMA, q x q), "
-             "2.5d (Tesseract, q x q x d), 3d (q x q x q); only 1d compiles"),
+             "2.5d (Tesseract, q x q x d), 3d (q x q x q; planned only)"),
     cl::init(""), COMPILE_AND_PLAN);
 enum class TensorLayout { Searched, Megatron };
 cl::opt<TensorLayout> tpLayout(
@@ -117,6 +117,10 @@ cl::opt<int> ppDegree("pp", cl::desc("Pipeline stages"),
 cl::opt<int> spDegree("sp", cl::desc("Sequence-parallel degree: the "
                                      "sequence split over sp devices"),
                       cl::init(0), COMPILE_AND_PLAN);
+cl::opt<int> tpDepth("tp-depth",
+                     cl::desc("2.5D depth d: --tp N is a q x q x d grid "
+                              "(default: the planner's choice)"),
+                     cl::init(0), COMPILE_AND_PLAN);
 cl::opt<std::string> spMode(
     "sp-mode",
     cl::desc("How sequence parallelism runs attention: ulysses (all-to-all "
@@ -278,6 +282,14 @@ Expected<pcc::PlanOptions> planOptions() {
   o.pp = ppDegree;
   o.sp = spDegree;
   o.microbatches = microbatches;
+  if (tpDepth.getNumOccurrences()) {
+    if (tpDepth < 1)
+      return err("--tp-depth must be at least 1, got " + Twine(int(tpDepth)));
+    if (tpMode != "2.5d")
+      return err("--tp-depth is the depth of a 2.5d grid; use it with "
+                 "--tp-mode 2.5d");
+    o.tpDepth = tpDepth;
+  }
   if (!spMode.empty()) {
     o.spMode = pcc::parseSequenceMode(spMode);
     if (!o.spMode)
@@ -309,6 +321,13 @@ Expected<pcc::PlanOptions> planOptions() {
   if (!completed)
     return completed.takeError();
   o = *completed;
+  if (o.tp > 1 && o.tpMode && *o.tpMode != pcc::TensorMode::OneD &&
+      !pcc::tensorGrid(*o.tpMode, o.tp, o.tpDepth))
+    return err("--tp " + Twine(o.tp) + " is not a " +
+               pcc::tensorModeName(*o.tpMode) + " grid (2d: q x q, 2.5d: " +
+               "q x q x depth, 3d: q x q x q, q >= 2" +
+               (o.tpDepth ? ", depth " + std::to_string(o.tpDepth) : "") +
+               ")");
   o.train = train;
   if (recompute == "none")
     o.recompute = false;

@@ -21,7 +21,7 @@ struct BufferRequest {
   int64_t offset = -1;
 };
 
-/// Assigns offsets (first fit in order of start, then size) and returns the
+/// Assigns offsets (first fit by start or by size, the better) and returns the
 /// arena size. Invariant: two buffers whose [start, end] ranges intersect get
 /// disjoint [offset, offset + bytes) ranges.
 int64_t planBuffers(std::vector<BufferRequest> &buffers);

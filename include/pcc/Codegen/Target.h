@@ -52,6 +52,8 @@ struct EmittedModel {
   /// Shifts of key/value blocks around a ring in one run: n - 1 per ring
   /// attention over n devices.
   int ringShifts = 0;
+  /// SUMMA's broadcasts in one run: 2q per product on a q x q grid.
+  int broadcasts = 0;
   /// What a device of each pipeline stage holds (one entry without stages):
   /// the weights it reads and its arena.
   struct StageMemory {

@@ -31,6 +31,13 @@ llvm::DenseMap<mlir::Operation *, OpSharding>
 sequenceShardings(mlir::func::FuncOp fn, int64_t dp, int64_t sp,
                   SequenceMode mode);
 
+/// The same for the tensor grid of a `dp` x `tp` plan in 2D / 2.5D mode
+/// (depth for 2.5D): layouts on the grid's axes, numbered from 0 in the
+/// program mesh's order (programMesh).
+llvm::DenseMap<mlir::Operation *, OpSharding>
+gridShardings(mlir::func::FuncOp fn, int64_t dp, int64_t tp, TensorMode mode,
+              int64_t depth);
+
 } // namespace pcc
 
 #endif // PCC_PARTITION_STRATEGY_H

@@ -34,6 +34,8 @@ struct PlanOptions {
   /// Forced degrees (0 = searched) and tensor mode.
   int64_t dp = 0, pp = 0, tp = 0, sp = 0, microbatches = 0;
   std::optional<TensorMode> tpMode;
+  /// 2.5D depth (0 = searched).
+  int64_t tpDepth = 0;
   /// How an sp axis runs attention: unset = searched.
   std::optional<SequenceMode> spMode;
   /// What the back end runs (Codegen/Target.h): why a plan cannot run, or
@@ -52,6 +54,12 @@ struct PlanOptions {
   std::function<std::vector<OpSharding>(int64_t dp, int64_t sp,
                                         SequenceMode mode)>
       sequenceLayouts;
+  /// The layouts of a 2D / 2.5D tensor grid (one per graph node, on the
+  /// grid's axes numbered from 0: [depth,] rows, columns), as the
+  /// partitioner derives them. Unset: closed-form grid costs.
+  std::function<std::vector<OpSharding>(int64_t dp, int64_t tp,
+                                        TensorMode mode, int64_t depth)>
+      gridLayouts;
 };
 
 struct PlanCandidate {
@@ -100,6 +108,12 @@ struct Plan {
   int64_t evaluated = 0, ilpSolves = 0, infeasible = 0;
   double seconds = 0;
 };
+
+/// A tensor group of `size` devices in `mode`: its grid (q, depth), or
+/// nothing when the size does not form that grid. 2.5D takes
+/// `forcedDepth`, else the smallest depth >= 2 whose layer is a square.
+std::optional<std::pair<int64_t, int64_t>>
+tensorGrid(TensorMode mode, int64_t size, int64_t forcedDepth = 0);
 
 llvm::Expected<Plan> makePlan(const PlanGraph &graph,
                               const ClusterSpec &cluster,

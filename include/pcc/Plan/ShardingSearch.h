@@ -38,6 +38,9 @@ struct NodeChoice {
   /// Per microbatch, forward: time on the device, time of the collectives
   /// feeding it (and inside it), local weight and result bytes.
   double compute = 0, comm = 0, weightBytes = 0, resultBytes = 0;
+  /// Workspace the op's kernel holds while it runs (SUMMA's panels, the
+  /// attention kernel's tile, row statistics and ring blocks), per device.
+  double scratchBytes = 0;
   /// Training, per step: all-reducing the gradients of weights this op
   /// reads whole while its work is split over the axis.
   double gradSync = 0;
@@ -68,6 +71,9 @@ struct SearchInput {
   /// Cost this choice (per node; copies use their first copy's) instead of
   /// searching.
   const std::vector<OpSharding> *fixed = nullptr;
+  /// The grid `fixed` is laid out on (a 2D / 2.5D tensor grid); unset: one
+  /// axis of `degree` devices.
+  const Mesh *grid = nullptr;
 };
 
 struct SearchResult {

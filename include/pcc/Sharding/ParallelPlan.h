@@ -59,6 +59,8 @@ struct ParallelPlan {
   /// degree 1.
   Mesh mesh;
   TensorMode tensorMode = TensorMode::OneD;
+  /// 2.5D: the depth d of the q x q x d grid (1 otherwise).
+  int64_t tensorDepth = 1;
   TensorLayouts tensorLayouts = TensorLayouts::Megatron;
   SequenceMode sequenceMode = SequenceMode::Ulysses;
   int64_t microbatches = 1;
@@ -83,8 +85,14 @@ inline constexpr llvm::StringLiteral kMicrobatchAxis = "mb";
 
 /// The grid a program is partitioned on: the plan's device axes, plus the
 /// microbatch axis right after pp when a pipeline streams several
-/// microbatches.
+/// microbatches; a 2D / 2.5D / 3D tensor axis is its grid: `tp_row` x
+/// `tp_col` (q x q), `tp_dep` x `tp_row` x `tp_col` (d x q x q), or
+/// `tp_x` x `tp_y` x `tp_z` (q x q x q), in rank order.
 Mesh programMesh(const ParallelPlan &plan);
+
+/// The tensor grid's axes of a program mesh (kGridAxisNames), as present.
+inline constexpr llvm::StringLiteral kGridAxisNames[] = {
+    "tp_dep", "tp_row", "tp_col", "tp_x", "tp_y", "tp_z"};
 
 /// Module attribute holding the plan (a #pcc.plan).
 inline constexpr llvm::StringLiteral kPlanAttr = "pcc.plan";

@@ -90,6 +90,15 @@ inline constexpr llvm::StringLiteral kPlannedShardingAttr =
 /// block of keys passes around the devices of that split; ring_axes on the
 /// per-device op).
 inline constexpr llvm::StringLiteral kRingAttentionAttr = "pcc.ring";
+/// On a pcc.matmul / pcc.gemm with a 2-D weight: the strategy runs it as
+/// SUMMA on a 2D grid, so the left operand's contraction may be split over
+/// the grid's column axis while the weight's is split over its row axis
+/// (summa_axes on the per-device op).
+inline constexpr llvm::StringLiteral kSummaAttr = "pcc.summa";
+/// On a pcc.layer_norm over its last axis: the strategy splits that axis
+/// and all-reduces each row's sums over the split (stat_axes on the
+/// per-device op).
+inline constexpr llvm::StringLiteral kSplitStatsAttr = "pcc.split_stats";
 
 ShardingAttr toAttr(mlir::MLIRContext *ctx, const Mesh &mesh,
                     const TensorSharding &s);

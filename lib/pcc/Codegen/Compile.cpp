@@ -60,6 +60,7 @@ std::string planJson(ModuleOp module, const CompileOptions &options,
      << ", \"all_to_all\": " << m.allToAlls
      << ", \"send\": " << m.sends << ", \"send_bytes\": " << m.sendBytes
      << ", \"ring_shift\": " << m.ringShifts
+     << ", \"broadcast\": " << m.broadcasts
      << "},\n"
      << "  \"memory\": {\"weights_bytes\": " << m.weights.fileBytes()
      << ", \"arena_bytes\": " << m.arenaBytes

@@ -106,6 +106,14 @@ Expected<PlannedModel> planModel(mlir::func::FuncOp fn,
       perNode.push_back(byOp.lookup(n.op));
     return perNode;
   };
+  options.gridLayouts = [&](int64_t dp, int64_t tp, TensorMode mode,
+                            int64_t depth) {
+    auto byOp = gridShardings(fn, dp, tp, mode, depth);
+    std::vector<OpSharding> perNode;
+    for (const PlanNode &n : planned.graph.nodes)
+      perNode.push_back(byOp.lookup(n.op));
+    return perNode;
+  };
   options.cannotRun = [&target](const ParallelPlan &plan) {
     return target.cannotRun(plan);
   };
@@ -138,6 +146,9 @@ Expected<ChosenPlan> choosePlan(mlir::ModuleOp module, PlanOptions o,
   ParallelPlan forcedParts = ParallelPlan::withDegrees(
       orOne(o.pp), orOne(o.dp), orOne(o.sp), orOne(o.tp));
   forcedParts.tensorMode = o.tpMode.value_or(TensorMode::OneD);
+  if (auto grid = tensorGrid(forcedParts.tensorMode, orOne(o.tp), o.tpDepth);
+      grid && forcedParts.tensorMode == TensorMode::TwoPointFiveD)
+    forcedParts.tensorDepth = grid->second;
   forcedParts.train = o.train;
   if (auto why = target.cannotRun(forcedParts))
     return failure("cannot compile " + forcedParts.describe() + " yet: " +
@@ -205,6 +216,8 @@ Expected<ChosenPlan> choosePlan(mlir::ModuleOp module, PlanOptions o,
   } else {
     chosen.plan = ParallelPlan::withDegrees(pp, dp, sp, tp);
     chosen.plan.sequenceMode = o.spMode.value_or(SequenceMode::Ulysses);
+    chosen.plan.tensorMode = o.tpMode.value_or(TensorMode::OneD);
+    chosen.plan.tensorDepth = std::max<int64_t>(o.tpDepth, 1);
   }
   // A pipeline's microbatches are the planner's unless forced.
   if (o.microbatches)

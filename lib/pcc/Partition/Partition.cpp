@@ -213,7 +213,8 @@ Operation *Partitioner::buildLocal(Operation *op, ValueRange operands,
   state.addTypes(types);
   for (NamedAttribute a : op->getAttrs())
     if (!llvm::is_contained({kShardingAttr, kOperandShardingAttr,
-                             kPlannedShardingAttr, kRingAttentionAttr},
+                             kPlannedShardingAttr, kRingAttentionAttr,
+                             kSummaAttr, kSplitStatsAttr},
                             a.getName().strref()))
       state.addAttribute(a.getName(), a.getValue());
   auto local = [&](unsigned i) { return cast<RankedTensorType>(types[i]); };
@@ -246,6 +247,20 @@ Operation *Partitioner::buildLocal(Operation *op, ValueRange operands,
     if (keys.isSplit())
       state.attributes.set("ring_axes", b.getDenseI64ArrayAttr(keys.axes));
   }
+  // SUMMA: the left operand's contraction split over the grid's columns,
+  // the weight's over its rows.
+  if (isa<MatMulOp, GemmOp>(op) && s.operands.size() >= 2 &&
+      s.operands[1].dims.size() == 2) {
+    const DimSharding &xk = s.operands[0].dims.back();
+    auto g = dyn_cast<GemmOp>(op);
+    const DimSharding &wk = s.operands[1].dims[g && g.getTransB() ? 1 : 0];
+    if (xk.isSplit() && wk.isSplit() && xk.axes != wk.axes)
+      state.attributes.set("summa_axes",
+                           b.getDenseI64ArrayAttr({wk.axes[0], xk.axes[0]}));
+  }
+  if (isa<LayerNormOp>(op) && s.operands[0].dims.back().isSplit())
+    state.attributes.set(
+        "stat_axes", b.getDenseI64ArrayAttr(s.operands[0].dims.back().axes));
   if (isa<GemmOp>(op) && !s.reduceBeforeBias.empty()) {
     // C is added after the sum (in partitionOp).
     state.operands.resize(2);

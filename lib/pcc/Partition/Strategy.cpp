@@ -210,6 +210,84 @@ struct PlannedHook {
   }
 };
 
+/// Colossal-AI's 2D (and, with the batch also split over a depth axis,
+/// 2.5D Tesseract) layouts on a q x q grid of axes `row` x `col`:
+/// activations hold their rows (the batch) split over `row` and their
+/// hidden dimension over `col`; a linear layer's weight is split q x q
+/// (contraction over `row`, outputs over `col`) and its product runs as
+/// SUMMA (kSummaAttr); layer norms all-reduce their statistics over `col`
+/// (kSplitStatsAttr); embedding tables split their hidden dimension over
+/// `col`. Attention works on the heads the hidden split gives.
+struct GridHook {
+  int64_t row, col, q;
+  const Mesh &mesh;
+
+  void operator()(Operation *op, SmallVectorImpl<TensorSharding> &in) const {
+    if (auto mm = dyn_cast<MatMulOp>(op)) {
+      if (shapeOf(mm.getRhs()).size() == 2)
+        summa(op, in, /*transB=*/false);
+    } else if (auto g = dyn_cast<GemmOp>(op)) {
+      if (!g.getTransA())
+        summa(op, in, g.getTransB());
+    } else if (auto ln = dyn_cast<LayerNormOp>(op)) {
+      // Activations between layers hold the hidden split: a whole one is
+      // sliced (free), so every norm of a repeated block runs alike.
+      int64_t rank = shapeOf(ln.getInput()).size();
+      DimSharding &last = in[0].dims.back();
+      if (normalizeAxis(ln.getAxis(), rank) != rank - 1 ||
+          !in[0].partial.empty() || shapeOf(ln.getInput()).back() % q)
+        return;
+      if (!last.isSplit()) {
+        last.axes = {col};
+        last.groups = 1;
+      }
+      if (last.axes == ArrayRef<int64_t>{col} && last.groups == 1)
+        ln->setAttr(kSplitStatsAttr, UnitAttr::get(op->getContext()));
+    } else if (auto g = dyn_cast<GatherOp>(op)) {
+      ArrayRef<int64_t> table = shapeOf(g.getInput());
+      if (g.getInput().getDefiningOp<WeightOp>() && table.size() == 2 &&
+          normalizeAxis(g.getAxis(), 2) == 0 && in[0].isReplicated() &&
+          table[1] % q == 0)
+        in[0].dims[1].axes = {col};
+    }
+  }
+
+  void summa(Operation *op, SmallVectorImpl<TensorSharding> &in,
+             bool transB) const {
+    Value w = op->getOperand(1);
+    if (!w.getDefiningOp<WeightOp>() || !in[1].isReplicated())
+      return;
+    TensorSharding x = in[0];
+    if (!x.partial.empty() || x.dims.size() < 2)
+      return;
+    // SUMMA's rows are the grid rows' blocks of the batch.
+    if (!llvm::any_of(ArrayRef(x.dims).drop_back(), [&](const DimSharding &d) {
+          return llvm::is_contained(d.axes, row);
+        }))
+      return;
+    DimSharding &k = x.dims.back();
+    if (k.isSplit() && (k.axes != ArrayRef<int64_t>{col} || k.groups != 1))
+      return;
+    k.axes = {col};
+    k.groups = 1;
+    int64_t kDim = transB ? 1 : 0, nDim = 1 - kDim;
+    int64_t kSize = shapeOf(w)[kDim], nSize = shapeOf(w)[nDim];
+    int64_t groups = fusedGroups(op->getResult(0));
+    if (nSize % groups || (nSize / groups) % q)
+      groups = 1;
+    if (kSize % q || (nSize / groups) % q ||
+        !divides(shapeOf(op->getOperand(0)), x, mesh))
+      return;
+    TensorSharding ws = TensorSharding::replicated(2);
+    ws.dims[kDim].axes = {row};
+    ws.dims[nDim].axes = {col};
+    ws.dims[nDim].groups = groups;
+    in[0] = std::move(x);
+    in[1] = std::move(ws);
+    op->setAttr(kSummaAttr, UnitAttr::get(op->getContext()));
+  }
+};
+
 /// Sequence parallelism on grid axis `sp`: the sequence split seeded on the
 /// first input reaches every op that keeps it (pointwise ops, norms, linear
 /// layers: they work token by token). Attention needs every key: Ulysses
@@ -274,6 +352,12 @@ struct SequenceHook {
 /// grid axis `sp`: token ids [batch, sequence] or embeddings [batch,
 /// sequence, features].
 LogicalResult splitSequence(func::FuncOp fn, const Mesh &mesh, int64_t sp) {
+  // Without attention a sequence split is tensor parallelism in disguise.
+  if (fn.walk([](AttentionOp) { return WalkResult::interrupt(); })
+          .wasInterrupted() == false)
+    return fn.emitError("sequence parallelism splits what attention reads, "
+                        "and the model has no attention (Q Kt, softmax, V "
+                        "raised to pcc.attention)");
   for (BlockArgument arg : fn.getArguments()) {
     ArrayRef<int64_t> shape = shapeOf(arg);
     if (shape.empty())
@@ -306,7 +390,10 @@ LogicalResult splitSequence(func::FuncOp fn, const Mesh &mesh, int64_t sp) {
 /// first input with one) over the batch axes: the microbatch axis, then dp.
 LogicalResult splitBatch(func::FuncOp fn, const Mesh &mesh) {
   SmallVector<int64_t> axes;
-  for (StringRef role : {StringRef(kMicrobatchAxis), StringRef("dp")})
+  // 2D / 2.5D tensor grids split the batch too: over the depth and the
+  // grid rows.
+  for (StringRef role : {StringRef(kMicrobatchAxis), StringRef("dp"),
+                         StringRef("tp_dep"), StringRef("tp_row")})
     if (int64_t a = mesh.axisNamed(role); a >= 0 && mesh.shape[a] > 1)
       axes.push_back(a);
   if (axes.empty())
@@ -328,6 +415,10 @@ LogicalResult splitBatch(func::FuncOp fn, const Mesh &mesh) {
                                << "batch size " << *batch << " of input '"
                                << name << "' does not divide into ";
         int64_t mb = mesh.axisNamed(kMicrobatchAxis);
+        if (mesh.axisNamed("tp_row") >= 0)
+          return d << parts << " parts (data-parallel groups x the tensor "
+                               "grid's rows and depth); use a --dp and --tp "
+                               "whose split divides it";
         if (mb < 0)
           return d << parts << " data-parallel groups; use a --dp that "
                                "divides it";
@@ -362,8 +453,11 @@ LogicalResult shardByStrategy(func::FuncOp fn, const ParallelPlan &plan,
   if (sequence && failed(splitSequence(fn, mesh, spAxis)))
     return failure();
   int64_t tpAxis = mesh.axisNamed("tp");
+  int64_t rowAxis = mesh.axisNamed("tp_row"), colAxis = mesh.axisNamed("tp_col");
   std::function<void(Operation *, SmallVectorImpl<TensorSharding> &)> tensor;
-  if (tpAxis >= 0 && plan.tensorLayouts == TensorLayouts::Planned)
+  if (rowAxis >= 0 && colAxis >= 0)
+    tensor = GridHook{rowAxis, colAxis, mesh.shape[colAxis], mesh};
+  else if (tpAxis >= 0 && plan.tensorLayouts == TensorLayouts::Planned)
     tensor = PlannedHook{tpAxis, mesh};
   else if (tpAxis >= 0)
     tensor = MegatronHook{tpAxis, plan.degree("tp"),
@@ -411,30 +505,35 @@ struct ApplyPlanPass : impl::ApplyPlanBase<ApplyPlanPass> {
   }
 };
 
-/// Grid axes on axis `keep` alone: the others dropped, `keep` renumbered
-/// to axis 0.
-void onOneAxis(SmallVectorImpl<int64_t> &axes, int64_t keep) {
-  llvm::erase_if(axes, [&](int64_t a) { return a != keep; });
+/// Grid axes on the axes `keep` alone: the others dropped, keep[i]
+/// renumbered to i.
+void onAxes(SmallVectorImpl<int64_t> &axes, ArrayRef<int64_t> keep) {
+  llvm::erase_if(axes, [&](int64_t a) { return !llvm::is_contained(keep, a); });
   for (int64_t &a : axes)
-    a = 0;
+    a = llvm::find(keep, a) - keep.begin();
 }
 
-TensorSharding onOneAxis(TensorSharding s, int64_t keep) {
+TensorSharding onAxes(TensorSharding s, ArrayRef<int64_t> keep) {
   for (DimSharding &d : s.dims) {
-    onOneAxis(d.axes, keep);
+    onAxes(d.axes, keep);
     if (!d.isSplit())
       d.groups = 1;
   }
-  onOneAxis(s.partial, keep);
+  onAxes(s.partial, keep);
   return s;
 }
 
-/// How each op of `fn` runs on the `role` axis of `plan` (the planner's
-/// one-axis view of it), keyed by op; `fn` is not changed.
+/// How each op of `fn` runs on the `roles` axes of `plan`'s program mesh
+/// (the planner's view of them, renumbered from 0), keyed by op; `fn` is
+/// not changed.
 llvm::DenseMap<Operation *, OpSharding>
-shardingsOnAxis(func::FuncOp fn, const ParallelPlan &plan, StringRef role) {
+shardingsOnAxes(func::FuncOp fn, const ParallelPlan &plan,
+                ArrayRef<StringRef> roles) {
   Mesh mesh = programMesh(plan);
-  int64_t keep = mesh.axisNamed(role);
+  SmallVector<int64_t> keep;
+  for (StringRef role : roles)
+    if (int64_t a = mesh.axisNamed(role); a >= 0)
+      keep.push_back(a);
   // Propagation annotates the IR: work on a copy.
   IRMapping map;
   func::FuncOp copy = fn.clone(map);
@@ -452,8 +551,8 @@ shardingsOnAxis(func::FuncOp fn, const ParallelPlan &plan, StringRef role) {
     OpSharding s = annotatedOpSharding(c, mesh);
     for (auto *list : {&s.operands, &s.results})
       for (TensorSharding &t : *list)
-        t = onOneAxis(t, keep);
-    onOneAxis(s.reduceBeforeBias, keep);
+        t = onAxes(t, keep);
+    onAxes(s.reduceBeforeBias, keep);
     result[op] = std::move(s);
   });
   copy.erase();
@@ -467,10 +566,21 @@ std::optional<std::string> whyPlanCannotBeApplied(const ParallelPlan &plan) {
       plan.tensorLayouts == TensorLayouts::MegatronSequence)
     return std::string("--sp and --sequence-parallel both split the "
                        "sequence; choose one");
-  if (plan.degree("tp") > 1 && plan.tensorMode != TensorMode::OneD)
-    return "tensor mode " + tensorModeName(plan.tensorMode).str() +
-           " is planned by `pcc plan` but not partitioned (only 1d, "
-           "Megatron, runs)";
+  if (plan.degree("tp") > 1 && plan.tensorMode == TensorMode::ThreeD)
+    return std::string("tensor mode 3d is planned by `pcc plan` but not "
+                       "partitioned (1d, 2d and 2.5d run)");
+  if (plan.degree("tp") > 1 && plan.tensorMode != TensorMode::OneD) {
+    ParallelPlan devicesOnly = plan;
+    devicesOnly.microbatches = 1;
+    if (programMesh(devicesOnly).numDevices() != plan.mesh.numDevices())
+      return "tp " + std::to_string(plan.degree("tp")) +
+             " is not a tensor grid of mode " +
+             tensorModeName(plan.tensorMode).str() +
+             " (2d: q x q, 2.5d: q x q x depth)";
+    if (plan.degree("sp") > 1)
+      return std::string("sequence parallelism runs with 1d tensor "
+                         "parallelism only");
+  }
   return std::nullopt;
 }
 
@@ -479,14 +589,25 @@ megatronShardings(func::FuncOp fn, int64_t dp, int64_t tp, bool sequence) {
   ParallelPlan plan = ParallelPlan::withDegrees(1, dp, 1, tp);
   plan.tensorLayouts =
       sequence ? TensorLayouts::MegatronSequence : TensorLayouts::Megatron;
-  return shardingsOnAxis(fn, plan, "tp");
+  return shardingsOnAxes(fn, plan, {"tp"});
 }
 
 llvm::DenseMap<Operation *, OpSharding>
 sequenceShardings(func::FuncOp fn, int64_t dp, int64_t sp, SequenceMode mode) {
   ParallelPlan plan = ParallelPlan::withDegrees(1, dp, sp, 1);
   plan.sequenceMode = mode;
-  return shardingsOnAxis(fn, plan, "sp");
+  return shardingsOnAxes(fn, plan, {"sp"});
+}
+
+llvm::DenseMap<Operation *, OpSharding>
+gridShardings(func::FuncOp fn, int64_t dp, int64_t tp, TensorMode mode,
+              int64_t depth) {
+  ParallelPlan plan = ParallelPlan::withDegrees(1, dp, 1, tp);
+  plan.tensorMode = mode;
+  plan.tensorDepth = depth;
+  SmallVector<StringRef> grid(std::begin(kGridAxisNames),
+                              std::end(kGridAxisNames));
+  return shardingsOnAxes(fn, plan, grid);
 }
 
 } // namespace pcc

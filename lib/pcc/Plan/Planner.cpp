@@ -57,32 +57,6 @@ int64_t integerRoot(int64_t n, int k) {
   return 0;
 }
 
-/// A tensor group of `size` devices in `mode`: its grid (q, depth), or
-/// nothing when the size does not form that grid.
-std::optional<std::pair<int64_t, int64_t>> tensorGrid(TensorMode mode,
-                                                      int64_t size) {
-  switch (mode) {
-  case TensorMode::OneD:
-    return std::make_pair(size, int64_t(1));
-  case TensorMode::TwoD:
-    if (int64_t q = integerRoot(size, 2); q >= 2)
-      return std::make_pair(q, int64_t(1));
-    return std::nullopt;
-  case TensorMode::TwoPointFiveD:
-    // The smallest depth >= 2 whose q x q layer is a square >= 2 x 2 (the
-    // largest q): Tesseract's usual shape.
-    for (int64_t d = 2; d <= size / 4; ++d)
-      if (size % d == 0)
-        if (int64_t q = integerRoot(size / d, 2); q >= 2)
-          return std::make_pair(q, d);
-    return std::nullopt;
-  case TensorMode::ThreeD:
-    if (int64_t q = integerRoot(size, 3); q >= 2)
-      return std::make_pair(q, q);
-    return std::nullopt;
-  }
-  return std::nullopt;
-}
 
 /// Global (M, K, N) of a linear node with its weight, if it has that form
 /// (grouped convolutions count all groups' output channels in N).
@@ -239,7 +213,7 @@ double peakLiveBytes(const PlanGraph &g, const SearchResult &layout,
       freedAfter[std::min(lastUse[i], last) - first].push_back(i);
   for (int i = first; i <= last; ++i) {
     live += bytes(i);
-    peak = std::max(peak, live);
+    peak = std::max(peak, live + layout.nodes[i].scratchBytes);
     for (int j : freedAfter[i - first])
       live -= bytes(j);
   }
@@ -304,6 +278,31 @@ double blockBoundaryBytes(const PlanGraph &g, const SearchResult &layout) {
 
 } // namespace
 
+std::optional<std::pair<int64_t, int64_t>>
+tensorGrid(TensorMode mode, int64_t size, int64_t forcedDepth) {
+  switch (mode) {
+  case TensorMode::OneD:
+    return std::make_pair(size, int64_t(1));
+  case TensorMode::TwoD:
+    if (int64_t q = integerRoot(size, 2); q >= 2)
+      return std::make_pair(q, int64_t(1));
+    return std::nullopt;
+  case TensorMode::TwoPointFiveD:
+    // The smallest depth >= 2 whose q x q layer is a square >= 2 x 2 (the
+    // largest q): Tesseract's usual shape.
+    for (int64_t d = 2; d <= size / 4; ++d)
+      if (size % d == 0 && (!forcedDepth || d == forcedDepth))
+        if (int64_t q = integerRoot(size / d, 2); q >= 2)
+          return std::make_pair(q, d);
+    return std::nullopt;
+  case TensorMode::ThreeD:
+    if (int64_t q = integerRoot(size, 3); q >= 2)
+      return std::make_pair(q, q);
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
 bool groupCrossesNodes(int64_t stride, int64_t size,
                        const ClusterSpec &cluster) {
   if (size <= 1)
@@ -315,6 +314,7 @@ bool groupCrossesNodes(int64_t stride, int64_t size,
 ParallelPlan PlanCandidate::toPlan(bool train) const {
   ParallelPlan p = ParallelPlan::withDegrees(pp, dp, sp, tp);
   p.tensorMode = mode;
+  p.tensorDepth = mode == TensorMode::TwoPointFiveD ? depth : 1;
   p.tensorLayouts = TensorLayouts::Planned;
   p.sequenceMode = spMode;
   p.microbatches = microbatches;
@@ -451,6 +451,10 @@ private:
       noLayout;
   // Given layouts (PlanOptions::tensorLayouts) per (dp, tensor size).
   std::map<std::pair<int64_t, int64_t>, std::vector<OpSharding>> fixedLayouts;
+  // Grid layouts (PlanOptions::gridLayouts) per (dp, tensor size, mode,
+  // depth).
+  std::map<std::tuple<int64_t, int64_t, int, int64_t>, std::vector<OpSharding>>
+      fixedGrid;
   // Sequence layouts (PlanOptions::sequenceLayouts) per (dp, sp, mode), and
   // priced per (dp, sp, mode, tensor size, microbatches).
   std::map<std::tuple<int64_t, int64_t, int>, std::vector<OpSharding>>
@@ -506,7 +510,33 @@ PlanSearch::layoutFor(int64_t pp, int64_t dp, int64_t tg, TensorMode mode,
   if (found != layouts.end())
     return found->second;
   std::shared_ptr<const SearchResult> layout;
-  if (mode != TensorMode::OneD) {
+  if (mode != TensorMode::OneD && opt.gridLayouts &&
+      mode != TensorMode::ThreeD) {
+    // The partitioner's own 2D / 2.5D layouts, priced on their grid.
+    auto fixedKey = std::make_tuple(dp, tg, int(mode), grid.second);
+    std::vector<OpSharding> &fixed = fixedGrid[fixedKey];
+    if (fixed.empty())
+      fixed = opt.gridLayouts(dp, tg, mode, grid.second);
+    Mesh gridMesh;
+    if (mode == TensorMode::TwoPointFiveD) {
+      gridMesh.shape = {grid.second, grid.first, grid.first};
+      gridMesh.axisNames = {"tp_dep", "tp_row", "tp_col"};
+    } else {
+      gridMesh.shape = {grid.first, grid.first};
+      gridMesh.axisNames = {"tp_row", "tp_col"};
+    }
+    SearchInput in;
+    in.degree = tg;
+    in.crossNode = groupCrossesNodes(1, tg, cluster);
+    in.scale = scale;
+    in.computeWeight = cw;
+    in.commWeight = cc;
+    in.train = opt.train;
+    in.microbatches = double(m);
+    in.fixed = &fixed;
+    in.grid = &gridMesh;
+    layout = std::make_shared<SearchResult>(searchTensorParallel(g, cost, in));
+  } else if (mode != TensorMode::OneD) {
     layout = std::make_shared<SearchResult>(gridLayout(
         g, cost, {mode, tg, grid.first, grid.second}, scale, cluster));
   } else {
@@ -743,7 +773,7 @@ void PlanSearch::enumerate() {
       for (TensorMode mode : modes) {
         if (tg == 1 && mode != TensorMode::OneD)
           continue;
-        if (auto grid = tensorGrid(mode, tg))
+        if (auto grid = tensorGrid(mode, tg, opt.tpDepth))
           enumerateTensor(pp, tg, mode, *grid);
       }
     }

@@ -76,6 +76,9 @@ NodeChoice costOption(const PlanNode &node, OpSharding sharding,
   // exceeding part costs time; see below).
   double ringComm = 0;
   if (auto attn = dyn_cast<AttentionOp>(op)) {
+    // A 64 x 64 tile of scores and each row's maximum and sum.
+    double queryRows = double(numElements(ArrayRef(localOut[0]).drop_back()));
+    c.scratchBytes += 4 * (64 * 64 + 2 * queryRows * in.scale);
     size_t rows = shapeOf(attn.getKey()).size() - 2;
     const DimSharding &keys = sharding.operands[1].dims[rows];
     if (keys.isSplit()) {
@@ -88,7 +91,44 @@ NodeChoice costOption(const PlanNode &node, OpSharding sharding,
       for (int64_t s = 1; s < n; ++s)
         c.collectives.push_back({CollectiveKind::RingShift, -1, bytes, t});
       ringComm = double(n - 1) * t;
+      c.scratchBytes += 2 * bytes;
     }
+  }
+  // SUMMA (the left operand's contraction split over one axis, the
+  // weight's over another): q steps, each broadcasting a panel of each
+  // along the grid's rows and columns.
+  if (isa<MatMulOp, GemmOp>(op) && sharding.operands.size() >= 2 &&
+      sharding.operands[1].dims.size() == 2) {
+    auto g = dyn_cast<GemmOp>(op);
+    const DimSharding &xk = sharding.operands[0].dims.back();
+    const DimSharding &wk =
+        sharding.operands[1].dims[g && g.getTransB() ? 1 : 0];
+    if (xk.isSplit() && wk.isSplit() && xk.axes != wk.axes) {
+      int64_t q = mesh.size(xk.axes);
+      for (int i : {0, 1}) {
+        double bytes = shapeBytes(local[i], elementTypeOf(op->getOperand(i))) *
+                       (i == 0 ? in.scale : 1.0);
+        double t = cost.collectiveTime(CollectiveKind::Broadcast, bytes, q,
+                                       in.crossNode);
+        for (int64_t s = 0; s < q; ++s)
+          c.collectives.push_back({CollectiveKind::Broadcast, -1, bytes, t});
+        c.comm += double(q) * t;
+        c.scratchBytes += bytes;
+      }
+    }
+  }
+  // A layer norm over a split hidden dimension: two all-reduces of one
+  // number per row.
+  if (auto ln = dyn_cast<LayerNormOp>(op);
+      ln && sharding.operands[0].dims.back().isSplit()) {
+    int64_t n = mesh.size(sharding.operands[0].dims.back().axes);
+    double bytes = 8.0 * numElements(ArrayRef(local[0]).drop_back()) * in.scale;
+    double t = cost.collectiveTime(CollectiveKind::AllReduce, bytes, n,
+                                   in.crossNode);
+    for (int i = 0; i < 2; ++i)
+      c.collectives.push_back({CollectiveKind::AllReduce, -1, bytes, t});
+    c.comm += 2 * t;
+    c.scratchBytes += 2 * bytes;
   }
   OpWork w = opWork(op, local, localOut, in.scale, &node);
   c.compute = cost.kernelTime(w.flops, w.bytes, /*fused=*/node.fusedResult,
@@ -238,6 +278,8 @@ public:
         nodeMult(n, 0), choice(n, 0) {
     mesh.shape = {std::max<int64_t>(1, in.degree)};
     mesh.axisNames = {"tp"};
+    if (in.grid)
+      mesh = *in.grid;
   }
 
   SearchResult solve();

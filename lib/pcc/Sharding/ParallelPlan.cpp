@@ -5,6 +5,8 @@
 #include "mlir/IR/Builders.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <cmath>
+
 using namespace mlir;
 
 namespace pcc {
@@ -49,8 +51,43 @@ ParallelPlan ParallelPlan::withDegrees(int64_t pp, int64_t dp, int64_t sp,
   return plan;
 }
 
+/// Replaces the tp axis of `mesh` by the plan's tensor grid.
+void expandTensorGrid(const ParallelPlan &plan, Mesh &mesh) {
+  int64_t tp = mesh.axisNamed("tp");
+  if (tp < 0 || plan.tensorMode == TensorMode::OneD)
+    return;
+  int64_t n = mesh.shape[tp], depth = std::max<int64_t>(plan.tensorDepth, 1);
+  SmallVector<std::pair<StringRef, int64_t>, 3> grid;
+  auto root = [](int64_t v, int k) {
+    int64_t r = std::llround(std::pow(double(v), 1.0 / k));
+    return r;
+  };
+  switch (plan.tensorMode) {
+  case TensorMode::OneD:
+    return;
+  case TensorMode::TwoD:
+    grid = {{"tp_row", root(n, 2)}, {"tp_col", root(n, 2)}};
+    break;
+  case TensorMode::TwoPointFiveD:
+    grid = {{"tp_dep", depth},
+            {"tp_row", root(n / depth, 2)},
+            {"tp_col", root(n / depth, 2)}};
+    break;
+  case TensorMode::ThreeD:
+    grid = {{"tp_x", root(n, 3)}, {"tp_y", root(n, 3)}, {"tp_z", root(n, 3)}};
+    break;
+  }
+  mesh.shape.erase(mesh.shape.begin() + tp);
+  mesh.axisNames.erase(mesh.axisNames.begin() + tp);
+  for (auto [i, axis] : llvm::enumerate(grid)) {
+    mesh.shape.insert(mesh.shape.begin() + tp + i, axis.second);
+    mesh.axisNames.insert(mesh.axisNames.begin() + tp + i, axis.first.str());
+  }
+}
+
 Mesh programMesh(const ParallelPlan &plan) {
   Mesh mesh = plan.mesh;
+  expandTensorGrid(plan, mesh);
   int64_t pp = mesh.axisNamed("pp");
   if (pp < 0 || mesh.shape[pp] == 1 || plan.microbatches <= 1)
     return mesh;
@@ -107,7 +144,8 @@ PlanAttr toAttr(MLIRContext *ctx, const ParallelPlan &plan) {
                        tensorModeName(plan.tensorMode),
                        tensorLayoutsName(plan.tensorLayouts),
                        sequenceModeName(plan.sequenceMode),
-                       plan.microbatches, plan.train, plan.recompute);
+                       plan.tensorDepth, plan.microbatches, plan.train,
+                       plan.recompute);
 }
 
 ParallelPlan fromAttr(PlanAttr attr) {
@@ -123,6 +161,7 @@ ParallelPlan fromAttr(PlanAttr attr) {
                            .value_or(TensorLayouts::Megatron);
   plan.sequenceMode = parseSequenceMode(attr.getSequenceMode())
                           .value_or(SequenceMode::Ulysses);
+  plan.tensorDepth = attr.getTensorDepth();
   plan.microbatches = attr.getMicrobatches();
   plan.train = attr.getTrain();
   plan.recompute = attr.getRecompute();

@@ -248,6 +248,72 @@ void allowRing(AttentionOp op, ArrayRef<TensorSharding> in, OpSharding &out) {
     out.operands[i].dims[rows] = q;
 }
 
+/// SUMMA (an op the strategy marked kSummaAttr): x [..., M, K] with K split
+/// over one axis (the grid's columns) times a weight [K, N] (or [N, K] with
+/// transB) split over another (rows) on K and over the columns on N: the
+/// result is x's layout with N in place of K, whole sums.
+std::optional<OpSharding> summaSharding(Operation *op,
+                                        ArrayRef<TensorSharding> in,
+                                        const Mesh &mesh) {
+  if (!op->hasAttr(kSummaAttr) || in.size() < 2)
+    return std::nullopt;
+  bool transB = false;
+  if (auto g = dyn_cast<GemmOp>(op)) {
+    if (g.getTransA())
+      return std::nullopt;
+    transB = g.getTransB();
+  }
+  const TensorSharding &x = in[0], &w = in[1];
+  if (w.dims.size() != 2 || x.dims.size() < 2 || !x.partial.empty() ||
+      !w.partial.empty())
+    return std::nullopt;
+  const DimSharding &xk = x.dims.back();
+  const DimSharding &wk = w.dims[transB ? 1 : 0], &wn = w.dims[transB ? 0 : 1];
+  if (xk.axes.size() != 1 || wk.axes.size() != 1 || xk.axes != wn.axes ||
+      xk.axes == wk.axes || xk.groups != 1 || wk.groups != 1 ||
+      x.usesAxis(wk.axes[0]) == false)
+    return std::nullopt;
+  OpSharding out;
+  out.operands.assign(in.begin(), in.begin() + 2);
+  TensorSharding y = x;
+  y.dims.back() = wn;
+  for (unsigned i = 2; i < op->getNumOperands(); ++i) {
+    // Gemm's C [N] (or broadcast): its block of the columns.
+    TensorSharding c = TensorSharding::replicated(shapeOf(op->getOperand(i)).size());
+    if (!c.dims.empty() && shapeOf(op->getOperand(i)).back() ==
+                               shapeOf(op->getResult(0)).back())
+      c.dims.back() = wn;
+    out.operands.push_back(c);
+  }
+  out.results.push_back(y);
+  if (!divides(shapeOf(op->getResult(0)), y, mesh))
+    return std::nullopt;
+  return out;
+}
+
+/// A layer norm whose last axis is split (an op the strategy marked
+/// kSplitStatsAttr): the statistics are all-reduced over the split, so
+/// input, scale, bias and result keep it.
+std::optional<OpSharding> splitStatsSharding(LayerNormOp op,
+                                             ArrayRef<TensorSharding> in) {
+  int64_t rank = shapeOf(op.getInput()).size();
+  if (!op->hasAttr(kSplitStatsAttr) ||
+      normalizeAxis(op.getAxis(), rank) != rank - 1 || !in[0].partial.empty())
+    return std::nullopt;
+  const DimSharding &last = in[0].dims.back();
+  if (!last.isSplit() || last.groups != 1)
+    return std::nullopt;
+  OpSharding out;
+  out.operands.push_back(in[0]);
+  for (unsigned i = 1; i < op->getNumOperands(); ++i) {
+    TensorSharding p = TensorSharding::replicated(shapeOf(op->getOperand(i)).size());
+    p.dims.back() = last;
+    out.operands.push_back(p);
+  }
+  out.results.push_back(in[0]);
+  return out;
+}
+
 OpSharding replicatedSharding(Operation *op) {
   OpSharding out;
   for (Value v : op->getOperands())
@@ -294,6 +360,11 @@ OpSharding inferOpSharding(Operation *op, ArrayRef<TensorSharding> in,
     return transposeSharding(t, operands[0]);
   if (auto s = dyn_cast<SliceOp>(op))
     return sliceSharding(s, operands[0]);
+  if (auto summa = summaSharding(op, operands, mesh))
+    return *summa;
+  if (auto ln = dyn_cast<LayerNormOp>(op))
+    if (auto split = splitStatsSharding(ln, operands))
+      return *split;
   auto ruled = dyn_cast<ShardingRuleOpInterface>(op);
   if (!ruled)
     return replicatedSharding(op);

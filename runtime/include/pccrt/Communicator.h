@@ -40,6 +40,8 @@ public:
   /// `in` holds one block of `bytes` per device, in group order; block r
   /// goes to device r, and `out` receives every device's block for this one.
   virtual void allToAll(const void *in, void *out, int64_t bytes) = 0;
+  /// `bytes` of `buf` from device `root` to every device of the group.
+  virtual void broadcast(int64_t root, void *buf, int64_t bytes) = 0;
   /// Point to point, between this device and the group's device `peer`:
   /// `tag` pairs a send with its receive. A send returns once its bytes are
   /// received or buffered.

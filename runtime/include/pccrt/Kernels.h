@@ -73,6 +73,24 @@ void attentionF32(const float *q, const float *k, const float *v, float *out,
                   float scale, bool divide, const AttentionMasks &masks,
                   Mesh &mesh, int ringGroup, float *scratch);
 
+/// One device's part of a SUMMA product on a q x q grid (GridKernels.cpp):
+/// x [m, k] is its block of the rows and of the contraction, w [k, n] (or
+/// [n, k] with transB) its block of the weight; in q steps the blocks of
+/// grid column s are broadcast along group `alongRow` (the devices of this
+/// grid row) and those of grid row s along `alongCol`, and y = alpha x w +
+/// beta y accumulates. `scratch`: m * k + k * n floats.
+void summaF32(const float *x, const float *w, float *y, int64_t m, int64_t k,
+              int64_t n, bool transB, float alpha, float beta, Mesh &mesh,
+              int alongRow, int alongCol, float *scratch);
+
+/// Layer norm of `outer` rows whose `total` features are split over group
+/// `g` (this device holds `n` of them, and the matching scale and bias):
+/// row sums and squared deviations are all-reduced. `scratch`: 2 * outer
+/// doubles.
+void layerNormSplitF32(const float *x, const float *scale, const float *bias,
+                       float *y, int64_t outer, int64_t n, int64_t total,
+                       float eps, Mesh &mesh, int g, double *scratch);
+
 /// Sets the BLAS thread count (0 = library default).
 void setBlasThreads(int threads);
 
@@ -195,6 +213,9 @@ void allSlice(Mesh &mesh, int g, const void *in, void *out, int64_t outer,
 /// from `concatDim` to `splitDim`).
 void allToAll(Mesh &mesh, int g, const void *in, void *out, int64_t elemBytes,
               int rank, const int64_t *shape, int splitDim, int concatDim);
+/// `bytes` of `buf` from the group's device `root` to every device of
+/// group `g`.
+void broadcast(Mesh &mesh, int g, int64_t root, void *buf, int64_t bytes);
 /// Ring attention's shift on group `g`: sends `bytes` of `out` to the next
 /// device of the group and receives as many from the previous into `in`;
 /// finishRingShift waits for both.

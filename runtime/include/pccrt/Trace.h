@@ -25,6 +25,7 @@ enum class TraceKind : int32_t {
   Receive,
   AllToAll,
   RingShift,
+  Broadcast,
 };
 
 /// Starts recording (`on`) or stops.

@@ -131,6 +131,11 @@ void allToAll(Mesh &mesh, int g, const void *in, void *out, int64_t elemBytes,
                   recv + r * piece + o * plen * inner, plen * inner);
 }
 
+void broadcast(Mesh &mesh, int g, int64_t root, void *buf, int64_t bytes) {
+  TraceSpan span(TraceKind::Broadcast, bytes, root);
+  mesh.impl().groups[g]->broadcast(root, buf, bytes);
+}
+
 void startRingShift(Mesh &mesh, int g, const void *out, void *in,
                     int64_t bytes) {
   Communicator &c = *mesh.impl().groups[g];

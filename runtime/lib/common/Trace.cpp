@@ -53,6 +53,7 @@ const char *kindName(TraceKind k) {
   case TraceKind::Receive: return "recv";
   case TraceKind::AllToAll: return "all_to_all";
   case TraceKind::RingShift: return "ring_shift";
+  case TraceKind::Broadcast: return "broadcast";
   }
   return "?";
 }

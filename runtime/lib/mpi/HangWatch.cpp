@@ -54,6 +54,8 @@ const char *describe(int what) {
   case WaitKind::Send: return "sending to the next pipeline stage";
   case WaitKind::Receive: return "receiving from an earlier pipeline stage";
   case WaitKind::AllToAll: return "an all-to-all";
+  case WaitKind::Broadcast: return "a broadcast";
+  case WaitKind::RingShift: return "passing key/value blocks around a ring";
   default: return "a communication";
   }
 }

@@ -31,6 +31,8 @@ enum class WaitKind : int {
   Send,
   Receive,
   AllToAll,
+  Broadcast,
+  RingShift,
 };
 
 /// Seconds one wait may last before the job is ended; 0 waits forever.

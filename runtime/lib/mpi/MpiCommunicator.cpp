@@ -52,6 +52,12 @@ public:
                   static_cast<int>(bytes), MPI_BYTE, comm, &r);
     waitFor(r, WaitKind::AllToAll);
   }
+  void broadcast(int64_t root, void *buf, int64_t bytes) override {
+    MPI_Request r;
+    MPI_Ibcast(buf, static_cast<int>(bytes), MPI_BYTE, static_cast<int>(root),
+               comm, &r);
+    waitFor(r, WaitKind::Broadcast);
+  }
   void send(int64_t peer, const void *buf, int64_t bytes,
             int64_t tag) override {
     MPI_Request r;
@@ -74,8 +80,8 @@ public:
               kExchangeTag, comm, &exchange[1]);
   }
   void finishExchange() override {
-    waitFor(exchange[0], WaitKind::Receive);
-    waitFor(exchange[1], WaitKind::Send);
+    waitFor(exchange[0], WaitKind::RingShift);
+    waitFor(exchange[1], WaitKind::RingShift);
   }
 
 private:

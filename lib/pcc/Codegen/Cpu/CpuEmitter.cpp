@@ -22,6 +22,12 @@ namespace pcc::cpu {
 int64_t scratchBytes(Operation *op) {
   if (auto attn = dyn_cast<AttentionOp>(op))
     return attentionScratchBytes(attn);
+  // SUMMA: one panel of each operand; a split layer norm: two sums a row.
+  if (op->hasAttr("summa_axes"))
+    return (tensorBytes(op->getOperand(0)) + tensorBytes(op->getOperand(1)));
+  if (auto ln = dyn_cast<LayerNormOp>(op); ln && ln.getStatAxes())
+    return 2 * 8 *
+           numElements(typeOf(ln.getInput()).getShape().drop_back());
   if (auto conv = dyn_cast<ConvOp>(op)) {
     auto w = typeOf(conv.getFilter()), y = typeOf(conv.getResult());
     return numElements(w.getShape().drop_front(1)) *

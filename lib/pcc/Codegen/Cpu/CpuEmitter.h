@@ -52,6 +52,9 @@ private:
   mlir::LogicalResult emitKernel(mlir::Operation *op);
   mlir::LogicalResult emitContraction(mlir::Operation *op);
   mlir::LogicalResult emitAttention(AttentionOp op);
+  void emitSumma(mlir::Operation *op, llvm::ArrayRef<int64_t> axes,
+                 mlir::Value x, mlir::Value w, bool transB, double alpha,
+                 double beta);
   mlir::LogicalResult emitPooling(mlir::Operation *op);
   mlir::LogicalResult emitNormalization(mlir::Operation *op);
   mlir::LogicalResult emitReduction(mlir::Operation *op);

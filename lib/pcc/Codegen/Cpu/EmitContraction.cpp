@@ -6,12 +6,37 @@ using namespace mlir;
 
 namespace pcc::cpu {
 
+/// One device's SUMMA product over the grid axes `axes` = [row, col]:
+/// x [m, k] (this device's rows and contraction block), w [k, n] (or
+/// [n, k] with transB), y [m, n]; y already holds beta's addend if any.
+void Emitter::emitSumma(Operation *op, ArrayRef<int64_t> axes, Value x,
+                        Value w, bool transB, double alpha, double beta) {
+  ArrayRef<int64_t> ws = typeOf(w).getShape();
+  int64_t k = ws[transB ? 1 : 0], n = ws[transB ? 0 : 1];
+  int64_t m = typeOf(x).getNumElements() / std::max<int64_t>(k, 1);
+  int alongRow = groupOf({axes[1]}), alongCol = groupOf({axes[0]});
+  int64_t q = mesh.shape[axes[1]];
+  result.broadcasts += 2 * q;
+  result.collectiveBytes += q * (typeOf(x).getNumElements() +
+                                 typeOf(w).getNumElements()) * 4;
+  Type f32 = typeOf(x).getElementType();
+  os << "  summaF32(" << ptr(x) << ", " << ptr(w) << ", " << out(op) << ", "
+     << m << ", " << k << ", " << n << ", " << (transB ? "true" : "false")
+     << ", " << floatLiteral(alpha, f32) << ", " << floatLiteral(beta, f32)
+     << ", mesh, " << alongRow << ", " << alongCol << ", " << scratch(op)
+     << ");\n";
+}
+
 /// Matrix products and convolutions, on BLAS GEMMs.
 LogicalResult Emitter::emitContraction(Operation *op) {
 
   if (auto mm = dyn_cast<MatMulOp>(op)) {
     if (failed(requireF32(op, mm.getLhs())))
       return failure();
+    if (auto axes = mm.getSummaAxes()) {
+      emitSumma(op, *axes, mm.getLhs(), mm.getRhs(), false, 1.0, 0.0);
+      return success();
+    }
     GemmShape gs = mm.gemmShape();
     int64_t m = gs.m, k = gs.k, n = gs.n, outBatch = gs.batch;
     if (m * n == 0 || outBatch == 0)
@@ -78,6 +103,13 @@ LogicalResult Emitter::emitContraction(Operation *op) {
          << n << "; ++j)\n      " << out(op) << "[i * " << n << " + j] = " << ptr(c)
          << "[" << idx << "];\n";
       beta = g.getBeta().convertToFloat();
+    }
+    if (auto axes = g.getSummaAxes()) {
+      if (g.getTransA())
+        return op->emitError("SUMMA with a transposed left operand");
+      emitSumma(op, *axes, g.getA(), g.getB(), g.getTransB(),
+                g.getAlpha().convertToDouble(), beta);
+      return success();
     }
     os << "  gemmF32(" << (g.getTransA() ? "true" : "false") << ", "
        << (g.getTransB() ? "true" : "false") << ", " << m << ", " << n << ", "

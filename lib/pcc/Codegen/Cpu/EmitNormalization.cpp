@@ -26,6 +26,23 @@ LogicalResult Emitter::emitNormalization(Operation *op) {
     if ((sn != n && sn != 1) || (bn != n && bn != 1))
       return op->emitError() << "code generation needs layer_norm scale and "
                                 "bias of the normalized size or size 1";
+    if (auto axes = ln.getStatAxes()) {
+      if (failed(requireF32(op, ln.getInput())) || sn != n || bn != n)
+        return op->emitError("a split layer norm needs f32 and a scale and "
+                             "bias of the normalized size");
+      int g = groupOf(*axes);
+      result.allReduces += 2;
+      os << "  layerNormSplitF32(" << ptr(ln.getInput()) << ", "
+         << ptr(ln.getScale()) << ", "
+         << (ln.getBias() ? ptr(ln.getBias()) : "nullptr") << ", " << out(op)
+         << ", " << numElements(s.take_front(ln.getAxis())) << ", " << n
+         << ", " << n * mesh.size(*axes) << ", "
+         << floatLiteral(ln.getEpsilon().convertToDouble(),
+                         Float32Type::get(op->getContext()))
+         << ", mesh, " << g << ", reinterpret_cast<double *>(arena + "
+         << schedule.scratchOffset(op) << "));\n";
+      return success();
+    }
     os << "  layerNorm<" << elemType(ln.getInput()) << ">(" << ptr(ln.getInput())
        << ", " << ptr(ln.getScale()) << ", " << sn << ", "
        << (ln.getBias() ? ptr(ln.getBias()) : "nullptr") << ", " << bn << ", "

@@ -72,7 +72,8 @@ def PCC_PlanAttr : PCC_Attr<"Plan", "plan"> {
     (the planner's exact search, recorded per op as
     `pcc.planned_sharding`). `sequence_mode` is how an sp axis runs
     attention: `ulysses` (all-to-all to a head split) or `ring` (key/value
-    blocks passed around the sp group). `microbatches`, `train` (a training step rather
+    blocks passed around the sp group). `tensor_depth` is 2.5D's depth d
+    (the tp axis is a d x q x q grid). `microbatches`, `train` (a training step rather
     than inference) and `recompute` (activation recompute) complete it. The planner makes it, or pcc builds it from forced
     flags; plan.json is written from it.
 
@@ -84,6 +85,7 @@ def PCC_PlanAttr : PCC_Attr<"Plan", "plan"> {
                         StringRefParameter<>:$tensor_mode,
                         StringRefParameter<>:$tensor_layout,
                         StringRefParameter<"sequence scheme", [{"ulysses"}]>:$sequence_mode,
+                        DefaultValuedParameter<"int64_t", "1">:$tensor_depth,
                         "int64_t":$microbatches,
                         "bool":$train,
                         "bool":$recompute);

@@ -225,9 +225,18 @@ def PCC_MatMulOp : PCC_Op<"matmul", [PCC_HasFactorRule, Pure, InferTypeOpAdaptor
     `numpy.matmul`: rank-1 operands are promoted to matrices and the
     promoted dimension dropped from the result; batch dimensions broadcast.
 
+    `summa_axes = [row, col]` (set by pcc-partition, on the per-device
+    program of a 2D / 2.5D plan): this is one device's part of a SUMMA
+    product over a q x q grid. The left operand holds block (i, k) of its
+    rows x contraction, the 2-D right operand block (k, j); in q steps the
+    owners of column k broadcast their left blocks along the grid rows and
+    the owners of row k their right blocks along the columns, and every
+    device accumulates its (i, j) block of the result.
+
     Example: `%y = pcc.matmul %x, %w : (tensor<2x16x64xf32>, tensor<64x256xf32>) -> tensor<2x16x256xf32>`
   }];
-  let arguments = (ins PCC_Tensor:$lhs, PCC_Tensor:$rhs);
+  let arguments = (ins PCC_Tensor:$lhs, PCC_Tensor:$rhs,
+                       OptionalAttr<DenseI64ArrayAttr>:$summa_axes);
   let results = (outs PCC_Tensor:$result);
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
 }
@@ -238,6 +247,7 @@ def PCC_GemmOp : PCC_Op<"gemm", [PCC_HasFactorRule, Pure, InferTypeOpAdaptor,
   let description = [{
     ONNX Gemm on rank-2 operands; `C` is optional and broadcasts to the
     result. PyTorch exports `nn.Linear` on 2-D input as Gemm with `transB`.
+    `summa_axes`: one device's part of a SUMMA product, as for pcc.matmul.
 
     Example: `%y = pcc.gemm %x, %w, %b {transB = true} : (tensor<4x64xf32>, tensor<128x64xf32>, tensor<128xf32>) -> tensor<4x128xf32>`
   }];
@@ -246,7 +256,8 @@ def PCC_GemmOp : PCC_Op<"gemm", [PCC_HasFactorRule, Pure, InferTypeOpAdaptor,
                        DefaultValuedAttr<F32Attr, "1.0f">:$alpha,
                        DefaultValuedAttr<F32Attr, "1.0f">:$beta,
                        DefaultValuedAttr<BoolAttr, "false">:$transA,
-                       DefaultValuedAttr<BoolAttr, "false">:$transB);
+                       DefaultValuedAttr<BoolAttr, "false">:$transB,
+                       OptionalAttr<DenseI64ArrayAttr>:$summa_axes);
   let results = (outs PCC_FloatTensor:$result);
   let assemblyFormat = "$a `,` $b (`,` $c^)? attr-dict `:` functional-type(operands, results)";
 }
@@ -354,12 +365,16 @@ def PCC_LayerNormOp : PCC_Op<"layer_norm", [PCC_HasFactorRule, Pure, InferTypeOp
   let description = [{
     `(x - mean) / sqrt(var + epsilon) * scale + bias`, statistics over axes
     `axis..rank-1`; `scale` and `bias` have the shape of those axes.
+    `stat_axes` (per-device program of a 2D / 2.5D plan): the normalized
+    (last) axis is split over these grid axes; each row's sums are
+    all-reduced over them.
 
     Example: `%y = pcc.layer_norm %x, %g, %b {axis = 2 : i64, epsilon = 1.0e-05 : f32} : (tensor<2x16x64xf32>, tensor<64xf32>, tensor<64xf32>) -> tensor<2x16x64xf32>`
   }];
   let arguments = (ins PCC_FloatTensor:$input, PCC_FloatTensor:$scale,
                        Optional<PCC_FloatTensor>:$bias, PCC_I64Attr:$axis,
-                       F32Attr:$epsilon);
+                       F32Attr:$epsilon,
+                       OptionalAttr<DenseI64ArrayAttr>:$stat_axes);
   let results = (outs PCC_FloatTensor:$result);
   let assemblyFormat = "$input `,` $scale (`,` $bias^)? attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;

@@ -121,8 +121,8 @@ ShardingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                ArrayAttr axes, DenseI64ArrayAttr sizes,
                                StringRef tensorMode, StringRef tensorLayout,
-                               StringRef sequenceMode, int64_t microbatches,
-                               bool, bool) {
+                               StringRef sequenceMode, int64_t tensorDepth,
+                               int64_t microbatches, bool, bool) {
   if (!sizes || int64_t(axes.size()) != sizes.size())
     return emitError() << "needs one size per axis";
   size_t next = 0;
@@ -151,6 +151,9 @@ LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (sequenceMode != "ulysses" && sequenceMode != "ring")
     return emitError() << "unknown sequence_mode '" << sequenceMode
                        << "' (ulysses or ring)";
+  if (tensorDepth < 1)
+    return emitError() << "tensor_depth must be at least 1, got "
+                       << tensorDepth;
   if (microbatches < 1)
     return emitError() << "microbatches must be at least 1, got "
                        << microbatches;

@@ -174,7 +174,8 @@ struct RaiseLayerNorm : OpRewritePattern<AddOp> {
       auto ln = LayerNormOp::create(
           rewriter, root.getLoc(), type, x, gamma, beta,
           rewriter.getI64IntegerAttr(axis),
-          rewriter.getF32FloatAttr(static_cast<float>(*eps)));
+          rewriter.getF32FloatAttr(static_cast<float>(*eps)),
+          DenseI64ArrayAttr());
       rewriter.replaceOp(root, ln.getResult());
       return success();
     }
