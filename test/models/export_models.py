@@ -213,6 +213,13 @@ MODELS = {
     "gpt8": (lambda: GPT(n_layer=8, d_model=32, n_head=4), "tokens",
              ("tokens", (8, 16), 128), None,
              True),
+    # 160 tokens: attention spans several 64 x 64 tiles of the kernel (a
+    # partial last one), and sp splits cut tiles and causal blocks.
+    "gpt_long": (lambda: GPT(n_layer=1, d_model=32, n_head=4, max_len=160),
+                 "tokens", ("tokens", (2, 160), 128), None, True),
+    "bert_long": (lambda: Bert(n_layer=1, max_len=160),
+                  ("tokens", "padding"), ("tokens+padding", (4, 160), 128),
+                  None, True),
     "vit": (make_vit, "input", ("float", (8, 3, 32, 32)), None, True),
     "cnn": (make_cnn, "input", ("float", (8, 3, 16, 16)), None, True),
 }
