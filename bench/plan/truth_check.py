@@ -6,7 +6,7 @@ model (bench_cpu.py's MLP, Transformer encoder layer and GPT decoder, at
 sizes where a step takes milliseconds) and each strategy that runs here
 (1 rank; data parallel; tensor parallel with the planner's searched layouts
 and with Megatron's; both; pipelines; Megatron's and Ulysses / ring
-sequence parallelism; 2D tensor parallelism), it
+sequence parallelism; 2D, 2.5D and 3D tensor parallelism), it
 
   - asks `pcc plan --cluster WORK/host.json` with the strategy forced for
     its predicted step time (JSON predicted.step_time_s),
@@ -59,6 +59,8 @@ STRATEGIES = [
     ("sp2-ulysses", "sp=2,spm=ulysses", "megatron"),
     ("sp2-ring", "sp=2,spm=ring", "megatron"),
     ("tp4-2d", "tp=4,mode=2d", "searched"),
+    ("tp8-2.5d", "tp=8,mode=2.5d,depth=2", "searched"),
+    ("tp8-3d", "tp=8,mode=3d", "searched"),
 ]
 
 MPIRUN = "mpirun --oversubscribe -q --allow-run-as-root"

@@ -11,8 +11,6 @@
 // RUN:   | not pcc-opt --pcc-apply-plan 2>&1 | FileCheck %s --check-prefix=SP
 // RUN: sed -e 's/PLAN/#pcc.plan<axes = ["sp"], sizes = [2], tensor_mode = "1d", tensor_layout = "megatron", sequence_mode = "zigzag", microbatches = 1, train = false, recompute = false>/' %s \
 // RUN:   | not pcc-opt --pcc-apply-plan 2>&1 | FileCheck %s --check-prefix=SPMODE
-// RUN: sed -e 's/PLAN/#pcc.plan<axes = ["tp"], sizes = [8], tensor_mode = "3d", tensor_layout = "megatron", microbatches = 1, train = false, recompute = false>/' %s \
-// RUN:   | not pcc-opt --pcc-apply-plan 2>&1 | FileCheck %s --check-prefix=MODE
 // RUN: sed -e 's/PLAN/#pcc.plan<axes = ["tp"], sizes = [2], tensor_mode = "2d", tensor_layout = "megatron", microbatches = 1, train = false, recompute = false>/' %s \
 // RUN:   | not pcc-opt --pcc-apply-plan 2>&1 | FileCheck %s --check-prefix=GRID
 // RUN: sed -e 's/PLAN/#pcc.plan<axes = ["tp", "dp"], sizes = [2, 2], tensor_mode = "1d", tensor_layout = "megatron", microbatches = 1, train = false, recompute = false>/' %s \
@@ -39,8 +37,7 @@ module attributes {pcc.plan = PLAN} {
 // PP: error: batch size 4 of input 'input' does not divide into 8 parts (2 data-parallel groups x 4 microbatches); use a --dp and --microbatches whose product divides it
 // SP: error: plan sp 2 (ulysses) x tp 2 cannot run yet: --sp and --sequence-parallel both split the sequence; choose one
 // SPMODE: error: unknown sequence_mode 'zigzag' (ulysses or ring)
-// MODE: error: plan tp 8 cannot run yet: tensor mode 3d is planned by `pcc plan` but not partitioned (1d, 2d and 2.5d run)
-// GRID: error: plan tp 2 cannot run yet: tp 2 is not a tensor grid of mode 2d (2d: q x q, 2.5d: q x q x depth)
+// GRID: error: plan tp 2 cannot run yet: tp 2 is not a tensor grid of mode 2d (2d: q x q, 2.5d: q x q x depth, 3d: q x q x q)
 // ORDER: error: axis 'dp' is not a role in rank order (pp, dp, sp, tp), or repeats
 // SIZE: error: axis 'dp' has size 0
 // MB: error: microbatches must be at least 1, got 0

@@ -95,7 +95,7 @@ cl::opt<int> tpDegree("tp", cl::desc("Tensor-parallel degree (devices in a "
 cl::opt<std::string> tpMode(
     "tp-mode",
     cl::desc("Tensor-parallel scheme: 1d (Megatron), 2d (SUMMA, q x q), "
-             "2.5d (Tesseract, q x q x d), 3d (q x q x q; planned only)"),
+             "2.5d (Tesseract, q x q x d), 3d (q x q x q)"),
     cl::init(""), COMPILE_AND_PLAN);
 enum class TensorLayout { Searched, Megatron };
 cl::opt<TensorLayout> tpLayout(

@@ -71,6 +71,10 @@ struct SearchInput {
   /// Cost this choice (per node; copies use their first copy's) instead of
   /// searching.
   const std::vector<OpSharding> *fixed = nullptr;
+  /// `fixed` holds every node's own layout (a strategy's, which may differ
+  /// between copies of a repeated block): each copy is priced on its own
+  /// rather than as its first copy.
+  bool fixedPerCopy = false;
   /// The grid `fixed` is laid out on (a 2D / 2.5D tensor grid); unset: one
   /// axis of `degree` devices.
   const Mesh *grid = nullptr;

@@ -100,6 +100,12 @@ inline constexpr llvm::StringLiteral kSummaAttr = "pcc.summa";
 /// per-device op).
 inline constexpr llvm::StringLiteral kSplitStatsAttr = "pcc.split_stats";
 
+/// Whether a weight stored as `stored` is read in that layout and gathered
+/// into `use` (each of `use`'s splits is a leading part of `stored`'s on the
+/// same dimension), rather than read in `use` directly.
+bool gathersStoredWeight(const TensorSharding &stored,
+                         const TensorSharding &use);
+
 ShardingAttr toAttr(mlir::MLIRContext *ctx, const Mesh &mesh,
                     const TensorSharding &s);
 TensorSharding fromAttr(ShardingAttr attr);

@@ -29,6 +29,11 @@ struct OpSharding {
   /// pcc.gemm with a C operand whose K is split: the per-device product is
   /// summed over these axes before C is added (so C is added once).
   llvm::SmallVector<int64_t, 2> reduceBeforeBias;
+  /// Per operand (or empty): the layout a weight operand is stored in when
+  /// it differs from `operands` (3D tensor parallelism stores weights split
+  /// over one more axis and all-gathers them at use). Filled for the
+  /// planner from the annotated weights; inferOpSharding leaves it empty.
+  llvm::SmallVector<TensorSharding> storedWeights;
 };
 
 /// Never fails: an op without a rule computes on whole (replicated) tensors.

@@ -150,18 +150,25 @@ FailureOr<Value> Partitioner::operandFor(Value global,
   if (auto w = dyn_cast_or_null<WeightOp>(def)) {
     TensorSharding want = required;
     want.partial.clear();
+    // A device reads its block of the layout its user needs, unless the
+    // strategy stored the weight split further (3D): then it reads that
+    // block and gathers at use.
+    TensorSharding stored = shardingOf(global);
+    if (gathersStoredWeight(stored, want))
+      want = stored;
     std::string key = describe(want, mesh);
-    auto it = weightShards.find({def, key});
-    if (it != weightShards.end())
-      return it->second;
-    auto type = localType(typeOf(global), want, mesh);
-    auto shardOp = WeightOp::create(b, w.getLoc(), type, w.getNameAttr(),
-                                    /*external=*/nullptr);
-    if (!want.isReplicated())
-      shardOp->setAttr(kShardingAttr,
-                       b.getArrayAttr({toAttr(b.getContext(), mesh, want)}));
-    weightShards[{def, key}] = shardOp.getResult();
-    return reshard(loc, shardOp.getResult(), want, required);
+    Value &shard = weightShards[{def, key}];
+    if (!shard) {
+      auto type = localType(typeOf(global), want, mesh);
+      auto shardOp = WeightOp::create(b, w.getLoc(), type, w.getNameAttr(),
+                                      /*external=*/nullptr);
+      if (!want.isReplicated())
+        shardOp->setAttr(kShardingAttr,
+                         b.getArrayAttr({toAttr(b.getContext(), mesh, want)}));
+      shard = shardOp.getResult();
+    }
+    // A stored weight is gathered for each user (as the planner prices it).
+    return want == required ? shard : reshard(loc, shard, want, required);
   }
   if (auto c = dyn_cast_or_null<ConstantOp>(def)) {
     auto it = local.find(global);

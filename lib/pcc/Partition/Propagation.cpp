@@ -8,10 +8,13 @@
 #include "pcc/Partition/Propagation.h"
 
 #include "pcc/Dialect/PCC/IR/PCCOps.h"
+#include "pcc/Dialect/PCC/IR/TensorUtils.h"
 #include "pcc/Partition/Passes.h"
 #include "pcc/Sharding/ShardingRules.h"
 
 #include "llvm/ADT/DenseMap.h"
+
+#include <algorithm>
 
 using namespace mlir;
 
@@ -32,11 +35,32 @@ void propagateShardings(func::FuncOp fn, const Mesh &mesh, StrategyHook hook) {
     if (hook) {
       SmallVector<TensorSharding> before = in;
       hook(&op, in);
+      // A strategy's layouts must be layouts: each grid axis at most once,
+      // dividing the tensor. Otherwise the op runs as its rule says, with
+      // none of the strategy's choices for it.
+      bool valid = true;
+      for (auto [v, now] : llvm::zip(op.getOperands(), in)) {
+        SmallVector<int64_t> axes(now.partial.begin(), now.partial.end());
+        for (const DimSharding &d : now.dims)
+          axes.append(d.axes.begin(), d.axes.end());
+        llvm::sort(axes);
+        valid &= std::adjacent_find(axes.begin(), axes.end()) == axes.end() &&
+                 divides(shapeOf(v), now, mesh);
+      }
+      if (!valid) {
+        in = before;
+        for (StringRef marker :
+             {kSummaAttr, kSplitStatsAttr, kRingAttentionAttr})
+          op.removeAttr(marker);
+      }
       bool pinned = false;
       for (auto [v, old, now] : llvm::zip(op.getOperands(), before, in)) {
         if (old == now)
           continue;
-        if (v.getDefiningOp<WeightOp>())
+        // A weight takes the layout its op reads, unless the hook stored
+        // it another way (then the op's layout is pinned, like an
+        // activation's, and the partitioner gathers it at use).
+        if (v.getDefiningOp<WeightOp>() && shardingOf(v) == old)
           setSharding(v, mesh, now);
         else
           pinned = true;

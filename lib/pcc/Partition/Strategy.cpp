@@ -238,6 +238,8 @@ struct GridHook {
           !in[0].partial.empty() || shapeOf(ln.getInput()).back() % q)
         return;
       if (!last.isSplit()) {
+        if (in[0].usesAxis(col))
+          return;
         last.axes = {col};
         last.groups = 1;
       }
@@ -255,7 +257,7 @@ struct GridHook {
   void summa(Operation *op, SmallVectorImpl<TensorSharding> &in,
              bool transB) const {
     Value w = op->getOperand(1);
-    if (!w.getDefiningOp<WeightOp>() || !in[1].isReplicated())
+    if (!w.getDefiningOp<WeightOp>())
       return;
     TensorSharding x = in[0];
     if (!x.partial.empty() || x.dims.size() < 2)
@@ -267,6 +269,12 @@ struct GridHook {
       return;
     DimSharding &k = x.dims.back();
     if (k.isSplit() && (k.axes != ArrayRef<int64_t>{col} || k.groups != 1))
+      return;
+    // The columns may split only the contraction (torch MHA's [S*B, E]
+    // after a head split merged into the batch would use them twice).
+    TensorSharding rest = x;
+    rest.dims.back() = DimSharding();
+    if (rest.usesAxis(col))
       return;
     k.axes = {col};
     k.groups = 1;
@@ -282,9 +290,131 @@ struct GridHook {
     ws.dims[kDim].axes = {row};
     ws.dims[nDim].axes = {col};
     ws.dims[nDim].groups = groups;
+    // A weight shared with an earlier layer has its layout already.
+    if (!in[1].isReplicated() && in[1] != ws)
+      return;
     in[0] = std::move(x);
     in[1] = std::move(ws);
     op->setAttr(kSummaAttr, UnitAttr::get(op->getContext()));
+  }
+};
+
+/// Colossal-AI's 3D layouts on a q x q x q grid of axes x, y, z (Bian et
+/// al. 2021): an activation [M, K] holds its rows over [x, a] and its
+/// features over b, {a, b} = {y, z}. A linear layer all-gathers the rows
+/// over a and its weight (stored [K over b, N over [a, x]], 1/q^3 each)
+/// over x, multiplies into a partial sum over b, and its users take the
+/// result reduce-scattered over b onto the rows: [M over [x, b], N over a],
+/// so y and z swap roles from one layer to the next. Layer norms
+/// all-reduce their statistics over the feature axis; embedding tables
+/// split their features over z.
+struct CubeHook {
+  int64_t x, y, z, q;
+  const Mesh &mesh;
+
+  void operator()(Operation *op, SmallVectorImpl<TensorSharding> &in) const {
+    for (auto [v, s] : llvm::zip(op->getOperands(), in))
+      scatterPartial(v, s);
+    if (auto mm = dyn_cast<MatMulOp>(op)) {
+      if (shapeOf(mm.getRhs()).size() == 2)
+        linear(op, in, /*transB=*/false);
+    } else if (auto g = dyn_cast<GemmOp>(op)) {
+      if (!g.getTransA() && !g.getC())
+        linear(op, in, g.getTransB());
+    } else if (auto ln = dyn_cast<LayerNormOp>(op)) {
+      // As on a 2D grid: a whole hidden dimension is sliced (over z, the
+      // features' axis at a block's start), so every norm runs alike.
+      int64_t rank = shapeOf(ln.getInput()).size();
+      DimSharding &last = in[0].dims.back();
+      if (normalizeAxis(ln.getAxis(), rank) != rank - 1 ||
+          !in[0].partial.empty() || shapeOf(ln.getInput()).back() % q)
+        return;
+      if (!last.isSplit()) {
+        // The features' axis is the one of y, z the rows do not use.
+        int64_t feature = in[0].usesAxis(z) ? y : z;
+        if (in[0].usesAxis(feature))
+          return;
+        last.axes = {feature};
+        last.groups = 1;
+      }
+      if (last.groups == 1 && (last.axes == ArrayRef<int64_t>{y} ||
+                               last.axes == ArrayRef<int64_t>{z}))
+        ln->setAttr(kSplitStatsAttr, UnitAttr::get(op->getContext()));
+    } else if (auto g = dyn_cast<GatherOp>(op)) {
+      ArrayRef<int64_t> table = shapeOf(g.getInput());
+      if (g.getInput().getDefiningOp<WeightOp>() && table.size() == 2 &&
+          normalizeAxis(g.getAxis(), 2) == 0 && in[0].isReplicated() &&
+          table[1] % q == 0)
+        in[0].dims[1].axes = {z};
+    }
+  }
+
+  /// The rows dimension of `s`: the first but the last that x splits.
+  static int64_t rowsDim(const TensorSharding &s, int64_t x) {
+    for (size_t d = 0; d + 1 < s.dims.size(); ++d)
+      if (!s.dims[d].axes.empty() && s.dims[d].axes.front() == x)
+        return d;
+    return -1;
+  }
+
+  /// A linear layer's partial sum over y or z reaches its users
+  /// reduce-scattered onto the rows.
+  void scatterPartial(Value v, TensorSharding &s) const {
+    if (s.partial.size() != 1 || (s.partial[0] != y && s.partial[0] != z))
+      return;
+    int64_t r = rowsDim(s, x);
+    if (r < 0 || s.dims[r].axes.size() != 1 || s.dims[r].groups != 1)
+      return;
+    TensorSharding next = s;
+    next.dims[r].axes.push_back(s.partial[0]);
+    next.partial.clear();
+    if (divides(shapeOf(v), next, mesh))
+      s = std::move(next);
+  }
+
+  void linear(Operation *op, SmallVectorImpl<TensorSharding> &in,
+              bool transB) const {
+    Value w = op->getOperand(1);
+    if (!w.getDefiningOp<WeightOp>())
+      return;
+    TensorSharding a = in[0];
+    if (!a.partial.empty() || a.dims.size() < 2)
+      return;
+    DimSharding &k = a.dims.back();
+    int64_t b = a.usesAxis(z) ? y : z;
+    if (k.isSplit()) {
+      if (k.axes.size() != 1 || k.groups != 1 ||
+          (k.axes[0] != y && k.axes[0] != z))
+        return;
+      b = k.axes[0];
+    }
+    int64_t other = b == y ? z : y;
+    int64_t r = rowsDim(a, x);
+    if (r < 0)
+      return;
+    llvm::erase(a.dims[r].axes, other);
+    k.axes = {b};
+    k.groups = 1;
+    int64_t kDim = transB ? 1 : 0, nDim = 1 - kDim;
+    int64_t nSize = shapeOf(w)[nDim];
+    int64_t groups = fusedGroups(op->getResult(0));
+    if (nSize % groups || (nSize / groups) % (q * q))
+      groups = 1;
+    TensorSharding use = TensorSharding::replicated(2);
+    use.dims[kDim].axes = {b};
+    use.dims[nDim].axes = {other};
+    use.dims[nDim].groups = groups;
+    TensorSharding stored = use;
+    stored.dims[nDim].axes = {other, x};
+    if (!divides(shapeOf(op->getOperand(0)), a, mesh) ||
+        !divides(shapeOf(w), stored, mesh))
+      return;
+    // A weight shared with an earlier layer is stored already.
+    if (!in[1].isReplicated() && in[1] != stored)
+      return;
+    setSharding(w, mesh, stored);
+    in[0] = std::move(a);
+    in[1] = std::move(use);
   }
 };
 
@@ -393,7 +523,8 @@ LogicalResult splitBatch(func::FuncOp fn, const Mesh &mesh) {
   // 2D / 2.5D tensor grids split the batch too: over the depth and the
   // grid rows.
   for (StringRef role : {StringRef(kMicrobatchAxis), StringRef("dp"),
-                         StringRef("tp_dep"), StringRef("tp_row")})
+                         StringRef("tp_dep"), StringRef("tp_row"),
+                         StringRef("tp_x"), StringRef("tp_y")})
     if (int64_t a = mesh.axisNamed(role); a >= 0 && mesh.shape[a] > 1)
       axes.push_back(a);
   if (axes.empty())
@@ -415,7 +546,7 @@ LogicalResult splitBatch(func::FuncOp fn, const Mesh &mesh) {
                                << "batch size " << *batch << " of input '"
                                << name << "' does not divide into ";
         int64_t mb = mesh.axisNamed(kMicrobatchAxis);
-        if (mesh.axisNamed("tp_row") >= 0)
+        if (mesh.axisNamed("tp_row") >= 0 || mesh.axisNamed("tp_x") >= 0)
           return d << parts << " parts (data-parallel groups x the tensor "
                                "grid's rows and depth); use a --dp and --tp "
                                "whose split divides it";
@@ -455,8 +586,12 @@ LogicalResult shardByStrategy(func::FuncOp fn, const ParallelPlan &plan,
   int64_t tpAxis = mesh.axisNamed("tp");
   int64_t rowAxis = mesh.axisNamed("tp_row"), colAxis = mesh.axisNamed("tp_col");
   std::function<void(Operation *, SmallVectorImpl<TensorSharding> &)> tensor;
+  int64_t xAxis = mesh.axisNamed("tp_x");
   if (rowAxis >= 0 && colAxis >= 0)
     tensor = GridHook{rowAxis, colAxis, mesh.shape[colAxis], mesh};
+  else if (xAxis >= 0)
+    tensor = CubeHook{xAxis, mesh.axisNamed("tp_y"), mesh.axisNamed("tp_z"),
+                      mesh.shape[xAxis], mesh};
   else if (tpAxis >= 0 && plan.tensorLayouts == TensorLayouts::Planned)
     tensor = PlannedHook{tpAxis, mesh};
   else if (tpAxis >= 0)
@@ -549,6 +684,13 @@ shardingsOnAxes(func::FuncOp fn, const ParallelPlan &plan,
     if (!c)
       return;
     OpSharding s = annotatedOpSharding(c, mesh);
+    for (auto [v, use] : llvm::zip(c->getOperands(), s.operands))
+      if (v.getDefiningOp<WeightOp>() &&
+          gathersStoredWeight(shardingOf(v), use)) {
+        s.storedWeights.resize(c->getNumOperands());
+        s.storedWeights[&use - s.operands.begin()] =
+            onAxes(shardingOf(v), keep);
+      }
     for (auto *list : {&s.operands, &s.results})
       for (TensorSharding &t : *list)
         t = onAxes(t, keep);
@@ -566,9 +708,6 @@ std::optional<std::string> whyPlanCannotBeApplied(const ParallelPlan &plan) {
       plan.tensorLayouts == TensorLayouts::MegatronSequence)
     return std::string("--sp and --sequence-parallel both split the "
                        "sequence; choose one");
-  if (plan.degree("tp") > 1 && plan.tensorMode == TensorMode::ThreeD)
-    return std::string("tensor mode 3d is planned by `pcc plan` but not "
-                       "partitioned (1d, 2d and 2.5d run)");
   if (plan.degree("tp") > 1 && plan.tensorMode != TensorMode::OneD) {
     ParallelPlan devicesOnly = plan;
     devicesOnly.microbatches = 1;
@@ -576,7 +715,7 @@ std::optional<std::string> whyPlanCannotBeApplied(const ParallelPlan &plan) {
       return "tp " + std::to_string(plan.degree("tp")) +
              " is not a tensor grid of mode " +
              tensorModeName(plan.tensorMode).str() +
-             " (2d: q x q, 2.5d: q x q x depth)";
+             " (2d: q x q, 2.5d: q x q x depth, 3d: q x q x q)";
     if (plan.degree("sp") > 1)
       return std::string("sequence parallelism runs with 1d tensor "
                          "parallelism only");

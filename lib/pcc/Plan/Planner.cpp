@@ -481,13 +481,14 @@ bool PlanSearch::partRuns(int64_t pp, int64_t sp, int64_t tp,
 }
 
 SmallVector<TensorMode, 4> PlanSearch::tensorModes() const {
-  // A mode is asked about on a tensor group of more than one device (the
-  // size only has to be above 1: grids are checked per candidate).
+  // A mode is asked about on the smallest grid it forms (2 x 2, or
+  // 2 x 2 x 2 for 3D); candidates' own grids are checked per candidate.
   SmallVector<TensorMode, 4> modes;
   for (TensorMode m : {TensorMode::OneD, TensorMode::TwoD,
                        TensorMode::TwoPointFiveD, TensorMode::ThreeD})
     if ((!opt.tpMode || *opt.tpMode == m) &&
-        (m == TensorMode::OneD || partRuns(1, 1, 4, m)))
+        (m == TensorMode::OneD ||
+         partRuns(1, 1, m == TensorMode::ThreeD ? 8 : 4, m)))
       modes.push_back(m);
   return modes;
 }
@@ -510,8 +511,7 @@ PlanSearch::layoutFor(int64_t pp, int64_t dp, int64_t tg, TensorMode mode,
   if (found != layouts.end())
     return found->second;
   std::shared_ptr<const SearchResult> layout;
-  if (mode != TensorMode::OneD && opt.gridLayouts &&
-      mode != TensorMode::ThreeD) {
+  if (mode != TensorMode::OneD && opt.gridLayouts) {
     // The partitioner's own 2D / 2.5D layouts, priced on their grid.
     auto fixedKey = std::make_tuple(dp, tg, int(mode), grid.second);
     std::vector<OpSharding> &fixed = fixedGrid[fixedKey];
@@ -521,6 +521,9 @@ PlanSearch::layoutFor(int64_t pp, int64_t dp, int64_t tg, TensorMode mode,
     if (mode == TensorMode::TwoPointFiveD) {
       gridMesh.shape = {grid.second, grid.first, grid.first};
       gridMesh.axisNames = {"tp_dep", "tp_row", "tp_col"};
+    } else if (mode == TensorMode::ThreeD) {
+      gridMesh.shape = {grid.first, grid.first, grid.first};
+      gridMesh.axisNames = {"tp_x", "tp_y", "tp_z"};
     } else {
       gridMesh.shape = {grid.first, grid.first};
       gridMesh.axisNames = {"tp_row", "tp_col"};
@@ -534,6 +537,7 @@ PlanSearch::layoutFor(int64_t pp, int64_t dp, int64_t tg, TensorMode mode,
     in.train = opt.train;
     in.microbatches = double(m);
     in.fixed = &fixed;
+    in.fixedPerCopy = true;
     in.grid = &gridMesh;
     layout = std::make_shared<SearchResult>(searchTensorParallel(g, cost, in));
   } else if (mode != TensorMode::OneD) {
@@ -568,6 +572,7 @@ PlanSearch::oneDimLayout(SearchInput in, int64_t pp, int64_t dp, int64_t tg,
     if (fixed.empty())
       fixed = opt.tensorLayouts(dp, tg);
     in.fixed = &fixed;
+    in.fixedPerCopy = true;
     return std::make_shared<SearchResult>(searchTensorParallel(g, cost, in));
   }
   auto seedKey = std::make_tuple(int(TensorMode::OneD), tg, recompute, pp,
@@ -615,6 +620,7 @@ PlanSearch::sequenceLayout(int64_t tg, int64_t sp, SequenceMode spMode,
   in.train = opt.train;
   in.microbatches = double(m);
   in.fixed = &fixed;
+  in.fixedPerCopy = true;
   auto result = std::make_shared<SearchResult>(searchTensorParallel(g, cost, in));
   sequenceLayouts[key] = result;
   return result;

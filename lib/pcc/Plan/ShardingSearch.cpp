@@ -49,11 +49,27 @@ NodeChoice costOption(const PlanNode &node, OpSharding sharding,
   Operation *op = node.op;
   NodeChoice c;
   SmallVector<SmallVector<int64_t>> local, localOut;
-  for (auto [v, s] : llvm::zip(op->getOperands(), sharding.operands)) {
+  for (auto [i, v, s] :
+       llvm::enumerate(op->getOperands(), sharding.operands)) {
     local.push_back(localShape(shapeOf(v), s, mesh));
-    if (v.getDefiningOp<WeightOp>())
-      c.weightBytes += shapeBytes(
-          local.back(), cast<ShapedType>(v.getType()).getElementType());
+    if (!v.getDefiningOp<WeightOp>())
+      continue;
+    // A weight stored in another layout than the op reads (3D) is held in
+    // that one and gathered at use.
+    const TensorSharding *stored =
+        i < sharding.storedWeights.size() &&
+                !sharding.storedWeights[i].dims.empty()
+            ? &sharding.storedWeights[i]
+            : nullptr;
+    c.weightBytes += shapeBytes(
+        stored ? localShape(shapeOf(v), *stored, mesh) : local.back(),
+        elementTypeOf(v));
+    if (stored) {
+      c.comm += reshardTime(*stored, s, tensorBytes(v), mesh, in.crossNode,
+                            cost, &c.collectives);
+      // The gathered block lives while the op runs.
+      c.scratchBytes += shapeBytes(local.back(), elementTypeOf(v));
+    }
   }
   for (auto [v, s] : llvm::zip(op->getResults(), sharding.results)) {
     localOut.push_back(localShape(shapeOf(v), s, mesh));
@@ -286,7 +302,10 @@ public:
 
 private:
   /// Variables exist for the prefix, the first copy and the suffix.
-  bool isVariable(int i) const { return g.representative(i) == i; }
+  /// The node whose option `i` takes: its first copy, or itself when
+  /// copies are priced one by one.
+  int rep(int i) const { return in.fixedPerCopy ? i : g.representative(i); }
+  bool isVariable(int i) const { return rep(i) == i; }
   void collectOptions();
   /// Edges between variables, with how often each occurs in the full graph.
   void collectEdges();
@@ -324,7 +343,8 @@ void LayoutProblem::collectOptions() {
     options[i] = in.fixed ? std::vector<NodeChoice>{costOption(
                                 g.nodes[i], (*in.fixed)[i], mesh, cost, in)}
                           : enumerateOptions(g.nodes[i], mesh, cost, in);
-    bool inBlock = b.present() && i >= b.begin && i < b.end();
+    bool inBlock = b.present() && i >= b.begin && i < b.end() &&
+                   !in.fixedPerCopy;
     nodeMult[i] = inBlock ? copies : 1;
   }
 }
@@ -341,7 +361,7 @@ void LayoutProblem::collectEdges() {
       if (p < 0)
         continue;
       int ri = cast<OpResult>(op->getOperand(k)).getResultNumber();
-      int rp = g.representative(p);
+      int rp = rep(p);
       if (!inBlock) {
         edges.push_back({rp, i, int(k), ri, 1});
         continue;
@@ -373,7 +393,7 @@ void LayoutProblem::priceOutputReductions() {
     auto it = nodeOf.find(v.getDefiningOp());
     if (it == nodeOf.end())
       continue;
-    int i = g.representative(it->second);
+    int i = rep(it->second);
     int r = cast<OpResult>(v).getResultNumber();
     for (NodeChoice &c : options[i]) {
       const TensorSharding &s = c.sharding.results[r];
@@ -509,7 +529,8 @@ void LayoutProblem::spellOut(SearchResult &result) const {
   const RepeatedBlock &b = g.block;
   result.nodes.resize(n);
   // Copies after the second are wired like the second: copy its costs.
-  int copiedFrom = b.present() ? b.begin + 2 * b.period : n;
+  int copiedFrom =
+      b.present() && !in.fixedPerCopy ? b.begin + 2 * b.period : n;
   for (int i = 0; i < n; ++i) {
     if (i >= copiedFrom && i < b.end()) {
       // Numbers and collectives only: layouts are read from the first copy.
@@ -525,20 +546,31 @@ void LayoutProblem::spellOut(SearchResult &result) const {
         pc.node = i;
       continue;
     }
-    int r = g.representative(i);
+    int r = rep(i);
     NodeChoice c = options[r][choice[r]];
     Operation *op = g.nodes[i].op;
     for (auto [k, p] : llvm::enumerate(g.nodes[i].producers)) {
       if (p < 0)
         continue;
       Value v = op->getOperand(k);
-      int rp = g.representative(p);
+      int rp = rep(p);
       int ri = cast<OpResult>(v).getResultNumber();
       SmallVector<PlannedCollective, 2> colls;
-      c.comm += reshardTime(
-          options[rp][choice[rp]].sharding.results[ri], c.sharding.operands[k],
-          tensorBytes(v) * in.scale, mesh, in.crossNode, cost, &colls);
+      const TensorSharding &from = options[rp][choice[rp]].sharding.results[ri];
+      const TensorSharding &to = c.sharding.operands[k];
+      c.comm += reshardTime(from, to, tensorBytes(v) * in.scale, mesh,
+                            in.crossNode, cost, &colls);
       c.collectives.append(colls.begin(), colls.end());
+      // A gathered or moved operand is a buffer of its own while the op
+      // runs (a sum's result takes its producer's place in the arena).
+      std::vector<ReshardStep> steps = planReshard(from, to);
+      if (llvm::any_of(steps, [](const ReshardStep &s) {
+            return s.kind == ReshardKind::AllGather ||
+                   s.kind == ReshardKind::AllToAll;
+          }))
+        c.scratchBytes +=
+            shapeBytes(localShape(shapeOf(v), to, mesh), elementTypeOf(v)) *
+            in.scale;
     }
     for (PlannedCollective &pc : c.collectives)
       pc.node = i;

@@ -34,14 +34,23 @@ void sumPartials(TensorSharding &cur, const TensorSharding &to,
   if (sum.empty())
     return;
   ReshardStep step{ReshardKind::AllReduce, sum, -1, 1, cur, cur};
-  for (auto [d, f, t] : enumerate(cur.dims, to.dims))
-    if (!f.isSplit() && t.isSplit() && t.axes.size() == sum.size() &&
-        all_of(t.axes, [&](int64_t a) { return is_contained(sum, a); })) {
+  for (auto [d, f, t] : enumerate(cur.dims, to.dims)) {
+    // The summed axes split a whole dimension, or one already split in
+    // `cur` as their minor axes (each device's block is scattered further).
+    size_t kept = f.isSplit() ? f.axes.size() : 0;
+    if (!t.isSplit() || t.axes.size() != kept + sum.size() ||
+        (kept && (f.groups != 1 || t.groups != 1 ||
+                  ArrayRef<int64_t>(t.axes).take_front(kept) !=
+                      ArrayRef<int64_t>(f.axes))))
+      continue;
+    ArrayRef<int64_t> added = ArrayRef<int64_t>(t.axes).drop_front(kept);
+    if (all_of(added, [&](int64_t a) { return is_contained(sum, a); })) {
       step.kind = ReshardKind::ReduceScatter;
-      step.axes.assign(t.axes.begin(), t.axes.end());
+      step.axes.assign(added.begin(), added.end());
       step.dim = d;
       step.groups = t.groups;
     }
+  }
   if (step.kind == ReshardKind::ReduceScatter)
     cur.dims[step.dim] = to.dims[step.dim];
   cur.partial.assign(to.partial.begin(), to.partial.end());

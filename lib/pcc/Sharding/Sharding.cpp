@@ -16,6 +16,19 @@ bool TensorSharding::isReplicated() const {
          llvm::none_of(dims, [](const DimSharding &d) { return d.isSplit(); });
 }
 
+bool gathersStoredWeight(const TensorSharding &stored,
+                         const TensorSharding &use) {
+  if (stored.isReplicated() || stored == use ||
+      stored.dims.size() != use.dims.size())
+    return false;
+  for (auto [s, u] : llvm::zip(stored.dims, use.dims))
+    if (llvm::ArrayRef<int64_t>(s.axes).take_front(u.axes.size()) !=
+            llvm::ArrayRef<int64_t>(u.axes) ||
+        (u.isSplit() && s.groups != u.groups))
+      return false;
+  return true;
+}
+
 bool TensorSharding::usesAxis(int64_t axis) const {
   if (llvm::is_contained(partial, axis))
     return true;
