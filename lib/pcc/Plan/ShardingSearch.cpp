@@ -112,7 +112,8 @@ NodeChoice costOption(const PlanNode &node, OpSharding sharding,
   }
   // SUMMA (the left operand's contraction split over one axis, the
   // weight's over another): q steps, each broadcasting a panel of each
-  // along the grid's rows and columns.
+  // along the grid's rows and columns and multiplying the panels.
+  int64_t summaSteps = 1;
   if (isa<MatMulOp, GemmOp>(op) && sharding.operands.size() >= 2 &&
       sharding.operands[1].dims.size() == 2) {
     auto g = dyn_cast<GemmOp>(op);
@@ -121,6 +122,7 @@ NodeChoice costOption(const PlanNode &node, OpSharding sharding,
         sharding.operands[1].dims[g && g.getTransB() ? 1 : 0];
     if (xk.isSplit() && wk.isSplit() && xk.axes != wk.axes) {
       int64_t q = mesh.size(xk.axes);
+      summaSteps = q;
       for (int i : {0, 1}) {
         double bytes = shapeBytes(local[i], elementTypeOf(op->getOperand(i))) *
                        (i == 0 ? in.scale : 1.0);
@@ -147,7 +149,8 @@ NodeChoice costOption(const PlanNode &node, OpSharding sharding,
     c.scratchBytes += 2 * bytes;
   }
   OpWork w = opWork(op, local, localOut, in.scale, &node);
-  c.compute = cost.kernelTime(w.flops, w.bytes, /*fused=*/node.fusedResult,
+  c.compute = double(summaSteps) *
+              cost.kernelTime(w.flops, w.bytes, /*fused=*/node.fusedResult,
                               w.gemmMinDim);
   c.comm += std::max(0.0, ringComm - c.compute);
   if (!sharding.reduceBeforeBias.empty()) {
