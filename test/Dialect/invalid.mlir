@@ -97,7 +97,7 @@ func.func @layer_norm_scale(%x: tensor<2x8xf32>, %g: tensor<4xf32>) {
 // -----
 
 func.func @external_length() {
-  // expected-error @+1 {{external data length 8 does not match the 16 bytes of 'tensor<4xf32>'}}
+  // expected-error @+1 {{external data length 8 does not match the 16 bytes of 'f32' elements of 'tensor<4xf32>'}}
   %0 = pcc.weight "b" external <"w.bin", offset = 0, length = 8> : tensor<4xf32>
   return
 }
@@ -154,5 +154,13 @@ func.func @attention_mask(%q: tensor<2x8x4xf32>, %k: tensor<2x8x4xf32>, %v: tens
 func.func @attention_heads(%q: tensor<2x8x4xf32>, %k: tensor<3x8x4xf32>, %v: tensor<3x8x4xf32>) {
   // expected-error @+1 {{query, key and value leading dimensions differ}}
   %0 = pcc.attention %q, %k, %v : (tensor<2x8x4xf32>, tensor<3x8x4xf32>, tensor<3x8x4xf32>) -> tensor<2x8x4xf32>
+  return
+}
+
+// -----
+
+func.func @weight_conversion() {
+  // expected-error @+1 {{converts only between f32, f16 and bf16, not 'i32' to 'bf16'}}
+  %0 = pcc.weight "w" from i32 : tensor<4xbf16>
   return
 }

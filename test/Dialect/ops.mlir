@@ -9,6 +9,9 @@ func.func @values() -> (tensor<2xi64>, tensor<8x4xf32>, tensor<4xf32>) {
   %1 = pcc.weight "w" : tensor<8x4xf32>
   // CHECK-NEXT: pcc.weight "b" external <"w.bin", offset = 16, length = 16> : tensor<4xf32>
   %2 = pcc.weight "b" external <"w.bin", offset = 16, length = 16> : tensor<4xf32>
+  // A weight converted by --precision; external data has the file's type.
+  // CHECK-NEXT: pcc.weight "h" external <"w.bin", offset = 32, length = 16> from f32 : tensor<4xbf16>
+  %3 = pcc.weight "h" external <"w.bin", offset = 32, length = 16> from f32 : tensor<4xbf16>
   return %0, %1, %2 : tensor<2xi64>, tensor<8x4xf32>, tensor<4xf32>
 }
 

@@ -5,6 +5,7 @@ under mpirun against the model's reference outputs.
 Usage: run_strategies.py MODEL_DIR --mpirun "CMD"
                          [--layout searched|megatron|megatron-sp]
                          [--cluster C] STRATEGY...
+  [--precision P] [--rtol R] [--atol A]
   STRATEGY is dp=N, tp=N, pp=N, sp=N, mb=N (microbatches),
   spm=ulysses|ring (how sp runs attention), mode=1d|2d|2.5d (the tensor
   scheme) and depth=D (2.5d's depth) joined by commas, as "dp=2,pp=2,tp=2",
@@ -81,6 +82,10 @@ def main():
     p.add_argument("--layout", default="searched")
     # Layouts are chosen by cost, so tests pin the cluster they plan for.
     p.add_argument("--cluster", default="dgx-a100")
+    # Stored precision (pcc --precision) and the executable's tolerances.
+    p.add_argument("--precision")
+    p.add_argument("--rtol")
+    p.add_argument("--atol")
     p.add_argument("strategies", nargs="+")
     args = p.parse_args()
     mpirun = shlex.split(args.mpirun)
@@ -88,13 +93,20 @@ def main():
     for strategy in args.strategies:
         flags, ranks = strategy_flags(strategy, args.layout)
         flags += ["--cluster", args.cluster]
+        if args.precision:
+            flags += ["--precision", args.precision]
+        tolerances = []
+        for flag in ("rtol", "atol"):
+            if getattr(args, flag):
+                tolerances += ["--" + flag, getattr(args, flag)]
         out = os.path.join(args.model_dir, "out-" + args.layout + "-" +
+                           (args.precision + "-" if args.precision else "") +
                            strategy.replace("=", "").replace(",", "-"))
         subprocess.run(["pcc", model, "-o", out, "--quiet"] + flags, check=True)
         run = subprocess.run(
             mpirun + ["-np", str(ranks), os.path.join(out, "model"), "--check",
                       os.path.join(args.model_dir, "test_data_set_0"),
-                      "--threads", "1"],
+                      "--threads", "1"] + tolerances,
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
             timeout=300)
         lines = run.stdout.strip().splitlines()

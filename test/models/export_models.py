@@ -13,7 +13,11 @@ thread) on torch.manual_seed(0) random inputs. `gpt_dynamic` is the `gpt`
 model exported with dynamic {0: batch, 1: seq} axes and has no test data.
 
 Graph inputs are named `input` (or `tokens` for the GPT models) and the
-graph output `output`. Everything is float32 except the int64 token ids.
+graph output `output`. Everything is float32 except the int64 token ids and
+the 16-bit models: `gpt_bf16` is `gpt` converted by torch (`.to(bfloat16)`)
+before export, `gpt_fp16` is `gpt`'s export converted to float16 the way
+onnxconverter-common does it (initializers, constants, casts, graph types);
+their reference outputs are the float32 model's.
 Needs Debian's python3-torch / python3-onnx (run with /usr/bin/python3);
 `vit` uses torchvision when it is installed and a hand-written equivalent
 otherwise.
@@ -220,9 +224,17 @@ MODELS = {
     "bert_long": (lambda: Bert(n_layer=1, max_len=160),
                   ("tokens", "padding"), ("tokens+padding", (4, 160), 128),
                   None, True),
+    "gpt_bf16": (GPT, "tokens", ("tokens", (8, 16), 128), None, True),
+    "gpt_fp16": (GPT, "tokens", ("tokens", (8, 16), 128), None, True),
     "vit": (make_vit, "input", ("float", (8, 3, 32, 32)), None, True),
     "cnn": (make_cnn, "input", ("float", (8, 3, 16, 16)), None, True),
 }
+
+# Models stored in 16 bits: how each is made from its float32 model.
+SIXTEEN_BIT = {"gpt_bf16": "torch", "gpt_fp16": "onnx"}
+# Opsets other than --opset: bfloat16 Pow (the decomposed LayerNorm) needs
+# opset 15; 17 also exports nn.LayerNorm as one LayerNormalization node.
+OPSET = {"gpt_bf16": 17}
 
 # torch's TrainingMode.EVAL export runs an "eval peephole" pass that folds
 # BatchNormalization into the preceding Conv. The model is in eval() mode, so
@@ -245,6 +257,34 @@ def perturb_trivial_params(model):
         for p in model.parameters():
             if p.numel() > 0 and bool((p == p.reshape(-1)[0]).all()):
                 p.add_(torch.randn(p.shape, generator=g) * 0.1)
+
+
+def onnx_to_float16(m):
+    """`m` with every float32 tensor stored as float16, as
+    onnxconverter_common.float16.convert_float_to_float16 does (not in
+    Debian): initializers, Constant and ConstantOfShape values, Cast targets
+    and the graph's types."""
+    F32, F16 = onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16
+
+    def tensor16(t):
+        if t.data_type != F32:
+            return t
+        return numpy_helper.from_array(
+            numpy_helper.to_array(t).astype(np.float16), t.name)
+
+    g = m.graph
+    for i, t in enumerate(g.initializer):
+        g.initializer[i].CopyFrom(tensor16(t))
+    for n in g.node:
+        for a in n.attribute:
+            if a.name == "value" and a.type == onnx.AttributeProto.TENSOR:
+                a.t.CopyFrom(tensor16(a.t))
+            if n.op_type == "Cast" and a.name == "to" and a.i == F32:
+                a.i = F16
+    for v in list(g.input) + list(g.output) + list(g.value_info):
+        if v.type.tensor_type.elem_type == F32:
+            v.type.tensor_type.elem_type = F16
+    return m
 
 
 def make_input(spec):
@@ -272,6 +312,7 @@ def write_tensor(path, array, name):
 
 def export_one(name, outdir, opset):
     factory, in_name, spec, dyn, with_data = MODELS[name]
+    opset = OPSET.get(name, opset)
     torch.manual_seed(0)  # identical weights for gpt and gpt_dynamic
     made = factory()
     note = ""
@@ -290,6 +331,8 @@ def export_one(name, outdir, opset):
     # (aten::_transformer_encoder_layer_fwd / _native_multi_head_attention),
     # which cannot be exported to ONNX.
     ref = model(*x).detach()
+    if SIXTEEN_BIT.get(name) == "torch":
+        model = model.to(torch.bfloat16)
 
     mdir = os.path.join(outdir, name)
     os.makedirs(mdir, exist_ok=True)
@@ -312,6 +355,8 @@ def export_one(name, outdir, opset):
         sys.stdout = saved
         devnull.close()
     m = onnx.load_from_string(buf.getvalue())
+    if SIXTEEN_BIT.get(name) == "onnx":
+        m = onnx_to_float16(m)
     m.producer_name = "pcc-export_models"
     m.producer_version = torch.__version__
     m.doc_string = f"pcc test model '{name}' exported by torch {torch.__version__}"

@@ -6,6 +6,7 @@
 //   pcc plan MODEL.onnx --devices N [--cluster C] [--train]
 //       [--format text|json|dot] [--compare] [--explain]
 //       [--dp --tp --tp-mode 1d|2d|2.5d|3d --pp --sp --sp-mode --microbatches]
+//   (both: [--precision fp32|tf32|bf16|fp16])
 //   pcc calibrate [-o FILE] [--ranks N]
 //
 // Errors go to stderr as exactly one line starting "error:", and the exit
@@ -168,6 +169,13 @@ cl::opt<std::string> cxxFlags(
     cl::desc("Extra flags for the C++ compiler that builds the model (e.g. "
              "-march=native)"),
     cl::value_desc("flags"), cl::cat(pccCategory));
+
+cl::opt<std::string> precision(
+    "precision",
+    cl::desc("Store tensors as fp32, tf32 (fp32 storage, tf32 GEMMs), bf16 or "
+             "fp16 (default: the model's own); 16-bit storage computes in "
+             "fp32, inputs and outputs keep the model's types"),
+    cl::value_desc("p"), cl::init(""), COMPILE_AND_PLAN);
 
 cl::opt<bool> quiet("quiet", cl::desc("Do not print the compile summary"),
                     cl::cat(pccCategory));
@@ -434,6 +442,10 @@ int main(int argc, char **argv) {
     if (!err.empty())
       return fail(err);
   }
+  if (!precision.empty() && precision != "fp32" && precision != "tf32" &&
+      precision != "bf16" && precision != "fp16")
+    return fail("--precision must be fp32, tf32, bf16 or fp16, got '" +
+                precision + "'");
   auto planOpts = planOptions();
   if (!planOpts)
     return fail(toString(planOpts.takeError()));
@@ -459,6 +471,9 @@ int main(int argc, char **argv) {
   auto mainFn = module->lookupSymbol<mlir::func::FuncOp>("main");
   if (!mainFn)
     return fail("the model has no main function");
+  if (!precision.empty() &&
+      mlir::failed(pcc::convertPrecision(*module, precision)))
+    return diagnostics.printed ? 1 : fail("precision conversion failed");
 
   if (planning)
     return printPlan(mainFn, *planOpts);

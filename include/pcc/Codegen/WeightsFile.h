@@ -35,6 +35,10 @@ struct WeightsEntry {
   int64_t elementBytes = 0;
   int64_t numBlocks = 1;
   int64_t stride = 0;
+  /// For a weight converted by --precision: the ONNX data type codes of the
+  /// initializer's values and of what the file stores (rounded to nearest
+  /// even); 0 when stored as read.
+  int32_t sourceType = 0, storedType = 0;
 };
 
 /// The entries of one weights file, each 64-byte aligned. A weight used twice

@@ -31,6 +31,11 @@ mlir::OwningOpRef<mlir::ModuleOp> loadModel(llvm::StringRef path,
                                             const ImportOptions &options,
                                             bool cleanup);
 
+/// Stores the module's float tensors in `precision` (fp32, tf32, bf16,
+/// fp16): pcc-convert-precision. Before planning, so the plan prices it.
+mlir::LogicalResult convertPrecision(mlir::ModuleOp module,
+                                     llvm::StringRef precision);
+
 /// Completes forced degrees (0 = searched) and --devices into a consistent
 /// request: forced degrees alone imply the devices they need; forced
 /// degrees must divide the devices (and multiply to them when all are

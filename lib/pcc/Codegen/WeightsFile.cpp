@@ -4,6 +4,8 @@
 
 #include "pcc/Dialect/PCC/IR/PCCOps.h"
 #include "pcc/Dialect/PCC/IR/TensorUtils.h"
+#include "pccrt/Float16.h"
+#include "pccrt/Model.h"
 #include "pccrt/ShardLayout.h"
 #include "pccrt/WeightsFile.h"
 
@@ -17,6 +19,52 @@
 using namespace mlir;
 
 namespace pcc {
+namespace {
+
+/// ONNX data type codes of the float types a weight converts between.
+int32_t onnxFloatCode(Type t) {
+  return t.isF16() ? int32_t(pccrt::DType::F16)
+         : t.isBF16() ? int32_t(pccrt::DType::BF16)
+                      : int32_t(pccrt::DType::F32);
+}
+
+float readFloat(const char *p, int32_t type) {
+  uint16_t h;
+  if (type == int32_t(pccrt::DType::F32)) {
+    float f;
+    std::memcpy(&f, p, 4);
+    return f;
+  }
+  std::memcpy(&h, p, 2);
+  return type == int32_t(pccrt::DType::F16) ? pccrt::halfBitsToFloat(h)
+                                            : pccrt::bfloat16BitsToFloat(h);
+}
+
+void writeFloat(char *p, int32_t type, float f) {
+  if (type == int32_t(pccrt::DType::F32)) {
+    std::memcpy(p, &f, 4);
+    return;
+  }
+  uint16_t h = type == int32_t(pccrt::DType::F16) ? pccrt::floatToHalfBits(f)
+                                                  : pccrt::floatToBFloat16Bits(f);
+  std::memcpy(p, &h, 2);
+}
+
+/// `bytes` of `from` values as `to` values; nothing when their count is not
+/// whole (the size check reports it).
+std::string convertFloats(const std::string &bytes, int32_t from, int32_t to) {
+  size_t inSize = from == int32_t(pccrt::DType::F32) ? 4 : 2;
+  size_t outSize = to == int32_t(pccrt::DType::F32) ? 4 : 2;
+  if (bytes.size() % inSize)
+    return bytes;
+  size_t n = bytes.size() / inSize;
+  std::string out(n * outSize, '\0');
+  for (size_t i = 0; i < n; ++i)
+    writeFloat(&out[i * outSize], to, readFloat(&bytes[i * inSize], from));
+  return out;
+}
+
+} // namespace
 
 const WeightsEntry &WeightsTable::add(Operation *op, const Mesh &mesh) {
   Value v = op->getResult(0);
@@ -28,6 +76,10 @@ const WeightsEntry &WeightsTable::add(Operation *op, const Mesh &mesh) {
   if (auto w = dyn_cast<WeightOp>(op)) {
     key = w.getName().str() + " " + describe(split, mesh);
     entry.weightName = w.getName().str();
+    if (auto from = w.getSourceTypeAttr()) {
+      entry.sourceType = onnxFloatCode(from.getValue());
+      entry.storedType = onnxFloatCode(typeOf(v).getElementType());
+    }
   } else {
     entry.constant = cast<ConstantOp>(op).getValue();
   }
@@ -130,6 +182,8 @@ FailureOr<uint64_t> writeWeightsFile(Location loc, StringRef path,
                               << "' from";
       if (!readWeight(e.weightName, bytes, error))
         return emitError(loc) << error;
+      if (e.sourceType)
+        bytes = convertFloats(bytes, e.sourceType, e.storedType);
     } else {
       bytes = constantBytes(e.constant);
     }

@@ -69,6 +69,15 @@ mlir::OwningOpRef<mlir::ModuleOp> loadModel(StringRef path,
   return module;
 }
 
+mlir::LogicalResult convertPrecision(mlir::ModuleOp module,
+                                     StringRef precision) {
+  mlir::PassManager pm(module.getContext());
+  ConvertPrecisionOptions options;
+  options.precision = precision.str();
+  pm.addPass(createConvertPrecision(options));
+  return pm.run(module);
+}
+
 Expected<PlanOptions> completeDegrees(PlanOptions o, bool devicesGiven) {
   if (o.devices < 1)
     return failure("--devices must be at least 1, got " + Twine(o.devices));

@@ -124,7 +124,8 @@ FailureOr<Value> GraphImporter::materializeTensor(const onnx::TensorProto &t,
         ExternalDataAttr::get(&ctx, ext->location, ext->offset, length);
   }
   return WeightOp::create(builder, loc, tensorType(t, &ctx),
-                          StringAttr::get(&ctx, t.name()), external)
+                          StringAttr::get(&ctx, t.name()), external,
+                          /*source_type=*/nullptr)
       .getResult();
 }
 

@@ -161,7 +161,8 @@ FailureOr<Value> Partitioner::operandFor(Value global,
     if (!shard) {
       auto type = localType(typeOf(global), want, mesh);
       auto shardOp = WeightOp::create(b, w.getLoc(), type, w.getNameAttr(),
-                                      /*external=*/nullptr);
+                                      /*external=*/nullptr,
+                                      w.getSourceTypeAttr());
       if (!want.isReplicated())
         shardOp->setAttr(kShardingAttr,
                          b.getArrayAttr({toAttr(b.getContext(), mesh, want)}));

@@ -1,6 +1,8 @@
 //===- PlanGraph.cpp - compute nodes, work per op, repeated blocks --------===//
 
 #include "pcc/Plan/PlanGraph.h"
+
+#include "pcc/Dialect/PCC/Transforms/Precision.h"
 #include "pcc/Dialect/PCC/IR/TensorUtils.h"
 
 #include "pcc/Dialect/PCC/IR/PCCOps.h"
@@ -206,6 +208,11 @@ PlanGraph buildPlanGraph(func::FuncOp fn) {
     index[&op] = g.nodes.size();
     g.nodes.push_back(std::move(node));
   }
+  // tf32 stores f32 but runs GEMMs at tf32 rates (pcc-convert-precision).
+  if (auto module = fn->getParentOfType<ModuleOp>())
+    if (auto p = module->getAttrOfType<StringAttr>(kPrecisionAttr);
+        p && p.getValue() == "tf32" && g.dtype == "fp32")
+      g.dtype = "tf32";
   if (fn.getNumArguments()) {
     auto first = cast<RankedTensorType>(fn.getArgumentTypes().front());
     if (first.getRank() >= 1)

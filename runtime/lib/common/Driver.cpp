@@ -340,6 +340,8 @@ double elementAsDouble(const HostTensor &t, int64_t i) {
   case DType::U32: return reinterpret_cast<const uint32_t *>(p)[i];
   case DType::U16: return reinterpret_cast<const uint16_t *>(p)[i];
   case DType::U8: case DType::Bool: return reinterpret_cast<const uint8_t *>(p)[i];
+  case DType::F16: return float(reinterpret_cast<const Half *>(p)[i]);
+  case DType::BF16: return float(reinterpret_cast<const BFloat16 *>(p)[i]);
   default: return std::nan("");
   }
 }
@@ -353,7 +355,14 @@ bool checkOutput(int k, const TensorDesc &desc, const HostTensor &got,
   if (!s.isOk())
     die(s.message());
   std::printf("output %d '%s': ", k, desc.name);
-  if (want.dtype != got.dtype || want.shape != got.shape) {
+  // A 16-bit model's outputs may be checked against f32 references.
+  auto isFloat = [](DType t) {
+    return t == DType::F32 || t == DType::F64 || t == DType::F16 ||
+           t == DType::BF16;
+  };
+  bool comparable =
+      want.dtype == got.dtype || (isFloat(want.dtype) && isFloat(got.dtype));
+  if (!comparable || want.shape != got.shape) {
     std::printf("MISMATCH expected %s %s, got %s %s\n", dtypeName(want.dtype),
                 shapeString(want.shape).c_str(), dtypeName(got.dtype),
                 shapeString(got.shape).c_str());

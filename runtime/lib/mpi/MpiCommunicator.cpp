@@ -27,7 +27,7 @@ public:
   void allReduceSum(DType type, void *buf, int64_t count) override {
     MPI_Request r;
     MPI_Iallreduce(MPI_IN_PLACE, buf, static_cast<int>(count), mpiType(type),
-                   MPI_SUM, comm, &r);
+                   mpiSum(type), comm, &r);
     waitFor(r, WaitKind::AllReduce);
   }
 
@@ -42,7 +42,7 @@ public:
                         int64_t count) override {
     MPI_Request r;
     MPI_Ireduce_scatter_block(in, out, static_cast<int>(count), mpiType(type),
-                              MPI_SUM, comm, &r);
+                              mpiSum(type), comm, &r);
     waitFor(r, WaitKind::ReduceScatter);
   }
 

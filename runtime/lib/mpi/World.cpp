@@ -8,6 +8,8 @@
 
 #include "MpiWorld.h"
 
+#include "pccrt/Float16.h"
+
 #include "pccrt/Mesh.h"
 
 #include <algorithm>
@@ -42,9 +44,36 @@ MPI_Datatype mpiType(DType t) {
   case DType::I8: return MPI_INT8_T;
   case DType::U64: return MPI_UINT64_T;
   case DType::U32: return MPI_UINT32_T;
-  case DType::U16: return MPI_UINT16_T;
+  case DType::U16: case DType::F16: case DType::BF16: return MPI_UINT16_T;
   default: return MPI_UINT8_T;
   }
+}
+
+namespace {
+
+template <typename T>
+void sumThroughFloat(void *in, void *inout, int *len, MPI_Datatype *) {
+  const T *a = static_cast<const T *>(in);
+  T *b = static_cast<T *>(inout);
+  for (int i = 0; i < *len; ++i)
+    b[i] = float(a[i]) + float(b[i]);
+}
+
+} // namespace
+
+MPI_Op mpiSum(DType t) {
+  static MPI_Op half = MPI_OP_NULL, bfloat = MPI_OP_NULL;
+  if (t == DType::F16) {
+    if (half == MPI_OP_NULL)
+      MPI_Op_create(sumThroughFloat<Half>, /*commute=*/1, &half);
+    return half;
+  }
+  if (t == DType::BF16) {
+    if (bfloat == MPI_OP_NULL)
+      MPI_Op_create(sumThroughFloat<BFloat16>, /*commute=*/1, &bfloat);
+    return bfloat;
+  }
+  return MPI_SUM;
 }
 
 void Mesh::initProcess(int *argc, char ***argv) {

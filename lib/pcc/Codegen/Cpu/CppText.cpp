@@ -22,6 +22,10 @@ SmallVector<int64_t> stridesOf(ArrayRef<int64_t> shape) {
 std::string cppType(Type t) {
   if (t.isF32())
     return "float";
+  if (t.isF16())
+    return "Half";
+  if (t.isBF16())
+    return "BFloat16";
   if (t.isF64())
     return "double";
   if (t.isInteger(1))
@@ -32,6 +36,12 @@ std::string cppType(Type t) {
       return (it.isUnsigned() ? "uint" : "int") + std::to_string(w) + "_t";
   }
   return "";
+}
+
+bool computesInFloat(Type t) { return t.isF32() || t.isF16() || t.isBF16(); }
+
+std::string computeType(Type t) {
+  return computesInFloat(t) ? "float" : cppType(t);
 }
 
 int onnxCode(Type t) {
@@ -52,13 +62,14 @@ int onnxCode(Type t) {
 
 std::string floatLiteral(double v, Type t) {
   // Compiler builtins: generated code includes no <limits>.
-  std::string f = t.isF32() ? "f" : "";
+  bool single = computesInFloat(t);
+  std::string f = single ? "f" : "";
   if (std::isnan(v))
     return "__builtin_nan" + f + "(\"\")";
   if (std::isinf(v))
     return std::string(v < 0 ? "-" : "") + "__builtin_inf" + f + "()";
   std::string s = llvm::formatv("{0:e17}", v).str();
-  return t.isF32() ? "static_cast<float>(" + s + ")" : s;
+  return single ? "static_cast<float>(" + s + ")" : s;
 }
 
 std::string cppString(StringRef s) {

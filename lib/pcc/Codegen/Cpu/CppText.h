@@ -14,8 +14,14 @@ namespace pcc::cpu {
 
 /// Row-major strides of `shape`, in elements.
 llvm::SmallVector<int64_t> stridesOf(llvm::ArrayRef<int64_t> shape);
-/// C++ element type for `t`, or "" if the runtime does not support it.
+/// C++ storage type for element type `t`, or "" if the runtime does not
+/// support it. fp16 and bf16 are pccrt::Half and pccrt::BFloat16 (Float16.h).
 std::string cppType(mlir::Type t);
+/// The type generated code computes `t`'s values in: float for 16-bit
+/// floats (read widened, written rounded), else the storage type.
+std::string computeType(mlir::Type t);
+/// Whether values of `t` are computed in float (f32, f16, bf16).
+bool computesInFloat(mlir::Type t);
 /// The ONNX TensorProto data type code of `t` (pccrt::DType).
 int onnxCode(mlir::Type t);
 /// `v` as a literal of element type `t`.

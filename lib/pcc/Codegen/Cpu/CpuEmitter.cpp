@@ -279,6 +279,7 @@ FailureOr<EmittedModel> emitCpp(ModuleOp module, const EmitOptions &options) {
   if (mesh.shape.size() > 8 || mesh.numDevices() > (1 << 20))
     return module.emitError("code generation supports meshes of up to 8 axes "
                             "and 2^20 devices");
+  cpu::widenSixteenBitKernels(fn);
   cpu::Emitter emitter(fn, mesh, options);
   return emitter.run();
 }

@@ -35,6 +35,9 @@ namespace pcc::cpu {
 /// Scratch the CPU kernel of `op` needs: im2col columns of a convolution,
 /// intermediate results of a reduction over several separate axis blocks.
 int64_t scratchBytes(mlir::Operation *op);
+/// Casts the float operands and results of every f32-only kernel op on
+/// fp16/bf16 tensors to f32 and back (WidenKernels.cpp).
+void widenSixteenBitKernels(mlir::func::FuncOp fn);
 /// Scratch of the blocked attention kernel (EmitAttention.cpp).
 int64_t attentionScratchBytes(AttentionOp op);
 

@@ -17,12 +17,14 @@ FailureOr<std::string> Emitter::scalarExpr(Operation *op,
                                            ArrayRef<std::string> a) {
   Type elem = typeOf(op->getResult(0)).getElementType();
   Type inElem = typeOf(op->getOperand(0)).getElementType();
-  std::string T = cppType(elem);
+  // 16-bit floats compute in float: T is the type expressions produce.
+  std::string T = computeType(elem);
   bool isFloat = isa<FloatType>(inElem);
   // Math through compiler builtins (generated code includes no <cmath>):
-  // the float form for f32, else the double form.
+  // the float form for f32 (and 16-bit floats), else the double form.
   auto builtin = [&](StringRef fnName, ArrayRef<std::string> args) {
-    std::string out = "__builtin_" + fnName.str() + (elem.isF32() ? "f" : "");
+    std::string out =
+        "__builtin_" + fnName.str() + (computesInFloat(elem) ? "f" : "");
     for (auto [i, arg] : llvm::enumerate(args))
       out += (i ? ", " : "(") + (isFloat ? arg : "double(" + arg + ")");
     return out + ")";
@@ -179,8 +181,8 @@ LogicalResult Emitter::emitFusedLoop(Operation *root) {
   DenseMap<Value, std::string> scalar;
   for (auto [k, v] : llvm::enumerate(leaves)) {
     std::string name = "a" + std::to_string(k);
-    os << indent << "  const " << elemType(v) << " " << name << " = "
-       << ptr(v) << "[" << leafIdx[k] << "];\n";
+    os << indent << "  const " << computeType(typeOf(v).getElementType())
+       << " " << name << " = " << ptr(v) << "[" << leafIdx[k] << "];\n";
     scalar[v] = name;
   }
   for (Operation *op : group) {
@@ -190,9 +192,16 @@ LogicalResult Emitter::emitFusedLoop(Operation *root) {
     auto expr = scalarExpr(op, args);
     if (failed(expr))
       return failure();
+    // A 16-bit result rounds as if stored, though it stays in a register:
+    // every op's result is what the IR's type says (torch's eager 16-bit
+    // semantics), fused or not.
+    Type elem = typeOf(op->getResult(0)).getElementType();
+    if (elem.isF16() || elem.isBF16())
+      *expr = std::string(elem.isF16() ? "roundToHalf(" : "roundToBFloat16(") +
+              *expr + ")";
     std::string name = "t" + std::to_string(nextTemp++);
-    os << indent << "  const " << elemType(op->getResult(0)) << " " << name
-       << " = " << *expr << ";\n";
+    os << indent << "  const " << computeType(elem) << " " << name << " = "
+       << *expr << ";\n";
     scalar[op->getResult(0)] = name;
   }
   os << indent << "  " << ptr(root->getResult(0)) << "[i] = "

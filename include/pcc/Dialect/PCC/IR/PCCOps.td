@@ -81,17 +81,23 @@ def PCC_WeightOp : PCC_Op<"weight", [Pure]> {
   let description = [{
     Names an ONNX initializer. Its bytes stay in the model file (or in the
     external data file given by `external`) until code generation writes the
-    weights file, so the IR's size does not grow with the model's.
+    weights file, so the IR's size does not grow with the model's. With
+    `from`, the initializer holds another float type (a model converted by
+    --precision) and the weights file holds its values rounded to nearest even.
 
     Example:
     ```mlir
     %w = pcc.weight "fc1.weight" : tensor<128x64xf32>
     %e = pcc.weight "wte" external <"gpt.bin", offset = 0, length = 65536> : tensor<128x128xf32>
+    %h = pcc.weight "fc2.weight" from f32 : tensor<64x64xbf16>
     ```
   }];
-  let arguments = (ins StrAttr:$name, OptionalAttr<PCC_ExternalDataAttr>:$external);
+  let arguments = (ins StrAttr:$name, OptionalAttr<PCC_ExternalDataAttr>:$external,
+                       OptionalAttr<TypeAttr>:$source_type);
   let results = (outs PCC_Tensor:$result);
-  let assemblyFormat = "$name (`external` $external^)? attr-dict `:` type($result)";
+  let assemblyFormat = [{
+    $name (`external` $external^)? (`from` $source_type^)? attr-dict `:` type($result)
+  }];
   let hasVerifier = 1;
 }
 

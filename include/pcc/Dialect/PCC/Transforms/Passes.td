@@ -17,4 +17,26 @@ def RaiseComposites : Pass<"pcc-raise-composites", "mlir::func::FuncOp"> {
   let dependentDialects = ["::pcc::PCCDialect"];
 }
 
+def ConvertPrecision : Pass<"pcc-convert-precision", "mlir::ModuleOp"> {
+  let summary = "Store the model's float tensors in the precision asked for";
+  let description = [{
+    `--precision bf16|fp16` on an f32 model (or `fp32|tf32` on a 16-bit
+    one): every f32, f16 and bf16 tensor inside the functions takes the
+    precision's storage type; weights keep their file's values and convert
+    when the weights file is written (`pcc.weight ... from f32`); constants
+    convert now, rounding to nearest even. Function arguments and results
+    keep their types, with casts at entry and before the return, so the
+    model's inputs and outputs (and --check references) stay as exported.
+    Arithmetic precision is the target's: the CPU computes in f32 and stores
+    16 bits, as torch autocast does. The module records the precision
+    (`pcc.precision`) for the planner, which prices tf32 GEMMs apart from
+    fp32 ones.
+  }];
+  let options = [
+    Option<"precision", "precision", "std::string", /*default=*/"\"fp32\"",
+           "fp32, tf32, bf16 or fp16">
+  ];
+  let dependentDialects = ["::pcc::PCCDialect"];
+}
+
 #endif // PCC_DIALECT_PCC_TRANSFORMS_PASSES_TD

@@ -20,17 +20,28 @@ using namespace pcc;
 LogicalResult WeightOp::verify() {
   if (getName().empty())
     return emitOpError() << "requires a non-empty initializer name";
+  auto type = cast<RankedTensorType>(getType());
+  Type source = type.getElementType();
+  if (auto from = getSourceTypeAttr()) {
+    source = from.getValue();
+    auto isConvertible = [](Type t) {
+      return t.isF32() || t.isF16() || t.isBF16();
+    };
+    if (!isConvertible(source) || !isConvertible(type.getElementType()))
+      return emitOpError() << "converts only between f32, f16 and bf16, not "
+                           << source << " to " << type.getElementType();
+  }
   if (auto ext = getExternalAttr()) {
     if (ext.getOffset() < 0 || ext.getLength() < 0)
       return emitOpError() << "external data offset and length must be "
                               "non-negative";
-    auto type = cast<RankedTensorType>(getType());
-    int64_t bits = type.getElementTypeBitWidth();
+    int64_t bits = source.getIntOrFloatBitWidth();
     int64_t expected = (type.getNumElements() * bits + 7) / 8;
     if (ext.getLength() != expected)
       return emitOpError() << "external data length " << ext.getLength()
                            << " does not match the " << expected
-                           << " bytes of " << type;
+                           << " bytes of " << source << " elements of "
+                           << type;
   }
   return success();
 }

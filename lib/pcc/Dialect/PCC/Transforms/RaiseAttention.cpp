@@ -122,10 +122,12 @@ struct RaiseAttention : OpRewritePattern<MatMulOp> {
     if (qs.size() != size_t(rank) || ks.size() != size_t(rank) ||
         qs.drop_back(2) != ks.drop_back(2) ||
         qs.drop_back(2) != vs.drop_back(2) ||
-        !elementTypeOf(q).isF32() ||
+        !(elementTypeOf(q).isF32() || elementTypeOf(q).isF16() ||
+          elementTypeOf(q).isBF16()) ||
         elementTypeOf(kt) != elementTypeOf(q) ||
         elementTypeOf(v) != elementTypeOf(q))
-      return rewriter.notifyMatchFailure(pv, "Q, K, V are not f32 with the "
+      return rewriter.notifyMatchFailure(pv, "Q, K, V are not of one float "
+                                             "type (f32, f16, bf16) with the "
                                              "same leading dimensions");
     if (chain->mask && elementTypeOf(chain->mask) != elementTypeOf(q))
       return rewriter.notifyMatchFailure(pv, "mask of another type");

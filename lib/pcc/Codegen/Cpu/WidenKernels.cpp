@@ -1,0 +1,89 @@
+//===- WidenKernels.cpp - f32 kernels for 16-bit tensors ------------------===//
+//
+// The CPU runtime's kernels (BLAS GEMMs, attention, normalizations,
+// reductions, pooling) compute in f32. Around every such op on fp16 or bf16
+// tensors this step casts the float operands to f32 and the results back,
+// so 16-bit values are stored and f32 arithmetic runs, as the CPU side of
+// --precision promises. The casts are pointwise and fuse into their
+// neighbours' loops. Ops that only move bytes (gathers, slices, transposes,
+// concatenations, collectives other than sums, sends) and pointwise loops
+// (which compute in float themselves) keep their 16-bit types; the
+// runtime's sums add 16-bit values through float.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CpuEmitter.h"
+
+#include "pcc/Dialect/PCC/IR/Fusion.h"
+#include "pcc/Dialect/PCC/IR/PCCAttrs.h"
+
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/IR/Builders.h"
+
+using namespace mlir;
+
+namespace pcc::cpu {
+namespace {
+
+bool isSixteenBitFloat(Type t) {
+  auto shaped = dyn_cast<ShapedType>(t);
+  Type e = shaped ? shaped.getElementType() : t;
+  return e.isF16() || e.isBF16();
+}
+
+/// Ops whose CPU code works on any element type as bytes, or as 16-bit
+/// values directly.
+bool runsOnSixteenBits(Operation *op) {
+  return isPointwise(op) ||
+         isa<WeightOp, ConstantOp, ReshapeOp, GatherOp, ShardGatherOp,
+             TransposeOp, SliceOp, ConcatOp, SplitOp, SendOp, RecvOp,
+             shard::AllReduceOp, shard::AllGatherOp, shard::ReduceScatterOp,
+             shard::AllSliceOp, shard::AllToAllOp>(op);
+}
+
+RankedTensorType withElement(Type t, Type e) {
+  auto r = cast<RankedTensorType>(t);
+  return RankedTensorType::get(r.getShape(), e);
+}
+
+/// A cast of `v` to element type `to` before `at`, in `at`'s stage.
+Value castBefore(OpBuilder &b, Operation *at, Value v, Type to) {
+  auto cast = CastOp::create(b, at->getLoc(), withElement(v.getType(), to), v,
+                             TypeAttr::get(to));
+  if (Attribute stage = at->getAttr(kStageAttr))
+    cast->setAttr(kStageAttr, stage);
+  return cast.getResult();
+}
+
+} // namespace
+
+void widenSixteenBitKernels(func::FuncOp fn) {
+  SmallVector<Operation *> kernels;
+  fn.walk([&](Operation *op) {
+    if (op == fn.getOperation() || op->hasTrait<mlir::OpTrait::IsTerminator>() ||
+        runsOnSixteenBits(op))
+      return;
+    if (llvm::any_of(op->getOperandTypes(), isSixteenBitFloat) ||
+        llvm::any_of(op->getResultTypes(), isSixteenBitFloat))
+      kernels.push_back(op);
+  });
+  OpBuilder b(fn.getContext());
+  Type f32 = b.getF32Type();
+  for (Operation *op : kernels) {
+    b.setInsertionPoint(op);
+    for (OpOperand &use : op->getOpOperands())
+      if (isSixteenBitFloat(use.get().getType()))
+        use.set(castBefore(b, op, use.get(), f32));
+    b.setInsertionPointAfter(op);
+    for (Value r : op->getResults()) {
+      if (!isSixteenBitFloat(r.getType()))
+        continue;
+      Type storage = cast<ShapedType>(r.getType()).getElementType();
+      r.setType(withElement(r.getType(), f32));
+      Value narrow = castBefore(b, op, r, storage);
+      r.replaceAllUsesExcept(narrow, narrow.getDefiningOp());
+    }
+  }
+}
+
+} // namespace pcc::cpu
