@@ -13,12 +13,13 @@ func.func @main(%x: tensor<2x4x8xf32>, %w: tensor<8x6xf32>) -> tensor<2x4x6xf32>
 
 // -----
 
-// Gemm broadcasts C into the result, then accumulates alpha A B^T onto beta C.
+// Gemm broadcasts C into the result (a strided copy reading C's row
+// again for every row), then accumulates alpha A B^T onto beta C.
 // CHECK-LABEL: // unit: model.cpp
 // CHECK: // pcc.gemm
-// CHECK-NEXT: for (int64_t i = 0; i < 4; ++i)
-// CHECK-NEXT: for (int64_t j = 0; j < 6; ++j)
-// CHECK-NEXT: v0[i * 6 + j] = in2[j];
+// CHECK-NEXT: static const int64_t shape[[ID:[0-9]+]][] = {4, 6};
+// CHECK-NEXT: static const int64_t strides[[ID]][] = {0, 1};
+// CHECK-NEXT: stridedCopy(4, reinterpret_cast<const char *>(in2), reinterpret_cast<char *>(v0), 2, shape[[ID]], 0, strides[[ID]]);
 // CHECK-NEXT: gemmF32(false, true, 4, 6, 8, static_cast<float>(5.{{0+}}e-01), in0, 8, in1, 8, static_cast<float>(2.{{0+}}e+00), v0, 6);
 func.func @main(%a: tensor<4x8xf32>, %b: tensor<6x8xf32>, %c: tensor<6xf32>) -> tensor<4x6xf32> {
   %y = pcc.gemm %a, %b, %c {transB = true, alpha = 0.5 : f32, beta = 2.0 : f32} : (tensor<4x8xf32>, tensor<6x8xf32>, tensor<6xf32>) -> tensor<4x6xf32>

@@ -17,6 +17,7 @@
 
 #include "pcc/Codegen/Compile.h"
 #include "pcc/Codegen/Cpu/CpuTarget.h"
+#include "pcc/Codegen/Cuda/CudaTarget.h"
 #include "pcc/Driver/Driver.h"
 #include "pcc/Dialect/PCC/IR/PCCDialect.h"
 #include "pcc/Import/ONNXImporter.h"
@@ -170,6 +171,19 @@ cl::opt<std::string> cxxFlags(
              "-march=native)"),
     cl::value_desc("flags"), cl::cat(pccCategory));
 
+cl::opt<std::string> targetName(
+    "target",
+    cl::desc("What the executable runs on: cpu (MPI ranks on CPUs) or cuda "
+             "(a GPU per rank; NCCL, or MPI with --comm mpi)"),
+    cl::value_desc("t"), cl::init("cpu"), COMPILE_AND_PLAN);
+
+cl::opt<std::string> cudaArch(
+    "cuda-arch",
+    cl::desc("GPU architectures to build for with --target cuda, as SM "
+             "numbers (default 80,90: A100 and H100)"),
+    cl::value_desc("list"), cl::init("80,90"),
+    cl::sub(cl::SubCommand::getTopLevel()), cl::cat(pccCategory));
+
 cl::opt<std::string> precision(
     "precision",
     cl::desc("Store tensors as fp32, tf32 (fp32 storage, tf32 GEMMs), bf16 or "
@@ -191,7 +205,7 @@ cl::opt<std::string> deviceMemory(
     "device-memory",
     cl::desc("Memory of one device when compiling: every tensor and each "
              "device's total must fit (bytes, or with a suffix K, M, G, T "
-             "in powers of 1024; default 64G for CPU ranks)"),
+             "in powers of 1024; default 64G for CPU ranks, 80G for GPU ranks)"),
     cl::value_desc("size"), cl::init(""),
     cl::sub(cl::SubCommand::getTopLevel()), cl::cat(pccCategory));
 
@@ -356,13 +370,17 @@ pcc::TensorLayouts tensorLayouts() {
                                             : pcc::TensorLayouts::Planned;
 }
 
+const pcc::Target &selectedTarget() {
+  return targetName == "cuda" ? pcc::cudaTarget() : pcc::cpuTarget();
+}
+
 /// `pcc plan`: plans `fn` and prints the report in the chosen format.
 int printPlan(mlir::func::FuncOp fn, const pcc::PlanOptions &options) {
   auto cluster = pcc::chooseCluster(clusterName);
   if (!cluster)
     return fail(toString(cluster.takeError()));
   auto planned = pcc::planModel(fn, *cluster, options, tensorLayouts(),
-                                 pcc::cpuTarget());
+                                 selectedTarget());
   if (!planned)
     return fail(toString(planned.takeError()));
   const auto &[spec, graph, plan] = *planned;
@@ -442,6 +460,12 @@ int main(int argc, char **argv) {
     if (!err.empty())
       return fail(err);
   }
+  if (targetName != "cpu" && targetName != "cuda")
+    return fail("--target must be cpu or cuda, got '" + targetName + "'");
+  for (StringRef arch : split(StringRef(cudaArch), ','))
+    if (arch.trim().empty() || !llvm::all_of(arch.trim(), llvm::isDigit))
+      return fail("--cuda-arch expects SM numbers such as 80,90, got '" +
+                  cudaArch + "'");
   if (!precision.empty() && precision != "fp32" && precision != "tf32" &&
       precision != "bf16" && precision != "fp16")
     return fail("--precision must be fp32, tf32, bf16 or fp16, got '" +
@@ -481,7 +505,7 @@ int main(int argc, char **argv) {
     return writeText(*module);
 
   auto chosen = pcc::choosePlan(*module, *planOpts, tensorLayouts(),
-                                clusterName, pcc::cpuTarget());
+                                clusterName, selectedTarget());
   if (!chosen)
     return fail(toString(chosen.takeError()));
   if (chosen->plan.devices() > 1 &&
@@ -494,11 +518,14 @@ int main(int argc, char **argv) {
   copts.outputDir =
       outputPath.empty() ? std::string("out") : outputPath.getValue();
   copts.modelPath = inputFile;
-  copts.target = &pcc::cpuTarget();
+  copts.target = &selectedTarget();
+  copts.cudaArch = cudaArch;
   copts.devices = chosen->plan.devices();
   copts.cxxFlags = cxxFlags;
   if (deviceMemoryBytes)
     copts.deviceMemoryBytes = *deviceMemoryBytes;
+  else if (targetName == "cuda")
+    copts.deviceMemoryBytes = int64_t(80) << 30; // an A100 or H100 80GB
   copts.unitBytes = std::max(1u, unsigned(codegenUnitBytes));
   pcc::CompileReport report;
   if (mlir::failed(pcc::compileModel(*module, copts, report)))

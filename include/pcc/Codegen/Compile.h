@@ -32,6 +32,8 @@ struct CompileOptions {
   int devices = 1;
   /// Extra flags for the C++ compiler (e.g. -march=native).
   std::string cxxFlags;
+  /// GPU architectures the CUDA target builds for ("80,90": sm_80, sm_90).
+  std::string cudaArch = "80,90";
   /// C++ compilers run at once for large models (0: one per core).
   unsigned jobs = 0;
   /// Generated source per translation unit (see EmitOptions).

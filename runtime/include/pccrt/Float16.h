@@ -5,7 +5,8 @@
 // computes in float and stores 16 bits (as torch autocast on a CPU, and the
 // 16-bit storage with fp32 arithmetic that --precision asks for). Plain bit
 // manipulation, no <cstring> or compiler extensions: generated code and the
-// compiler (converting weights) share these exact roundings.
+// compiler (converting weights) share these exact roundings; CUDA kernels
+// use them too (PCCRT_HD).
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,22 +15,37 @@
 
 #include <cstdint>
 
+/// Functions generated CUDA kernels call as well as host code.
+#if defined(__CUDACC__)
+#define PCCRT_HD __host__ __device__
+#else
+#define PCCRT_HD
+#endif
+
 namespace pccrt {
 
-inline uint32_t floatBits(float f) {
+PCCRT_HD inline uint32_t floatBits(float f) {
+#if defined(__CUDA_ARCH__)
+  return __float_as_uint(f);
+#else
   uint32_t u;
   __builtin_memcpy(&u, &f, sizeof(u));
   return u;
+#endif
 }
 
-inline float bitsFloat(uint32_t u) {
+PCCRT_HD inline float bitsFloat(uint32_t u) {
+#if defined(__CUDA_ARCH__)
+  return __uint_as_float(u);
+#else
   float f;
   __builtin_memcpy(&f, &u, sizeof(f));
   return f;
+#endif
 }
 
 /// Round to nearest even; NaN stays a (quiet) NaN, overflow becomes inf.
-inline uint16_t floatToHalfBits(float value) {
+PCCRT_HD inline uint16_t floatToHalfBits(float value) {
   uint32_t f = floatBits(value);
   uint32_t sign = f & 0x80000000u;
   f ^= sign;
@@ -51,7 +67,7 @@ inline uint16_t floatToHalfBits(float value) {
   return out | static_cast<uint16_t>(sign >> 16);
 }
 
-inline float halfBitsToFloat(uint16_t h) {
+PCCRT_HD inline float halfBitsToFloat(uint16_t h) {
   const uint32_t shiftedExp = 0x7c00u << 13;
   uint32_t o = (h & 0x7fffu) << 13;
   uint32_t exp = o & shiftedExp;
@@ -66,14 +82,14 @@ inline float halfBitsToFloat(uint16_t h) {
 }
 
 /// Round to nearest even; NaN stays a (quiet) NaN.
-inline uint16_t floatToBFloat16Bits(float value) {
+PCCRT_HD inline uint16_t floatToBFloat16Bits(float value) {
   uint32_t f = floatBits(value);
   if ((f & 0x7fffffffu) > 0x7f800000u)
     return static_cast<uint16_t>((f >> 16) | 0x40);
   return static_cast<uint16_t>((f + 0x7fffu + ((f >> 16) & 1)) >> 16);
 }
 
-inline float bfloat16BitsToFloat(uint16_t b) {
+PCCRT_HD inline float bfloat16BitsToFloat(uint16_t b) {
   return bitsFloat(static_cast<uint32_t>(b) << 16);
 }
 
@@ -81,22 +97,22 @@ inline float bfloat16BitsToFloat(uint16_t b) {
 struct Half {
   uint16_t bits;
   Half() = default;
-  Half(float f) : bits(floatToHalfBits(f)) {}
-  operator float() const { return halfBitsToFloat(bits); }
+  PCCRT_HD Half(float f) : bits(floatToHalfBits(f)) {}
+  PCCRT_HD operator float() const { return halfBitsToFloat(bits); }
 };
 
 /// bfloat16 storage: reads as float, rounds on assignment.
 struct BFloat16 {
   uint16_t bits;
   BFloat16() = default;
-  BFloat16(float f) : bits(floatToBFloat16Bits(f)) {}
-  operator float() const { return bfloat16BitsToFloat(bits); }
+  PCCRT_HD BFloat16(float f) : bits(floatToBFloat16Bits(f)) {}
+  PCCRT_HD operator float() const { return bfloat16BitsToFloat(bits); }
 };
 
 /// `f` rounded through 16-bit storage (a cast to fp16 or bf16 inside a
 /// fused chain, which keeps its values in float).
-inline float roundToHalf(float f) { return Half(f); }
-inline float roundToBFloat16(float f) { return BFloat16(f); }
+PCCRT_HD inline float roundToHalf(float f) { return Half(f); }
+PCCRT_HD inline float roundToBFloat16(float f) { return BFloat16(f); }
 
 } // namespace pccrt
 

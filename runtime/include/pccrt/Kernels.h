@@ -235,8 +235,8 @@ void recvFromStage(Mesh &mesh, int g, int64_t stage, void *buf, int64_t bytes,
 // Scalar helpers for fused loops (std::min/max without <algorithm>)
 //===----------------------------------------------------------------------===//
 
-template <typename T> inline T pccMin(T a, T b) { return b < a ? b : a; }
-template <typename T> inline T pccMax(T a, T b) { return a < b ? b : a; }
+template <typename T> PCCRT_HD inline T pccMin(T a, T b) { return b < a ? b : a; }
+template <typename T> PCCRT_HD inline T pccMax(T a, T b) { return a < b ? b : a; }
 
 } // namespace pccrt
 

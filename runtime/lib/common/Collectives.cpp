@@ -3,16 +3,17 @@
 // What generated code calls (Kernels.h): a collective over communication
 // group `g` on a tensor viewed as [outer, block] per device, built on the
 // group's Communicator. Here the blocks are laid out; the back end moves and
-// sums bytes.
+// sums bytes. Bytes move through Device.h, so the same layout work serves
+// host memory and GPU memory.
 //
 //===----------------------------------------------------------------------===//
 
+#include "MeshImpl.h"
+
+#include "pccrt/Device.h"
 #include "pccrt/Trace.h"
 
 #include <vector>
-#include "MeshImpl.h"
-
-#include <cstring>
 
 namespace pccrt {
 
@@ -20,7 +21,7 @@ void allReduceSum(Mesh &mesh, int g, DType t, const void *in, void *out,
                   int64_t count) {
   Communicator &c = *mesh.impl().groups[g];
   if (in != out)
-    std::memcpy(out, in, count * dtypeSize(t));
+    copyBytes(out, in, count * dtypeSize(t));
   if (c.size() == 1)
     return;
   TraceSpan span(TraceKind::AllReduce, count * dtypeSize(t));
@@ -34,7 +35,7 @@ void allGather(Mesh &mesh, int g, const void *in, void *out, int64_t outer,
   int64_t n = c.size();
   int64_t bytes = outer * blockBytes;
   if (n == 1) {
-    std::memcpy(out, in, bytes);
+    copyBytes(out, in, bytes);
     return;
   }
   // Devices' parts arrive one after another; reorder to [outer, device,
@@ -45,10 +46,9 @@ void allGather(Mesh &mesh, int g, const void *in, void *out, int64_t outer,
   if (outer == 1)
     return;
   char *o = static_cast<char *>(out);
-  for (int64_t i = 0; i < outer; ++i)
-    for (int64_t r = 0; r < n; ++r)
-      std::memcpy(o + (i * n + r) * blockBytes,
-                  dst + (r * outer + i) * blockBytes, blockBytes);
+  for (int64_t r = 0; r < n; ++r)
+    copyRows(o + r * blockBytes, n * blockBytes, dst + r * outer * blockBytes,
+             blockBytes, blockBytes, outer);
 }
 
 void reduceScatterSum(Mesh &mesh, int g, DType t, const void *in, void *out,
@@ -59,17 +59,16 @@ void reduceScatterSum(Mesh &mesh, int g, DType t, const void *in, void *out,
   size_t elem = dtypeSize(t);
   int64_t blockBytes = blockCount * elem;
   if (n == 1) {
-    std::memcpy(out, in, outer * blockBytes);
+    copyBytes(out, in, outer * blockBytes);
     return;
   }
   // Reorder [outer, device, block] to [device, outer, block].
   const char *src = static_cast<const char *>(in);
   if (outer != 1) {
     char *packed = m.buffer(n * outer * blockBytes);
-    for (int64_t i = 0; i < outer; ++i)
-      for (int64_t r = 0; r < n; ++r)
-        std::memcpy(packed + (r * outer + i) * blockBytes,
-                    src + (i * n + r) * blockBytes, blockBytes);
+    for (int64_t r = 0; r < n; ++r)
+      copyRows(packed + r * outer * blockBytes, blockBytes,
+               src + r * blockBytes, n * blockBytes, blockBytes, outer);
     src = packed;
   }
   TraceSpan span(TraceKind::ReduceScatter, n * outer * blockBytes);
@@ -79,11 +78,8 @@ void reduceScatterSum(Mesh &mesh, int g, DType t, const void *in, void *out,
 void allSlice(Mesh &mesh, int g, const void *in, void *out, int64_t outer,
               int64_t blockBytes) {
   int64_t n = mesh.groupSize(g), r = mesh.groupIndex(g);
-  const char *src = static_cast<const char *>(in);
-  char *dst = static_cast<char *>(out);
-  for (int64_t i = 0; i < outer; ++i)
-    std::memcpy(dst + i * blockBytes, src + (i * n + r) * blockBytes,
-                blockBytes);
+  copyRows(out, blockBytes, static_cast<const char *>(in) + r * blockBytes,
+           n * blockBytes, blockBytes, outer);
 }
 
 void allToAll(Mesh &mesh, int g, const void *in, void *out, int64_t elemBytes,
@@ -94,7 +90,7 @@ void allToAll(Mesh &mesh, int g, const void *in, void *out, int64_t elemBytes,
   for (int d = 0; d < rank; ++d)
     total *= shape[d];
   if (n == 1) {
-    std::memcpy(out, in, total);
+    copyBytes(out, in, total);
     return;
   }
   // A view of a dense tensor as [outer, len, inner bytes] around `dim`.
@@ -112,9 +108,8 @@ void allToAll(Mesh &mesh, int g, const void *in, void *out, int64_t elemBytes,
   around(shape, splitDim, outer, inner);
   int64_t len = shape[splitDim] / n;
   for (int64_t r = 0; r < n; ++r)
-    for (int64_t o = 0; o < outer; ++o)
-      std::memcpy(send + r * piece + o * len * inner,
-                  src + (o * shape[splitDim] + r * len) * inner, len * inner);
+    copyRows(send + r * piece, len * inner, src + r * len * inner,
+             shape[splitDim] * inner, len * inner, outer);
   {
     TraceSpan span(TraceKind::AllToAll, total);
     c.allToAll(send, recv, piece);
@@ -126,9 +121,8 @@ void allToAll(Mesh &mesh, int g, const void *in, void *out, int64_t elemBytes,
   int64_t plen = ps[concatDim];
   char *dst = static_cast<char *>(out);
   for (int64_t r = 0; r < n; ++r)
-    for (int64_t o = 0; o < outer; ++o)
-      std::memcpy(dst + (o * plen * n + r * plen) * inner,
-                  recv + r * piece + o * plen * inner, plen * inner);
+    copyRows(dst + r * plen * inner, plen * n * inner, recv + r * piece,
+             plen * inner, plen * inner, outer);
 }
 
 void broadcast(Mesh &mesh, int g, int64_t root, void *buf, int64_t bytes) {

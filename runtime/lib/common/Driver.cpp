@@ -2,7 +2,7 @@
 //
 //   [mpirun -np N] model [--inputs DIR] [--outputs DIR] [--check DIR]
 //         [--bench N] [--weights FILE] [--threads N] [--rtol R] [--atol A]
-//         [--timeout S] [--trace FILE]
+//         [--timeout S] [--trace FILE] [--comm auto|nccl|mpi]
 //
 // Input and output files follow ONNX's backend-test layout (input_K.pb,
 // output_K.pb). Every failure is one "error:" line on stderr and exit 1.
@@ -19,8 +19,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "pccrt/Trace.h"
+#include "pccrt/Device.h"
 #include "pccrt/Kernels.h"
+#include "pccrt/Trace.h"
 #include "pccrt/Mesh.h"
 #include "pccrt/Model.h"
 #include "pccrt/TensorFile.h"
@@ -50,6 +51,7 @@ struct Options {
   int threads = 0;
   double rtol = 1e-3, atol = 1e-4;
   double timeout = 600;
+  CommKind comm = CommKind::Auto;
 };
 
 /// What the process is doing, for out-of-memory reports.
@@ -96,6 +98,7 @@ template <typename F> void together(F work) {
 const char *kUsage =
     "usage: [mpirun -np N] %s [--inputs DIR] [--outputs DIR] [--check DIR] [--bench N]\n"
     "          [--weights FILE] [--threads N] [--rtol R] [--atol A] [--trace FILE]\n"
+    "          [--comm auto|nccl|mpi]\n"
     "  --inputs DIR   read input_K.pb from DIR (default: the --check DIR)\n"
     "  --outputs DIR  write output_K.pb to DIR\n"
     "  --check DIR    compare outputs with DIR/output_K.pb; exit 0 iff all\n"
@@ -106,7 +109,9 @@ const char *kUsage =
     "  --timeout S    end the job when a rank waits S seconds for others\n"
     "                 that do not answer (default 600; 0: wait forever)\n"
     "  --trace FILE   write the first run's timeline (compute, collectives,\n"
-    "                 sends per rank and microbatch) as Chrome-trace JSON\n";
+    "                 sends per rank and microbatch) as Chrome-trace JSON\n"
+    "  --comm KIND    GPU ranks: nccl, or mpi (staged through host memory,\n"
+    "                 for ranks sharing a GPU); auto picks (default)\n";
 
 long parseNumber(const char *flag, const char *text, long lo, long hi) {
   char *end = nullptr;
@@ -142,7 +147,7 @@ Options parseOptions(int argc, char **argv) {
     static const char *const known[] = {"--inputs", "--outputs", "--check",
                                         "--weights", "--bench", "--threads",
                                         "--rtol", "--atol", "--timeout",
-                                        "--trace"};
+                                        "--trace", "--comm"};
     if (std::find(std::begin(known), std::end(known), flag) == std::end(known))
       die("unknown argument '" + a + "' (see --help)");
     if (eq != std::string::npos) {
@@ -162,6 +167,13 @@ Options parseOptions(int argc, char **argv) {
     else if (flag == "--atol") o.atol = parseReal("--atol", value.c_str());
     else if (flag == "--timeout") o.timeout = parseReal("--timeout", value.c_str());
     else if (flag == "--trace") o.trace = value;
+    else if (flag == "--comm") {
+      if (value != "auto" && value != "nccl" && value != "mpi")
+        die("--comm expects auto, nccl or mpi, got '" + value + "'");
+      o.comm = value == "nccl" ? CommKind::Nccl
+               : value == "mpi" ? CommKind::Mpi
+                                : CommKind::Auto;
+    }
     else die("unknown argument '" + a + "' (see --help)");
   }
   if (o.inputs.empty())
@@ -395,23 +407,49 @@ bool checkOutput(int k, const TensorDesc &desc, const HostTensor &got,
 }
 
 /// What the runs read and write: per microbatch, the pointers of its inputs'
-/// and outputs' blocks; the outputs per output and microbatch; the arena.
+/// and outputs' blocks (in device memory); the outputs per output and
+/// microbatch (host copies); the arena. Where device memory is host memory
+/// the runs read the inputs and write the outputs where they lie.
 struct RunBuffers {
   std::vector<std::vector<const void *>> inPtrs;
   std::vector<std::vector<HostTensor>> outputs;
   std::vector<std::vector<void *>> outPtrs;
   char *arena = nullptr;
+  /// Device copies of the inputs' and outputs' blocks (GPU ranks).
+  std::vector<void *> owned;
 
-  ~RunBuffers() { std::free(arena); }
+  ~RunBuffers() {
+    freeDeviceBytes(arena);
+    for (void *p : owned)
+      freeDeviceBytes(p);
+  }
+
+  void *onDevice(const void *host, size_t bytes) {
+    void *p = allocateDeviceBytes(bytes);
+    if (!p)
+      die("out of device memory: cannot allocate " + std::to_string(bytes) +
+          " bytes for inputs and outputs");
+    owned.push_back(p);
+    if (host)
+      copyToDevice(p, host, bytes);
+    return p;
+  }
 
   void allocate(const ModelInfo &model, const Mesh &mesh,
                 std::vector<std::vector<HostTensor>> &inputs) {
     int64_t runs = microbatches(model);
+    bool host = deviceIsHost();
     inPtrs.resize(runs);
     outPtrs.resize(runs);
     for (int64_t b = 0; b < runs; ++b)
-      for (auto &blocks : inputs)
-        inPtrs[b].push_back(blocks[blocks.size() == 1 ? 0 : b].bytes.data());
+      for (size_t k = 0; k < inputs.size(); ++k) {
+        // An input without microbatch blocks serves every microbatch.
+        bool shared = inputs[k].size() == 1;
+        HostTensor &t = inputs[k][shared ? 0 : b];
+        inPtrs[b].push_back(host                ? t.bytes.data()
+                            : shared && b > 0   ? inPtrs[0][k]
+                                : onDevice(t.bytes.data(), t.bytes.size()));
+      }
     outputs.assign(model.numOutputs, std::vector<HostTensor>(runs));
     for (int k = 0; k < model.numOutputs; ++k)
       for (int64_t b = 0; b < runs; ++b) {
@@ -420,14 +458,25 @@ struct RunBuffers {
         out.dtype = d.dtype;
         out.shape = localShape(d, mesh);
         out.bytes.resize(out.numElements() * dtypeSize(d.dtype));
-        outPtrs[b].push_back(out.bytes.data());
+        outPtrs[b].push_back(host ? out.bytes.data()
+                                  : onDevice(nullptr, out.bytes.size()));
       }
     size_t arenaBytes = (model.arenaBytes + 63) / 64 * 64;
-    arena = static_cast<char *>(
-        std::aligned_alloc(64, arenaBytes ? arenaBytes : 64));
+    arena = static_cast<char *>(allocateDeviceBytes(arenaBytes));
     if (!arena)
-      die("cannot allocate " + std::to_string(arenaBytes) +
+      die("out of " + std::string(host ? "memory" : "device memory") +
+          ": cannot allocate " + std::to_string(arenaBytes) +
           " bytes of scratch");
+  }
+
+  /// Brings the outputs of the runs just done to the host.
+  void fetchOutputs() {
+    if (deviceIsHost())
+      return;
+    for (size_t k = 0; k < outputs.size(); ++k)
+      for (size_t b = 0; b < outputs[k].size(); ++b)
+        copyToHost(outputs[k][b].bytes.data(), outPtrs[b][k],
+                   outputs[k][b].bytes.size());
   }
 };
 
@@ -504,6 +553,9 @@ int runModel(int argc, char **argv) {
     }
     o = parseOptions(argc, argv);
     Mesh::setTimeout(o.timeout);
+    std::string why = startDevice(o.comm);
+    if (!why.empty())
+      die(why);
   });
   mesh.create(model);
   phase = "reading weights and inputs";
@@ -552,7 +604,9 @@ int runModel(int argc, char **argv) {
   if (!o.trace.empty())
     traceEnable(true);
   runOnce();
+  synchronizeDevice();
   traceEnable(false);
+  buffers.fetchOutputs();
   if (!o.trace.empty()) {
     phase = "writing the trace";
     saveTrace(model, o.trace);

@@ -9,8 +9,10 @@
 #define PCCRT_LIB_COMMON_MESHIMPL_H
 
 #include "pccrt/Communicator.h"
+#include "pccrt/Device.h"
 #include "pccrt/Mesh.h"
 
+#include <new>
 #include <memory>
 #include <vector>
 
@@ -18,12 +20,21 @@ namespace pccrt {
 
 struct Mesh::Impl {
   std::vector<std::unique_ptr<Communicator>> groups;
-  std::vector<char> scratch;
+  /// Device memory for reordering blocks, grown on demand.
+  char *scratch = nullptr;
+  size_t scratchBytes = 0;
+
+  ~Impl() { freeDeviceBytes(scratch); }
 
   char *buffer(size_t bytes) {
-    if (scratch.size() < bytes)
-      scratch.resize(bytes);
-    return scratch.data();
+    if (scratchBytes < bytes) {
+      freeDeviceBytes(scratch);
+      scratch = static_cast<char *>(allocateDeviceBytes(bytes));
+      if (!scratch)
+        throw std::bad_alloc();
+      scratchBytes = bytes;
+    }
+    return scratch;
   }
 };
 

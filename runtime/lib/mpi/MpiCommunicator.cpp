@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "MpiCommunicator.h"
 #include "MpiWorld.h"
 
 #include "pccrt/Communicator.h"
@@ -93,9 +94,9 @@ private:
 
 } // namespace
 
-std::unique_ptr<Communicator> makeGroupCommunicator(int64_t color,
-                                                    int64_t index,
-                                                    int64_t size) {
+std::unique_ptr<Communicator> makeMpiGroupCommunicator(int64_t color,
+                                                       int64_t index,
+                                                       int64_t size) {
   MPI_Comm comm = MPI_COMM_NULL;
   if (mpiActive()) {
     MPI_Comm_split(MPI_COMM_WORLD, static_cast<int>(color),

@@ -19,6 +19,10 @@ const Target &cpuTarget();
 /// and tests that look at the code without building it.
 mlir::FailureOr<EmittedModel> emitCpp(mlir::ModuleOp module,
                                       const EmitOptions &options = {});
+/// The CUDA C++ of the same program for GPU ranks (the CUDA target's
+/// Target::emit): the CPU emitter with fused loops as kernels.
+mlir::FailureOr<EmittedModel> emitCuda(mlir::ModuleOp module,
+                                       const EmitOptions &options = {});
 
 } // namespace pcc
 

@@ -76,6 +76,14 @@ std::string Emitter::weightPointer(Operation *op, const WeightsEntry &e) {
   return at;
 }
 
+void Emitter::emitCopy(StringRef dst, StringRef src, int64_t bytes) {
+  if (kind == SourceKind::Cuda)
+    os << "  copyBytes(" << dst << ", " << src << ", " << bytes << ");\n";
+  else
+    os << "  __builtin_memcpy(" << dst << ", " << src << ", " << bytes
+       << ");\n";
+}
+
 LogicalResult Emitter::requireF32(Operation *op, Value v) {
   if (!typeOf(v).getElementType().isF32())
     return op->emitError() << "code generation does not support '"
@@ -161,9 +169,15 @@ LogicalResult Emitter::declareValues() {
         std::string at = weightPointer(op, e);
         if (stageWeights.insert(e.offset).second)
           stageWeightBytes += e.bytes;
+        // A GPU reads the weights it uses from device memory.
+        std::string where =
+            kind == SourceKind::Cuda
+                ? "deviceWeight(weights, " + at + ", " +
+                      std::to_string(e.bytes) + ")"
+                : "weights + " + at;
         os << "  const " << elemType(r) << " *" << name
-           << " = reinterpret_cast<const " << elemType(r) << " *>(weights + "
-           << at << ");\n";
+           << " = reinterpret_cast<const " << elemType(r) << " *>(" << where
+           << ");\n";
       });
       names[r] = name;
       continue;
@@ -201,7 +215,9 @@ void Emitter::closePart() {
   for (llvm::StringRef n : names)
     f << declOf.lookup(n);
   f << body << "  return true;\n}\n\n";
-  parts.push_back(std::move(text));
+  // CUDA: the part's kernels go before it, in its translation unit.
+  parts.push_back(kernels + text);
+  kernels.clear();
   body.clear();
   used.clear();
 }
@@ -241,8 +257,7 @@ LogicalResult Emitter::emitStage(int64_t stage, int64_t stages) {
   Operation *ret = fn.getBody().front().getTerminator();
   for (auto [k, v] : llvm::enumerate(ret->getOperands()))
     if (outputStage(fn, k) == stage)
-      os << "  __builtin_memcpy(outputs[" << k << "], " << ptr(v) << ", "
-         << tensorBytes(v) << ");\n";
+      emitCopy("outputs[" + std::to_string(k) + "]", ptr(v), tensorBytes(v));
   closePart();
   stageParts.push_back({firstPart, int64_t(parts.size())});
   result.stageMemory.push_back({stageWeightBytes, schedule.arenaBytes});
@@ -267,7 +282,8 @@ FailureOr<EmittedModel> Emitter::run() {
 
 namespace pcc {
 
-FailureOr<EmittedModel> emitCpp(ModuleOp module, const EmitOptions &options) {
+FailureOr<EmittedModel> emitSource(ModuleOp module, const EmitOptions &options,
+                                   cpu::SourceKind kind) {
   auto fn = module.lookupSymbol<func::FuncOp>("main");
   if (!fn)
     return module.emitError("module has no func.func @main");
@@ -280,8 +296,16 @@ FailureOr<EmittedModel> emitCpp(ModuleOp module, const EmitOptions &options) {
     return module.emitError("code generation supports meshes of up to 8 axes "
                             "and 2^20 devices");
   cpu::widenSixteenBitKernels(fn);
-  cpu::Emitter emitter(fn, mesh, options);
+  cpu::Emitter emitter(fn, mesh, options, kind);
   return emitter.run();
+}
+
+FailureOr<EmittedModel> emitCpp(ModuleOp module, const EmitOptions &options) {
+  return emitSource(module, options, cpu::SourceKind::Cpp);
+}
+
+FailureOr<EmittedModel> emitCuda(ModuleOp module, const EmitOptions &options) {
+  return emitSource(module, options, cpu::SourceKind::Cuda);
 }
 
 } // namespace pcc

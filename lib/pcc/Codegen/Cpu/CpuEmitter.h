@@ -41,10 +41,17 @@ void widenSixteenBitKernels(mlir::func::FuncOp fn);
 /// Scratch of the blocked attention kernel (EmitAttention.cpp).
 int64_t attentionScratchBytes(AttentionOp op);
 
+/// What the emitter writes: C++ for CPU ranks, or CUDA C++ for GPU ranks
+/// (the same program over the same runtime API on device pointers, with
+/// fused loops as kernels and weights uploaded at first use).
+enum class SourceKind { Cpp, Cuda };
+
 class Emitter {
 public:
-  Emitter(mlir::func::FuncOp fn, Mesh mesh, const EmitOptions &options)
-      : fn(fn), mesh(std::move(mesh)), options(options), os(body) {}
+  Emitter(mlir::func::FuncOp fn, Mesh mesh, const EmitOptions &options,
+          SourceKind kind = SourceKind::Cpp)
+      : fn(fn), mesh(std::move(mesh)), options(options), kind(kind),
+        os(body) {}
   mlir::FailureOr<EmittedModel> run();
 
 private:
@@ -52,6 +59,23 @@ private:
   mlir::LogicalResult emitFusedLoop(mlir::Operation *root);
   mlir::FailureOr<std::string> scalarExpr(mlir::Operation *op,
                                           llvm::ArrayRef<std::string> operands);
+  /// The statements of one element of a fused group: loads of the leaves
+  /// (leaf k from `leafPtr(k)` at `leafIdx[k]`), the members' expressions,
+  /// the store to `outPtr[i]`.
+  mlir::FailureOr<std::string>
+  fusedBody(llvm::ArrayRef<mlir::Operation *> group,
+            llvm::ArrayRef<mlir::Value> leaves,
+            llvm::ArrayRef<std::string> leafIdx,
+            llvm::function_ref<std::string(size_t)> leafPtr,
+            llvm::StringRef outPtr, llvm::StringRef indent);
+  /// A fused group as a CUDA kernel (defined in `kernels`) and its launch.
+  mlir::LogicalResult emitFusedKernel(mlir::Operation *root,
+                                      llvm::ArrayRef<mlir::Operation *> group,
+                                      llvm::ArrayRef<mlir::Value> leaves,
+                                      llvm::ArrayRef<std::string> leafIdx,
+                                      bool flat);
+  /// `bytes` from `src` to `dst`, both in the device's memory.
+  void emitCopy(llvm::StringRef dst, llvm::StringRef src, int64_t bytes);
   mlir::LogicalResult emitKernel(mlir::Operation *op);
   mlir::LogicalResult emitContraction(mlir::Operation *op);
   mlir::LogicalResult emitAttention(AttentionOp op);
@@ -102,6 +126,9 @@ private:
   mlir::func::FuncOp fn;
   Mesh mesh;
   EmitOptions options;
+  SourceKind kind;
+  /// CUDA: the fused kernels' definitions, at namespace scope.
+  std::string kernels;
   Schedule schedule;
   std::vector<llvm::SmallVector<int64_t>> groups;
   std::string body;

@@ -94,14 +94,19 @@ LogicalResult Emitter::emitContraction(Operation *op) {
     int64_t m = gs.m, n = gs.n, k = gs.k;
     float beta = 0.0f;
     if (Value c = g.getC()) {
-      // Broadcast C into Y, then accumulate the product with beta.
+      // Broadcast C into Y (a strided copy, stride 0 along a broadcast
+      // dimension), then accumulate the product with beta.
       ArrayRef<int64_t> cs = typeOf(c).getShape();
-      std::string ci = cs.size() == 2 ? (cs[0] == 1 ? "" : "i * " + std::to_string(cs[1])) : "";
-      std::string cj = cs.empty() || cs.back() == 1 ? "" : "j";
-      std::string idx = ci.empty() && cj.empty() ? "0" : ci.empty() ? cj : cj.empty() ? ci : ci + " + " + cj;
-      os << "  for (int64_t i = 0; i < " << m << "; ++i)\n    for (int64_t j = 0; j < "
-         << n << "; ++j)\n      " << out(op) << "[i * " << n << " + j] = " << ptr(c)
-         << "[" << idx << "];\n";
+      int64_t rowStride = cs.size() == 2 && cs[0] != 1 ? cs[1] : 0;
+      int64_t colStride = cs.empty() || cs.back() == 1 ? 0 : 1;
+      std::string id = std::to_string(nextTemp++);
+      os << "  static const int64_t shape" << id << "[] = {" << m << ", " << n
+         << "};\n  static const int64_t strides" << id << "[] = {"
+         << rowStride << ", " << colStride << "};\n  stridedCopy("
+         << elementBytes(y.getElementType())
+         << ", reinterpret_cast<const char *>(" << ptr(c)
+         << "), reinterpret_cast<char *>(" << out(op) << "), 2, shape" << id
+         << ", 0, strides" << id << ");\n";
       beta = g.getBeta().convertToFloat();
     }
     if (auto axes = g.getSummaAxes()) {

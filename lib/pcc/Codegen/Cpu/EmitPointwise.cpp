@@ -20,11 +20,12 @@ FailureOr<std::string> Emitter::scalarExpr(Operation *op,
   // 16-bit floats compute in float: T is the type expressions produce.
   std::string T = computeType(elem);
   bool isFloat = isa<FloatType>(inElem);
-  // Math through compiler builtins (generated code includes no <cmath>):
-  // the float form for f32 (and 16-bit floats), else the double form.
+  // Math through compiler builtins (generated C++ includes no <cmath>), or
+  // CUDA's device functions of the same names: the float form for f32 (and
+  // 16-bit floats), else the double form.
   auto builtin = [&](StringRef fnName, ArrayRef<std::string> args) {
-    std::string out =
-        "__builtin_" + fnName.str() + (computesInFloat(elem) ? "f" : "");
+    std::string out = (kind == SourceKind::Cuda ? "" : "__builtin_") +
+                      fnName.str() + (computesInFloat(elem) ? "f" : "");
     for (auto [i, arg] : llvm::enumerate(args))
       out += (i ? ", " : "(") + (isFloat ? arg : "double(" + arg + ")");
     return out + ")";
@@ -120,6 +121,44 @@ FailureOr<std::string> Emitter::scalarExpr(Operation *op,
       });
 }
 
+FailureOr<std::string> Emitter::fusedBody(ArrayRef<Operation *> group,
+                                          ArrayRef<Value> leaves,
+                                          ArrayRef<std::string> leafIdx,
+                                          function_ref<std::string(size_t)> leafPtr,
+                                          StringRef outPtr, StringRef indent) {
+  std::string text;
+  llvm::raw_string_ostream b(text);
+  DenseMap<Value, std::string> scalar;
+  for (auto [k, v] : llvm::enumerate(leaves)) {
+    std::string name = "a" + std::to_string(k);
+    b << indent << "  const " << computeType(typeOf(v).getElementType())
+      << " " << name << " = " << leafPtr(k) << "[" << leafIdx[k] << "];\n";
+    scalar[v] = name;
+  }
+  for (Operation *op : group) {
+    SmallVector<std::string> args;
+    for (Value v : op->getOperands())
+      args.push_back(scalar.lookup(v));
+    auto expr = scalarExpr(op, args);
+    if (failed(expr))
+      return failure();
+    // A 16-bit result rounds as if stored, though it stays in a register:
+    // every op's result is what the IR's type says (torch's eager 16-bit
+    // semantics), fused or not.
+    Type elem = typeOf(op->getResult(0)).getElementType();
+    if (elem.isF16() || elem.isBF16())
+      *expr = std::string(elem.isF16() ? "roundToHalf(" : "roundToBFloat16(") +
+              *expr + ")";
+    std::string name = "t" + std::to_string(nextTemp++);
+    b << indent << "  const " << computeType(elem) << " " << name << " = "
+      << *expr << ";\n";
+    scalar[op->getResult(0)] = name;
+  }
+  b << indent << "  " << outPtr << "[i] = "
+    << scalar[group.back()->getResult(0)] << ";\n";
+  return text;
+}
+
 LogicalResult Emitter::emitFusedLoop(Operation *root) {
   ArrayRef<Operation *> group = schedule.members[root];
   ArrayRef<int64_t> shape = typeOf(root->getResult(0)).getShape();
@@ -138,22 +177,43 @@ LogicalResult Emitter::emitFusedLoop(Operation *root) {
         leafIndex[v] = leaves.size();
         leaves.push_back(v);
       }
-  bool flat = llvm::all_of(leaves, [&](Value v) {
+  bool flat = rank == 0 || llvm::all_of(leaves, [&](Value v) {
     auto t = typeOf(v);
     return t.getShape() == shape || t.getNumElements() == 1;
   });
+  // Each leaf's index: `i` (or 0) when flat, else in terms of the output
+  // coordinates i0 .. i{rank-1}.
+  SmallVector<std::string> leafIdx;
+  for (Value v : leaves) {
+    ArrayRef<int64_t> ls = typeOf(v).getShape();
+    if (flat) {
+      leafIdx.push_back(ls == shape ? "i" : "0");
+      continue;
+    }
+    auto strides = stridesOf(ls);
+    int64_t offset = rank - ls.size();
+    std::string e;
+    for (size_t d = 0; d < ls.size(); ++d) {
+      if (ls[d] == 1)
+        continue;
+      e += (e.empty() ? "" : " + ") + ("i" + std::to_string(d + offset)) +
+           " * " + std::to_string(strides[d]);
+    }
+    leafIdx.push_back(e.empty() ? "0" : e);
+  }
+  ++result.fusedLoops;
+  result.fusedOps += group.size();
+  if (kind == SourceKind::Cuda)
+    return emitFusedKernel(root, group, leaves, leafIdx, flat);
 
   os << "  { // fused:";
   for (Operation *op : group)
     os << " " << op->getName().stripDialect();
   os << "\n";
   std::string indent = "    ";
-  SmallVector<std::string> leafIdx;
-  if (flat || rank == 0) {
+  if (flat) {
     os << indent << "for (int64_t i = 0; i < " << numElements(shape)
        << "; ++i) {\n";
-    for (Value v : leaves)
-      leafIdx.push_back(typeOf(v).getShape() == shape ? "i" : "0");
   } else {
     for (int64_t d = 0; d < rank; ++d)
       os << indent << std::string(2 * d, ' ') << "for (int64_t i" << d
@@ -164,51 +224,54 @@ LogicalResult Emitter::emitFusedLoop(Operation *root) {
     for (int64_t d = 0; d < rank; ++d)
       os << (d ? " + " : "") << "i" << d << " * " << outStrides[d];
     os << ";\n";
-    for (Value v : leaves) {
-      ArrayRef<int64_t> ls = typeOf(v).getShape();
-      auto strides = stridesOf(ls);
-      int64_t offset = rank - ls.size();
-      std::string e;
-      for (size_t d = 0; d < ls.size(); ++d) {
-        if (ls[d] == 1)
-          continue;
-        e += (e.empty() ? "" : " + ") + ("i" + std::to_string(d + offset)) +
-             " * " + std::to_string(strides[d]);
-      }
-      leafIdx.push_back(e.empty() ? "0" : e);
-    }
   }
-  DenseMap<Value, std::string> scalar;
-  for (auto [k, v] : llvm::enumerate(leaves)) {
-    std::string name = "a" + std::to_string(k);
-    os << indent << "  const " << computeType(typeOf(v).getElementType())
-       << " " << name << " = " << ptr(v) << "[" << leafIdx[k] << "];\n";
-    scalar[v] = name;
+  auto text = fusedBody(
+      group, leaves, leafIdx, [&](size_t k) { return ptr(leaves[k]); },
+      ptr(root->getResult(0)), indent);
+  if (failed(text))
+    return failure();
+  os << *text << indent << "}\n  }\n";
+  return success();
+}
+
+LogicalResult Emitter::emitFusedKernel(Operation *root,
+                                       ArrayRef<Operation *> group,
+                                       ArrayRef<Value> leaves,
+                                       ArrayRef<std::string> leafIdx,
+                                       bool flat) {
+  ArrayRef<int64_t> shape = typeOf(root->getResult(0)).getShape();
+  int64_t rank = shape.size(), n = numElements(shape);
+  std::string name = "fused" + std::to_string(nextTemp++);
+  std::string text;
+  llvm::raw_string_ostream k(text);
+  k << "// fused:";
+  for (Operation *op : group)
+    k << " " << op->getName().stripDialect();
+  k << "\n__global__ void " << name << "(";
+  for (auto [i, v] : llvm::enumerate(leaves))
+    k << "const " << elemType(v) << " *l" << i << ", ";
+  k << elemType(root->getResult(0)) << " *out) {\n"
+    << "  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < "
+    << n << "; i += int64_t(gridDim.x) * blockDim.x) {\n";
+  if (!flat) {
+    // Output coordinates from the flat index, innermost first.
+    k << "    int64_t rest = i;\n";
+    for (int64_t d = rank - 1; d >= 0; --d)
+      k << "    const int64_t i" << d << " = rest % " << shape[d]
+        << ";\n    rest /= " << shape[d] << ";\n";
   }
-  for (Operation *op : group) {
-    SmallVector<std::string> args;
-    for (Value v : op->getOperands())
-      args.push_back(scalar.lookup(v));
-    auto expr = scalarExpr(op, args);
-    if (failed(expr))
-      return failure();
-    // A 16-bit result rounds as if stored, though it stays in a register:
-    // every op's result is what the IR's type says (torch's eager 16-bit
-    // semantics), fused or not.
-    Type elem = typeOf(op->getResult(0)).getElementType();
-    if (elem.isF16() || elem.isBF16())
-      *expr = std::string(elem.isF16() ? "roundToHalf(" : "roundToBFloat16(") +
-              *expr + ")";
-    std::string name = "t" + std::to_string(nextTemp++);
-    os << indent << "  const " << computeType(elem) << " " << name << " = "
-       << *expr << ";\n";
-    scalar[op->getResult(0)] = name;
-  }
-  os << indent << "  " << ptr(root->getResult(0)) << "[i] = "
-     << scalar[root->getResult(0)] << ";\n";
-  os << indent << "}\n  }\n";
-  ++result.fusedLoops;
-  result.fusedOps += group.size();
+  auto body = fusedBody(
+      group, leaves, leafIdx, [](size_t i) { return "l" + std::to_string(i); },
+      "out", "  ");
+  if (failed(body))
+    return failure();
+  k << *body << "  }\n}\n\n";
+  kernels += text;
+  os << "  " << name << "<<<gridSize(" << n << "), 256, 0, rankStream()>>>(";
+  for (Value v : leaves)
+    os << ptr(v) << ", ";
+  os << ptr(root->getResult(0)) << ");\n  checkLaunch(\"" << name
+     << "\");\n";
   return success();
 }
 

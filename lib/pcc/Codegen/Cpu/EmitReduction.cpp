@@ -22,8 +22,7 @@ LogicalResult Emitter::emitReduction(Operation *op) {
     auto axes = op->getAttrOfType<DenseI64ArrayAttr>("axes").asArrayRef();
     std::string T = elemType(in);
     if (axes.empty()) {
-      os << "  __builtin_memcpy(" << out(op) << ", " << ptr(in) << ", "
-         << tensorBytes(in) << ");\n";
+      emitCopy(out(op), ptr(in), tensorBytes(in));
       return success();
     }
     // Contiguous blocks of axes, reduced last block first.

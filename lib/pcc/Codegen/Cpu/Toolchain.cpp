@@ -46,8 +46,8 @@ std::string firstDiagnostic(StringRef log) {
 
 /// Runs `jobs`, `parallel` at a time, each to completion or failure; stops
 /// at the first failure. Everything shares one deadline.
-LogicalResult runCompilerJobs(Location loc, ArrayRef<CompilerJob> jobs,
-                              unsigned parallel) {
+LogicalResult runCompilerJobs(Location loc, StringRef language,
+                              ArrayRef<CompilerJob> jobs, unsigned parallel) {
   constexpr unsigned kDeadlineSeconds = 600;
   auto start = std::chrono::steady_clock::now();
   std::vector<std::pair<llvm::sys::ProcessInfo, size_t>> running;
@@ -57,7 +57,8 @@ LogicalResult runCompilerJobs(Location loc, ArrayRef<CompilerJob> jobs,
       ::kill(pi.Pid, SIGKILL);
       llvm::sys::Wait(pi, std::nullopt);
     }
-    return emitError(loc) << "C++ compilation of the generated model failed ("
+    return emitError(loc) << language
+                          << " compilation of the generated model failed ("
                           << (why.empty() ? firstDiagnostic(jobs[job].log)
                                           : why.str())
                           << ")";
@@ -96,29 +97,24 @@ LogicalResult runCompilerJobs(Location loc, ArrayRef<CompilerJob> jobs,
 
 } // namespace
 
-LogicalResult buildExecutable(Location loc, const StagedDirectory &staged,
-                              ArrayRef<EmittedSource> sources,
-                              const CompileOptions &options) {
-  SmallVector<std::string> common = {PCC_CXX_COMPILER, "-std=c++17", "-O3",
-                                     "-w",
-                                     std::string("-I") + PCC_RUNTIME_INCLUDE_DIR};
-  for (StringRef flag : llvm::split(StringRef(options.cxxFlags), ' '))
-    if (!flag.empty())
-      common.push_back(flag.str());
+LogicalResult buildWith(const Toolchain &tc, Location loc,
+                        const StagedDirectory &staged,
+                        ArrayRef<EmittedSource> sources,
+                        const CompileOptions &options) {
+  SmallVector<std::string> common = {tc.compiler};
+  common.append(tc.compileFlags.begin(), tc.compileFlags.end());
   auto linkFlags = [&](SmallVector<std::string> &args) {
-    args.append({"-o", staged.file("model"), PCC_RUNTIME_LIBRARY});
-    for (StringRef flag : llvm::split(StringRef(PCC_RUNTIME_LINK_FLAGS), ' '))
-      if (!flag.empty())
-        args.push_back(flag.str());
+    args.append({"-o", staged.file("model")});
+    args.append(tc.linkInputs.begin(), tc.linkInputs.end());
   };
   if (sources.size() == 1) {
     CompilerJob job{common, staged.file("compile.log")};
     job.args.push_back(staged.file(sources[0].name));
     linkFlags(job.args);
-    return runCompilerJobs(loc, job, 1);
+    return runCompilerJobs(loc, tc.language, job, 1);
   }
   std::vector<CompilerJob> compiles;
-  CompilerJob link{{PCC_CXX_COMPILER}, staged.file("link.log")};
+  CompilerJob link{common, staged.file("link.log")};
   for (const EmittedSource &unit : sources) {
     std::string object = staged.file(unit.name + ".o");
     CompilerJob job{common, staged.file(unit.name + ".log")};
@@ -126,18 +122,33 @@ LogicalResult buildExecutable(Location loc, const StagedDirectory &staged,
     compiles.push_back(std::move(job));
     link.args.push_back(object);
   }
-  for (StringRef flag : llvm::split(StringRef(options.cxxFlags), ' '))
-    if (!flag.empty())
-      link.args.push_back(flag.str());
   linkFlags(link.args);
   unsigned parallel = options.jobs ? options.jobs
                                    : std::max(1u, std::thread::hardware_concurrency());
-  if (failed(runCompilerJobs(loc, compiles, parallel)) ||
-      failed(runCompilerJobs(loc, link, 1)))
+  if (failed(runCompilerJobs(loc, tc.language, compiles, parallel)) ||
+      failed(runCompilerJobs(loc, tc.language, link, 1)))
     return failure();
   for (const EmittedSource &unit : sources)
     llvm::sys::fs::remove(staged.file(unit.name + ".o"));
   return success();
+}
+
+LogicalResult buildExecutable(Location loc, const StagedDirectory &staged,
+                              ArrayRef<EmittedSource> sources,
+                              const CompileOptions &options) {
+  Toolchain tc;
+  tc.language = "C++";
+  tc.compiler = PCC_CXX_COMPILER;
+  tc.compileFlags = {"-std=c++17", "-O3", "-w",
+                     std::string("-I") + PCC_RUNTIME_INCLUDE_DIR};
+  for (StringRef flag : llvm::split(StringRef(options.cxxFlags), ' '))
+    if (!flag.empty())
+      tc.compileFlags.push_back(flag.str());
+  tc.linkInputs.push_back(PCC_RUNTIME_LIBRARY);
+  for (StringRef flag : llvm::split(StringRef(PCC_RUNTIME_LINK_FLAGS), ' '))
+    if (!flag.empty())
+      tc.linkInputs.push_back(flag.str());
+  return buildWith(tc, loc, staged, sources, options);
 }
 
 } // namespace pcc::cpu

@@ -1,0 +1,52 @@
+//===- Device.h - the memory a rank computes in ------------------*- C++ -*-===//
+//
+// What the target's runtime library (cpu or cuda) provides about where a
+// model's tensors live: host memory on CPU ranks, the rank's GPU on CUDA
+// ranks. The common runtime (collectives' block layout, main()) moves and
+// allocates bytes only through these, so it serves both. On the CPU they
+// are memcpy and aligned_alloc; on a GPU, copies on the compute stream and
+// cudaMalloc.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PCCRT_DEVICE_H
+#define PCCRT_DEVICE_H
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace pccrt {
+
+/// How a GPU rank's collectives travel: NCCL between GPUs, or staged through
+/// host memory over MPI (ranks that share a GPU, or --comm mpi).
+enum class CommKind { Auto, Nccl, Mpi };
+
+/// Picks and starts this rank's device (a GPU by local rank); "" or why it
+/// cannot ("no CUDA GPU is visible", ...). Called once, on every rank.
+std::string startDevice(CommKind comm);
+/// The device's name for reports ("cpu", "NVIDIA H100 80GB HBM3").
+std::string deviceName();
+/// Whether device memory is host memory (CPU ranks): inputs, outputs and
+/// weights are then used where they lie, without copies.
+bool deviceIsHost();
+
+/// Device memory, 256-byte aligned; null when exhausted.
+void *allocateDeviceBytes(size_t bytes);
+void freeDeviceBytes(void *p);
+
+/// Copies within device memory (in stream order on a GPU).
+void copyBytes(void *dst, const void *src, int64_t bytes);
+/// `rows` rows of `rowBytes` bytes, read `srcPitch` and written `dstPitch`
+/// bytes apart.
+void copyRows(void *dst, int64_t dstPitch, const void *src, int64_t srcPitch,
+              int64_t rowBytes, int64_t rows);
+/// Between host and device memory; these wait for the device.
+void copyToDevice(void *dst, const void *src, int64_t bytes);
+void copyToHost(void *dst, const void *src, int64_t bytes);
+/// Waits until the device has done everything asked of it.
+void synchronizeDevice();
+
+} // namespace pccrt
+
+#endif // PCCRT_DEVICE_H

@@ -1,0 +1,61 @@
+//===- Device.cpp - CPU ranks compute in host memory ----------------------===//
+//
+// And communicate over MPI, on the host buffers they compute in.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pccrt/Device.h"
+
+#include "../mpi/MpiCommunicator.h"
+
+#include <cstdlib>
+#include <cstring>
+
+namespace pccrt {
+
+std::string startDevice(CommKind comm) {
+  if (comm == CommKind::Nccl)
+    return "--comm nccl needs GPU ranks; CPU ranks communicate over MPI";
+  return "";
+}
+
+std::string deviceName() { return "cpu"; }
+
+bool deviceIsHost() { return true; }
+
+void *allocateDeviceBytes(size_t bytes) {
+  return std::aligned_alloc(256, (bytes + 255) / 256 * 256 + (bytes ? 0 : 256));
+}
+
+void freeDeviceBytes(void *p) { std::free(p); }
+
+void copyBytes(void *dst, const void *src, int64_t bytes) {
+  if (dst != src && bytes > 0)
+    std::memcpy(dst, src, bytes);
+}
+
+void copyRows(void *dst, int64_t dstPitch, const void *src, int64_t srcPitch,
+              int64_t rowBytes, int64_t rows) {
+  char *d = static_cast<char *>(dst);
+  const char *s = static_cast<const char *>(src);
+  for (int64_t r = 0; r < rows; ++r)
+    std::memcpy(d + r * dstPitch, s + r * srcPitch, rowBytes);
+}
+
+void copyToDevice(void *dst, const void *src, int64_t bytes) {
+  copyBytes(dst, src, bytes);
+}
+
+void copyToHost(void *dst, const void *src, int64_t bytes) {
+  copyBytes(dst, src, bytes);
+}
+
+void synchronizeDevice() {}
+
+std::unique_ptr<Communicator> makeGroupCommunicator(int64_t color,
+                                                    int64_t index,
+                                                    int64_t size) {
+  return makeMpiGroupCommunicator(color, index, size);
+}
+
+} // namespace pccrt

@@ -1,0 +1,163 @@
+//===- DataMovement.cu - gather, strided copies, concat, split, trilu -----===//
+//
+// As the CPU's (DataMovement.cpp), by element size. A gather index outside
+// its axis cannot stop the launch that meets it: the kernel writes zeros,
+// records the first bad index, and the run ends with the CPU's error
+// (synchronizeDevice).
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaContext.h"
+
+#include "../cpu/ElementTypes.h"
+#include "pccrt/Device.h"
+#include "pccrt/Kernels.h"
+
+namespace pccrt {
+namespace {
+
+using namespace cuda;
+
+template <typename Index>
+__global__ void gatherRows(const char *in, const Index *idx, char *out,
+                           int64_t outer, int64_t axisDim, int64_t numIdx,
+                           int64_t rowBytes, int64_t offset, int64_t globalDim,
+                           DeviceErrors *errors) {
+  int64_t total = outer * numIdx * rowBytes;
+  for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; t < total;
+       t += int64_t(gridDim.x) * blockDim.x) {
+    int64_t byte = t % rowBytes, row = t / rowBytes;
+    int64_t j = row % numIdx, o = row / numIdx;
+    int64_t k = static_cast<int64_t>(idx[j]);
+    if (k < -globalDim || k >= globalDim) {
+      if (atomicCAS(&errors->bad, 0, 1) == 0) {
+        errors->index = k;
+        errors->axis = globalDim;
+      }
+      out[t] = 0;
+      continue;
+    }
+    k = (k < 0 ? k + globalDim : k) - offset;
+    out[t] = k >= 0 && k < axisDim ? in[(o * axisDim + k) * rowBytes + byte] : 0;
+  }
+}
+
+constexpr int kMaxRank = 8;
+
+struct CopyShape {
+  int64_t shape[kMaxRank], stride[kMaxRank];
+};
+
+template <typename T>
+__global__ void stridedElements(const T *in, T *out, int rank, CopyShape s,
+                                int64_t base, int64_t total) {
+  for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; t < total;
+       t += int64_t(gridDim.x) * blockDim.x) {
+    int64_t rem = t, off = base;
+    for (int d = rank - 1; d >= 0; --d) {
+      off += (rem % s.shape[d]) * s.stride[d];
+      rem /= s.shape[d];
+    }
+    out[t] = in[off];
+  }
+}
+
+template <typename T>
+__global__ void triluElements(const T *x, T *y, int64_t total, int64_t rows,
+                              int64_t cols, bool upper, int64_t k) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t c = i % cols, r = (i / cols) % rows;
+    bool keep = upper ? c - r >= k : c - r <= k;
+    y[i] = keep ? x[i] : T(0);
+  }
+}
+
+} // namespace
+
+template <typename Index>
+bool gather(size_t elem, const char *in, const Index *idx, char *out,
+            int64_t outer, int64_t axisDim, int64_t numIdx, int64_t inner,
+            int64_t offset, int64_t globalDim) {
+  if (globalDim < 0)
+    globalDim = axisDim;
+  int64_t rowBytes = inner * elem;
+  gatherRows<<<gridFor(outer * numIdx * rowBytes), 256, 0, stream()>>>(
+      in, idx, out, outer, axisDim, numIdx, rowBytes, offset, globalDim,
+      deviceErrors());
+  PCC_LAUNCHED();
+  return true;
+}
+
+void stridedCopy(size_t elem, const char *in, char *out, int rank,
+                 const int64_t *shape, int64_t base, const int64_t *inStride) {
+  int64_t total = 1;
+  for (int d = 0; d < rank; ++d)
+    total *= shape[d];
+  if (total == 0)
+    return;
+  if (rank > kMaxRank)
+    fail("stridedCopy", "more than 8 dimensions");
+  CopyShape s{};
+  for (int d = 0; d < rank; ++d)
+    s.shape[d] = shape[d], s.stride[d] = inStride[d];
+  unsigned grid = gridFor(total);
+  switch (elem) {
+  case 1: stridedElements<<<grid, 256, 0, stream()>>>(reinterpret_cast<const uint8_t *>(in), reinterpret_cast<uint8_t *>(out), rank, s, base, total); break;
+  case 2: stridedElements<<<grid, 256, 0, stream()>>>(reinterpret_cast<const uint16_t *>(in), reinterpret_cast<uint16_t *>(out), rank, s, base, total); break;
+  case 4: stridedElements<<<grid, 256, 0, stream()>>>(reinterpret_cast<const uint32_t *>(in), reinterpret_cast<uint32_t *>(out), rank, s, base, total); break;
+  default: stridedElements<<<grid, 256, 0, stream()>>>(reinterpret_cast<const uint64_t *>(in), reinterpret_cast<uint64_t *>(out), rank, s, base, total); break;
+  }
+  PCC_LAUNCHED();
+}
+
+void concat(size_t elem, int numParts, const char *const *parts,
+            const int64_t *sizes, char *out, int64_t outer, int64_t inner) {
+  int64_t total = 0;
+  for (int p = 0; p < numParts; ++p)
+    total += sizes[p];
+  int64_t at = 0, rowBytes = total * inner * elem;
+  for (int p = 0; p < numParts; ++p) {
+    int64_t bytes = sizes[p] * inner * elem;
+    copyRows(out + at, rowBytes, parts[p], bytes, bytes, outer);
+    at += bytes;
+  }
+}
+
+void split(size_t elem, const char *in, int numParts, char *const *parts,
+           const int64_t *sizes, int64_t outer, int64_t inner) {
+  int64_t total = 0;
+  for (int p = 0; p < numParts; ++p)
+    total += sizes[p];
+  int64_t at = 0, rowBytes = total * inner * elem;
+  for (int p = 0; p < numParts; ++p) {
+    int64_t bytes = sizes[p] * inner * elem;
+    copyRows(parts[p], bytes, in + at, rowBytes, bytes, outer);
+    at += bytes;
+  }
+}
+
+template <typename T>
+void trilu(const T *x, T *y, int64_t batch, int64_t rows, int64_t cols,
+           bool upper, int64_t k) {
+  int64_t total = batch * rows * cols;
+  if (total == 0)
+    return;
+  triluElements<<<gridFor(total), 256, 0, stream()>>>(x, y, total, rows, cols,
+                                                      upper, k);
+  PCC_LAUNCHED();
+}
+
+#define INSTANTIATE_GATHER(Index)                                              \
+  template bool gather<Index>(size_t, const char *, const Index *, char *,     \
+                              int64_t, int64_t, int64_t, int64_t, int64_t,     \
+                              int64_t);
+PCCRT_FOR_EACH_INDEX_TYPE(INSTANTIATE_GATHER)
+#undef INSTANTIATE_GATHER
+#define INSTANTIATE_TRILU(T)                                                   \
+  template void trilu<T>(const T *, T *, int64_t, int64_t, int64_t, bool,      \
+                         int64_t);
+PCCRT_FOR_EACH_ELEMENT_TYPE(INSTANTIATE_TRILU)
+#undef INSTANTIATE_TRILU
+
+} // namespace pccrt

@@ -1,0 +1,235 @@
+//===- Device.cu - a GPU per rank: memory, stream, checked calls ----------===//
+//
+// Each rank takes one GPU: its local rank (OMPI_COMM_WORLD_LOCAL_RANK or
+// SLURM_LOCALID) modulo the GPUs it sees. Ranks that outnumber the GPUs
+// share them, which only host-staged collectives allow (--comm mpi).
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaCommunicators.h"
+#include "CudaContext.h"
+
+#include "pccrt/Device.h"
+#include "pccrt/Mesh.h"
+#include "pccrt/Status.h"
+
+#include <chrono>
+#include <cstdio>
+#include <thread>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+namespace pccrt {
+namespace cuda {
+namespace {
+
+struct Context {
+  int device = -1;
+  cudaStream_t stream = nullptr;
+  cublasHandle_t blas = nullptr;
+  DeviceErrors *errors = nullptr;
+  std::unordered_map<const void *, void *> tables;
+};
+
+Context &context() {
+  static Context c;
+  return c;
+}
+
+int localRank() {
+  for (const char *v : {"OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID",
+                        "MPI_LOCALRANKID", "LOCAL_RANK"})
+    if (const char *s = std::getenv(v))
+      return std::atoi(s);
+  return 0;
+}
+
+int localSize() {
+  for (const char *v : {"OMPI_COMM_WORLD_LOCAL_SIZE", "SLURM_NTASKS_PER_NODE",
+                        "MPI_LOCALNRANKS", "LOCAL_WORLD_SIZE"})
+    if (const char *s = std::getenv(v))
+      return std::atoi(s);
+  return 1;
+}
+
+} // namespace
+
+void fail(const char *call, const char *what) {
+  if (Mesh::worldSize() > 1)
+    std::fprintf(stderr, "error: rank %d: %s failed: %s\n", Mesh::worldRank(),
+                 call, what);
+  else
+    std::fprintf(stderr, "error: %s failed: %s\n", call, what);
+  std::fflush(stderr);
+  Mesh::abortWorld(1);
+  std::exit(1);
+}
+
+const char *blasStatusName(cublasStatus_t s) {
+  switch (s) {
+  case CUBLAS_STATUS_NOT_INITIALIZED: return "cuBLAS not initialized";
+  case CUBLAS_STATUS_ALLOC_FAILED: return "cuBLAS could not allocate memory";
+  case CUBLAS_STATUS_INVALID_VALUE: return "invalid value";
+  case CUBLAS_STATUS_ARCH_MISMATCH: return "not supported by this GPU";
+  case CUBLAS_STATUS_EXECUTION_FAILED: return "execution failed";
+  case CUBLAS_STATUS_NOT_SUPPORTED: return "not supported";
+  default: return "cuBLAS error";
+  }
+}
+
+cudaStream_t stream() { return context().stream; }
+cublasHandle_t blas() { return context().blas; }
+DeviceErrors *deviceErrors() { return context().errors; }
+
+const void *deviceTable(const void *host, size_t bytes) {
+  static std::mutex lock;
+  std::lock_guard<std::mutex> guard(lock);
+  void *&p = context().tables[host];
+  if (!p) {
+    PCC_CUDA(cudaMalloc(&p, bytes ? bytes : 1));
+    PCC_CUDA(cudaMemcpy(p, host, bytes, cudaMemcpyHostToDevice));
+  }
+  return p;
+}
+
+/// Whether this rank must share its GPU with another rank of its node.
+bool sharesGpu() {
+  int count = 0;
+  return cudaGetDeviceCount(&count) != cudaSuccess || count < localSize();
+}
+
+} // namespace cuda
+
+using namespace cuda;
+
+std::string startDevice(CommKind comm) {
+  int count = 0;
+  cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess || count == 0)
+    return std::string("no CUDA GPU is visible to this process (") +
+           (e == cudaSuccess ? "no devices" : cudaGetErrorString(e)) + ")";
+  if (comm == CommKind::Nccl && localSize() > count)
+    return std::to_string(localSize()) + " ranks on this node but " +
+           std::to_string(count) +
+           " GPUs: NCCL needs a GPU per rank (run with --comm mpi to share)";
+  Context &c = context();
+  c.device = localRank() % count;
+  PCC_CUDA(cudaSetDevice(c.device));
+  PCC_CUDA(cudaStreamCreateWithFlags(&c.stream, cudaStreamNonBlocking));
+  PCC_CUBLAS(cublasCreate(&c.blas));
+  PCC_CUBLAS(cublasSetStream(c.blas, c.stream));
+  // fp32 GEMMs stay fp32 unless the model asks for tf32 (--precision).
+  PCC_CUBLAS(cublasSetMathMode(c.blas, CUBLAS_DEFAULT_MATH));
+  PCC_CUDA(cudaMalloc(&c.errors, sizeof(DeviceErrors)));
+  PCC_CUDA(cudaMemset(c.errors, 0, sizeof(DeviceErrors)));
+  chooseNccl(comm == CommKind::Nccl ||
+             (comm == CommKind::Auto && !sharesGpu()));
+  return "";
+}
+
+std::string deviceName() {
+  cudaDeviceProp p;
+  if (context().device < 0 ||
+      cudaGetDeviceProperties(&p, context().device) != cudaSuccess)
+    return "cuda";
+  return p.name;
+}
+
+bool deviceIsHost() { return false; }
+
+void *allocateDeviceBytes(size_t bytes) {
+  void *p = nullptr;
+  if (cudaMalloc(&p, bytes ? bytes : 256) != cudaSuccess) {
+    cudaGetLastError(); // clear the error: the caller reports it
+    return nullptr;
+  }
+  return p;
+}
+
+void freeDeviceBytes(void *p) {
+  if (p)
+    cudaFree(p);
+}
+
+void copyBytes(void *dst, const void *src, int64_t bytes) {
+  if (dst != src && bytes > 0)
+    PCC_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice,
+                             stream()));
+}
+
+void copyRows(void *dst, int64_t dstPitch, const void *src, int64_t srcPitch,
+              int64_t rowBytes, int64_t rows) {
+  if (rows > 0 && rowBytes > 0)
+    PCC_CUDA(cudaMemcpy2DAsync(dst, dstPitch, src, srcPitch, rowBytes, rows,
+                               cudaMemcpyDeviceToDevice, stream()));
+}
+
+void copyToDevice(void *dst, const void *src, int64_t bytes) {
+  PCC_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream()));
+  PCC_CUDA(cudaStreamSynchronize(stream()));
+}
+
+void copyToHost(void *dst, const void *src, int64_t bytes) {
+  PCC_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream()));
+  PCC_CUDA(cudaStreamSynchronize(stream()));
+}
+
+void synchronizeDevice() {
+  if (!stream())
+    return;
+  // Polled, so that a peer's failure inside NCCL ends this rank too instead
+  // of leaving it waiting.
+  for (;;) {
+    cudaError_t e = cudaStreamQuery(stream());
+    if (e == cudaSuccess)
+      break;
+    if (e != cudaErrorNotReady)
+      fail("cudaStreamSynchronize", cudaGetErrorString(e));
+    std::string nccl = ncclAsyncError();
+    if (!nccl.empty()) {
+      abortNccl();
+      fail("NCCL", nccl.c_str());
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+  DeviceErrors e;
+  PCC_CUDA(cudaMemcpy(&e, deviceErrors(), sizeof(e), cudaMemcpyDeviceToHost));
+  if (e.bad) {
+    kernelError("gather index " + std::to_string(e.index) +
+                " out of range for an axis of size " + std::to_string(e.axis));
+    PCC_CUDA(cudaMemset(deviceErrors(), 0, sizeof(e)));
+  }
+}
+
+} // namespace pccrt
+
+// What generated code calls (CudaModel.h).
+#include "pccrt/CudaModel.h"
+
+namespace pccrt {
+
+cudaStream_t rankStream() { return cuda::stream(); }
+
+void checkLaunch(const char *kernel) {
+  cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess)
+    cuda::fail(kernel, cudaGetErrorString(e));
+}
+
+const char *deviceWeight(const char *weights, int64_t offset, int64_t bytes) {
+  static std::unordered_map<int64_t, void *> uploaded;
+  void *&p = uploaded[offset];
+  if (!p) {
+    p = allocateDeviceBytes(bytes);
+    if (!p)
+      cuda::fail("cudaMalloc", ("out of device memory uploading " +
+                                std::to_string(bytes) + " bytes of weights")
+                                   .c_str());
+    PCC_CUDA(cudaMemcpy(p, weights + offset, bytes, cudaMemcpyHostToDevice));
+  }
+  return static_cast<const char *>(p);
+}
+
+} // namespace pccrt
