@@ -23,3 +23,7 @@ config.substitutions.append(("%python", config.python_onnx))
 config.substitutions.append(
     ("%mpirun", os.path.join(config.pcc_src_root, "test", "e2e", "mpirun.sh")))
 config.substitutions.append(("%pcc_src", config.pcc_src_root))
+# Tests of the CUDA target's code and build (no GPU needed) run where pcc
+# was built with it.
+if getattr(config, "pcc_have_cuda", 0):
+    config.available_features.add("cuda")

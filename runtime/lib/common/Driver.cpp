@@ -585,6 +585,8 @@ int runModel(int argc, char **argv) {
       traceRunBegin(b);
       model.run(buffers.inPtrs[b].data(), buffers.outPtrs[b].data(),
                 buffers.arena, weights, mesh);
+      // A GPU run ends when its stream is done (and reports bad data then).
+      synchronizeDevice();
       traceRunEnd();
       err = takeKernelError();
     }
@@ -604,7 +606,6 @@ int runModel(int argc, char **argv) {
   if (!o.trace.empty())
     traceEnable(true);
   runOnce();
-  synchronizeDevice();
   traceEnable(false);
   buffers.fetchOutputs();
   if (!o.trace.empty()) {
