@@ -19,7 +19,9 @@ build/bin/pcc "$work/gpt_dynamic/model.onnx" --input-shape batch=8,seq=16 \
   --dp 2 --tp 4 --tp-layout megatron -o "$work/compiled"
 echo "== collectives in the per-device program (--emit=mlir-spmd)"
 build/bin/pcc "$work/gpt_dynamic/model.onnx" --input-shape batch=8,seq=16 \
-  --dp 2 --tp 4 --tp-layout megatron --emit=mlir-spmd | grep -o 'shard\.all_[a-z]* [^:]*' | sort | uniq -c
+  --dp 2 --tp 4 --tp-layout megatron --emit=mlir-spmd \
+  | sed -n 's/.*shard\.\(all_[a-z_]*\) .* grid_axes = \(\[[0-9, ]*\]\).*/\1 over mesh axes \2/p' \
+  | sort | uniq -c
 echo "== ${mpirun[*]} -np 8 $work/compiled/model --check (reference: PyTorch)"
 "${mpirun[@]}" -np 8 "$work/compiled/model" --check "$work/gpt/test_data_set_0" --threads 1
 echo "== ${mpirun[*]} -np 8 $work/compiled/model --bench 50"

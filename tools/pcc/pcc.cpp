@@ -56,7 +56,12 @@ cl::SubCommand calibrateCmd(
 #define PLAN_ONLY cl::sub(planCmd), cl::cat(pccCategory)
 
 cl::opt<std::string> inputFile(cl::Positional, cl::desc("<model.onnx>"),
-                               cl::Required, COMPILE_AND_PLAN);
+                               COMPILE_AND_PLAN);
+
+cl::opt<bool> listOps("list-ops",
+                      cl::desc("Print the ONNX ops pcc imports and exit"),
+                      cl::sub(cl::SubCommand::getTopLevel()),
+                      cl::cat(pccCategory));
 
 enum class Emit { None, Mlir, MlirImport, MlirSpmd };
 cl::opt<Emit> emit(
@@ -447,11 +452,19 @@ int main(int argc, char **argv) {
       "  pcc plan MODEL.onnx --devices 8 --cluster dgx-a100 --train --explain\n"
       "                                    show the plan and why\n"
       "  pcc calibrate                     measure this machine ('host')\n"
+      "  pcc --list-ops                    the ONNX ops pcc imports\n"
       "  pcc MODEL.onnx --emit=mlir        print the imported pcc-dialect "
       "module\n");
 
   if (calibrateCmd)
     return runCalibrate();
+  if (listOps) {
+    for (const std::string &op : pcc::supportedOnnxOps())
+      outs() << op << "\n";
+    return 0;
+  }
+  if (inputFile.empty())
+    return fail("no model given: pcc MODEL.onnx [options] (see --help)");
   bool planning = bool(planCmd);
 
   pcc::ImportOptions options;

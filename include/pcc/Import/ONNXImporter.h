@@ -30,6 +30,9 @@ struct ImportOptions {
 std::string parseInputShapeBinding(llvm::StringRef spec, ImportOptions &options);
 
 /// Imports the model at `path`. Returns null after emitting diagnostics.
+/// The ONNX default-domain op types pcc imports, sorted (pcc --list-ops).
+std::vector<std::string> supportedOnnxOps();
+
 mlir::OwningOpRef<mlir::ModuleOp> importONNXFile(llvm::StringRef path,
                                                  mlir::MLIRContext &context,
                                                  const ImportOptions &options);

@@ -166,6 +166,11 @@ Expected<ChosenPlan> choosePlan(mlir::ModuleOp module, PlanOptions o,
   if (!fn)
     return failure("the model has no main function");
 
+  // A named cluster must exist whether or not anything is planned.
+  if (!clusterName.empty())
+    if (auto cluster = chooseCluster(clusterName); !cluster)
+      return cluster.takeError();
+
   ChosenPlan chosen;
   int64_t dp = orOne(o.dp), tp = orOne(o.tp), pp = orOne(o.pp),
           sp = orOne(o.sp);
@@ -185,8 +190,10 @@ Expected<ChosenPlan> choosePlan(mlir::ModuleOp module, PlanOptions o,
       if (d > 1 || flag == StringRef("dp"))
         degrees += formatv("{0}--{1} {2}", degrees.empty() ? "" : " x ", flag,
                            d).str();
-    return failure(formatv("{0} is {1} devices, but --devices is {2}",
-                           degrees, dp * tp * pp * sp, o.devices));
+    int64_t total = dp * tp * pp * sp;
+    return failure(formatv("{0} is {1} device{2}, but --devices is {3}",
+                           degrees, total, total == 1 ? "" : "s",
+                           o.devices));
   }
   int64_t devices = forced ? dp * tp * pp * sp : o.devices;
   // The planner picks the degrees unless forced, the per-op layouts on the
@@ -216,6 +223,13 @@ Expected<ChosenPlan> choosePlan(mlir::ModuleOp module, PlanOptions o,
                           "batch; ",
                           chosen.plan.describe(), planned->cluster.name,
                           best.stepTime * 1e3);
+    // CPU ranks planned with a GPU preset: say so, and how to do better.
+    if (clusterName.empty() && target.name() == "cpu" &&
+        planned->cluster.name != "host")
+      chosen.note += "this machine is not calibrated, so CPU ranks were "
+                     "planned as " + planned->cluster.name +
+                     " GPUs (run `pcc calibrate` to plan for this "
+                     "machine); ";
     if (tp > 1 && searched) {
       recordPlannedLayouts(planned->graph, *best.layout);
       plannedLayouts = true;

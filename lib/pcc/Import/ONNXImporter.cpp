@@ -400,6 +400,59 @@ std::string parseInputShapeBinding(llvm::StringRef spec,
   return "";
 }
 
+namespace {
+
+/// Every op the model uses that pcc does not import, in one message: each op
+/// type with its domain or opset, how many nodes use it and the first of
+/// them; and the first such node's name. An empty message when there is
+/// none.
+std::pair<std::string, std::string>
+unsupportedOps(const onnx::GraphProto &graph, const std::vector<int> &order,
+               int opset) {
+  struct Use {
+    std::string op, first;
+    int count = 0;
+  };
+  std::vector<Use> uses;
+  std::unordered_map<std::string, size_t> byOp;
+  for (int index : order) {
+    const auto &node = graph.node(index);
+    bool defaultDomain = node.domain().empty() || node.domain() == "ai.onnx";
+    std::string op;
+    if (!defaultDomain)
+      op = "'" + node.op_type() + "' of domain '" + node.domain() + "'";
+    else if (node.op_type() != "Constant" &&
+             !import::converters().count(node.op_type()))
+      op = "'" + node.op_type() + "' (opset " + std::to_string(opset) + ")";
+    if (op.empty())
+      continue;
+    auto [it, fresh] = byOp.try_emplace(op, uses.size());
+    if (fresh)
+      uses.push_back({op, import::nodeName(node, index)});
+    ++uses[it->second].count;
+  }
+  if (uses.empty())
+    return {};
+  // One op type: the single-op form every tool and test knows.
+  if (uses.size() == 1 && uses[0].count == 1)
+    return {"unsupported ONNX op " + uses[0].op, uses[0].first};
+  std::string text = "unsupported ONNX ops: ";
+  for (auto [i, u] : llvm::enumerate(uses))
+    text += (i ? ", " : "") + u.op + " x" + std::to_string(u.count) +
+            (i ? " (first at node '" + u.first + "')" : "");
+  return {text, uses[0].first};
+}
+
+} // namespace
+
+std::vector<std::string> supportedOnnxOps() {
+  std::vector<std::string> ops = {"Constant"};
+  for (const auto &entry : import::converters())
+    ops.push_back(entry.getKey().str());
+  llvm::sort(ops);
+  return ops;
+}
+
 OwningOpRef<ModuleOp> importONNXBuffer(llvm::StringRef buffer, bool text,
                                        llvm::StringRef modelPath,
                                        MLIRContext &context,
@@ -438,25 +491,17 @@ OwningOpRef<ModuleOp> importONNXBuffer(llvm::StringRef buffer, bool text,
          "");
     return nullptr;
   }
+  if (auto [message, first] = unsupportedOps(graph, order, opset);
+      !message.empty()) {
+    diag(message, first); // "... at node 'first'"
+    return nullptr;
+  }
   for (int index : order) {
     const auto &node = graph.node(index);
     std::string name = nodeName(node, index);
-    bool defaultDomain = node.domain().empty() || node.domain() == "ai.onnx";
-    if (!defaultDomain) {
-      diag("unsupported ONNX op '" + node.op_type() + "' of domain '" +
-               node.domain() + "'",
-           name);
-      return nullptr;
-    }
     if (opset == 0) {
       diag("node of the default domain, but the model imports no "
            "default-domain opset",
-           name);
-      return nullptr;
-    }
-    if (node.op_type() != "Constant" && !converters().count(node.op_type())) {
-      diag("unsupported ONNX op '" + node.op_type() + "' (opset " +
-               std::to_string(opset) + ")",
            name);
       return nullptr;
     }

@@ -28,6 +28,7 @@
 #include "pccrt/WeightsFile.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -100,9 +101,10 @@ const char *kUsage =
     "          [--weights FILE] [--threads N] [--rtol R] [--atol A] [--trace FILE]\n"
     "          [--comm auto|nccl|mpi]\n"
     "  --inputs DIR   read input_K.pb from DIR (default: the --check DIR)\n"
-    "  --outputs DIR  write output_K.pb to DIR\n"
+    "  --outputs DIR  write output_K.pb to DIR (created if missing)\n"
     "  --check DIR    compare outputs with DIR/output_K.pb; exit 0 iff all\n"
-    "                 satisfy |got - want| <= atol + rtol * |want|\n"
+    "                 satisfy |got - want| <= atol + rtol * |want| (NaN\n"
+    "                 matches NaN); max_rel_err is against the largest |want|\n"
     "  --bench N      time N runs after warm-up; last line is JSON\n"
     "  --weights FILE weights file (default: weights.bin beside the binary)\n"
     "  --threads N    BLAS threads (default: the library's)\n"
@@ -339,6 +341,18 @@ std::vector<HostTensor> loadInput(const std::string &dir, int k,
   return blocks;
 }
 
+/// mkdir -p: true when `path` is (now) a directory.
+bool makeDirectories(const std::string &path) {
+  struct stat st;
+  if (stat(path.c_str(), &st) == 0)
+    return S_ISDIR(st.st_mode);
+  size_t slash = path.find_last_of('/');
+  if (slash != std::string::npos && slash > 0 &&
+      !makeDirectories(path.substr(0, slash)))
+    return false;
+  return mkdir(path.c_str(), 0777) == 0 || errno == EEXIST;
+}
+
 double elementAsDouble(const HostTensor &t, int64_t i) {
   const char *p = t.bytes.data();
   switch (t.dtype) {
@@ -380,30 +394,37 @@ bool checkOutput(int k, const TensorDesc &desc, const HostTensor &got,
                 shapeString(got.shape).c_str());
     return false;
   }
-  double maxAbs = 0, maxRel = 0;
-  bool ok = true;
+  // The relative error is against the output's scale (its largest finite
+  // |want|): elements near zero would make a per-element ratio alarming.
+  double maxAbs = 0, scale = 0;
+  int64_t bad = 0, nanOrInf = 0;
   for (int64_t i = 0, n = got.numElements(); i < n; ++i) {
     double g = elementAsDouble(got, i), w = elementAsDouble(want, i);
-    if (std::isnan(g) || std::isnan(w)) {
-      if (std::isnan(g) != std::isnan(w))
-        ok = false, maxAbs = INFINITY;
-      continue;
-    }
-    if (std::isinf(g) || std::isinf(w)) {
-      if (g != w)
-        ok = false, maxAbs = INFINITY;
+    if (std::isfinite(w))
+      scale = std::max(scale, std::fabs(w));
+    if (!std::isfinite(g) || !std::isfinite(w)) {
+      // NaN matches NaN, an infinity the same infinity.
+      bool same = (std::isnan(g) && std::isnan(w)) || g == w;
+      if (!same)
+        ++bad, ++nanOrInf;
       continue;
     }
     double err = std::fabs(g - w);
     maxAbs = std::max(maxAbs, err);
-    if (w != 0)
-      maxRel = std::max(maxRel, err / std::fabs(w));
     if (err > o.atol + o.rtol * std::fabs(w))
-      ok = false;
+      ++bad;
   }
-  std::printf("max_abs_err=%.3g max_rel_err=%.3g %s\n", maxAbs, maxRel,
-              ok ? "ok" : "MISMATCH");
-  return ok;
+  std::printf("max_abs_err=%.3g max_rel_err=%.3g", maxAbs,
+              scale > 0 ? maxAbs / scale : maxAbs);
+  if (nanOrInf)
+    std::printf(" nan_or_inf_mismatches=%lld", static_cast<long long>(nanOrInf));
+  if (bad)
+    std::printf(" MISMATCH (%lld of %lld elements beyond atol %g + rtol %g)\n",
+                static_cast<long long>(bad),
+                static_cast<long long>(got.numElements()), o.atol, o.rtol);
+  else
+    std::printf(" ok\n");
+  return bad == 0;
 }
 
 /// What the runs read and write: per microbatch, the pointers of its inputs'
@@ -464,9 +485,8 @@ struct RunBuffers {
     size_t arenaBytes = (model.arenaBytes + 63) / 64 * 64;
     arena = static_cast<char *>(allocateDeviceBytes(arenaBytes));
     if (!arena)
-      die("out of " + std::string(host ? "memory" : "device memory") +
-          ": cannot allocate " + std::to_string(arenaBytes) +
-          " bytes of scratch");
+      die("cannot allocate " + std::to_string(arenaBytes) +
+          " bytes of scratch" + (host ? "" : " in device memory"));
   }
 
   /// Brings the outputs of the runs just done to the host.
@@ -546,7 +566,8 @@ int runModel(int argc, char **argv) {
           mesh += (mesh.empty() ? "" : "x") +
                   std::to_string(model.meshShape[a]);
       die("this model was compiled for " + std::to_string(devices) +
-          " devices (mesh " + mesh + "); run it with mpirun -np " +
+          (devices == 1 ? " device" : " devices") + " (mesh " + mesh +
+          "); run it with mpirun -np " +
           std::to_string(devices) + ", not " +
           std::to_string(Mesh::worldSize()) + " process" +
           (Mesh::worldSize() == 1 ? "" : "es"));
@@ -623,6 +644,8 @@ int runModel(int argc, char **argv) {
   together([&] {
     if (!root)
       return;
+    if (!o.outputs.empty() && !makeDirectories(o.outputs))
+      die("cannot create the --outputs directory '" + o.outputs + "'");
     if (!o.outputs.empty())
       for (int k = 0; k < model.numOutputs; ++k) {
         Status s = writeTensorFile(

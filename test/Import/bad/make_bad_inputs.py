@@ -117,6 +117,22 @@ def main(argv):
         [vi("sel", [None, 3], TensorProto.INT64)], name="unsupported_op"),
         "unsupported onnx op 'nonmaxsuppression'")
 
+    # Every unsupported op in one error: each type with its count, the
+    # first node of each, at the first one.
+    write_model("unsupported_ops.onnx", model(
+        [helper.make_node("NonMaxSuppression", ["boxes", "scores"], ["s0"],
+                          name="nms0"),
+         helper.make_node("NonMaxSuppression", ["boxes", "scores"], ["s1"],
+                          name="nms1"),
+         helper.make_node("Det", ["sq"], ["d"], name="det0")],
+        [vi("boxes", [1, 6, 4]), vi("scores", [1, 1, 6]), vi("sq", [3, 3])],
+        [vi("s0", [None, 3], TensorProto.INT64),
+         vi("s1", [None, 3], TensorProto.INT64), vi("d", [])],
+        name="unsupported_ops"),
+        "unsupported onnx ops: 'nonmaxsuppression' (opset " + str(OPSET) +
+        ") x2, 'det' (opset " + str(OPSET) + ") x1 (first at node 'det0') "
+        "at node 'nms0'")
+
     # A node name with a newline and a control byte must still give one
     # printable error line.
     write_model("unprintable_name.onnx", model(
