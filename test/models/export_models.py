@@ -197,6 +197,26 @@ class Bert(nn.Module):
         return self.ln(self.enc(x, src_key_padding_mask=padding))
 
 
+class PadNorm(nn.Module):
+    """Layout ops composed at import: reflect, replicate and constant Pad,
+    GroupNorm (Reshape -> InstanceNormalization -> Reshape), InstanceNorm,
+    Tile (repeat) and DepthToSpace (pixel_shuffle)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3)
+        self.gn = nn.GroupNorm(4, 8)
+        self.inorm = nn.InstanceNorm2d(8, affine=True)
+        self.up = nn.Conv2d(8, 16, 1)
+
+    def forward(self, x):
+        x = self.conv(F.pad(x, (1, 1, 2, 0), mode="reflect"))
+        x = self.gn(F.pad(x, (1, 2, 1, 1), mode="replicate"))
+        x = self.inorm(F.pad(x, (0, 1, 1, 0), value=0.5))
+        x = F.pixel_shuffle(self.up(x), 2)
+        return torch.cat([x, x.repeat(1, 2, 1, 1)], dim=1)
+
+
 def make_encoder():
     return nn.TransformerEncoderLayer(d_model=64, nhead=8, dim_feedforward=128,
                                       dropout=0.0, batch_first=True)
@@ -228,6 +248,7 @@ MODELS = {
     "gpt_fp16": (GPT, "tokens", ("tokens", (8, 16), 128), None, True),
     "vit": (make_vit, "input", ("float", (8, 3, 32, 32)), None, True),
     "cnn": (make_cnn, "input", ("float", (8, 3, 16, 16)), None, True),
+    "padnorm": (PadNorm, "input", ("float", (4, 3, 8, 8)), None, True),
 }
 
 # Models stored in 16 bits: how each is made from its float32 model.

@@ -35,6 +35,7 @@ const llvm::StringMap<Converter> &converters() {
     addElementwiseConverters(t);
     addTensorConverters(t);
     addNNConverters(t);
+    addLayoutConverters(t);
     addCompositeConverters(t);
     return t;
   }();

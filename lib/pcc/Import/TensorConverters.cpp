@@ -414,26 +414,6 @@ Results convertTrilu(NodeContext &c) {
                    c.i64("k", k)}));
 }
 
-/// Only the all-zero padding that torch exports before AveragePool is
-/// supported; real padding needs a pad op in the dialect.
-Results convertPad(NodeContext &c) {
-  if (failed(c.requireInputs(1)))
-    return failure();
-  SmallVector<int64_t> pads;
-  if (c.opset >= 11) {
-    auto p = c.constInts(1, "Pad pads");
-    if (failed(p))
-      return failure();
-    pads = *p;
-  } else {
-    pads = c.intsAttr(c.opset < 2 ? "paddings" : "pads")
-               .value_or(SmallVector<int64_t>{});
-  }
-  if (llvm::any_of(pads, [](int64_t p) { return p != 0; }))
-    return c.error() << "Pad with nonzero pads is not supported yet";
-  return SmallVector<Value>{c.input(0)};
-}
-
 } // namespace
 
 void addTensorConverters(llvm::StringMap<Converter> &t) {
@@ -452,7 +432,6 @@ void addTensorConverters(llvm::StringMap<Converter> &t) {
   t["Gather"] = convertGather;
   t["Expand"] = convertExpand;
   t["Trilu"] = convertTrilu;
-  t["Pad"] = convertPad;
 }
 
 } // namespace pcc::import
