@@ -134,6 +134,28 @@ void addCompositeConverters(llvm::StringMap<Converter> &t) {
     Value x = c.input(0);
     return e.done(e.where(e.op<LessOp>(x, e.k(0)), e.op<MulOp>(x, c.input(1)), x));
   };
+  // fmod = 1: the remainder takes the dividend's sign (C fmod); fmod = 0
+  // (integers only): the divisor's (Python's %).
+  t["Mod"] = [](NodeContext &c) -> Results {
+    if (failed(c.requireInputs(2)))
+      return failure();
+    Expr e(c);
+    e.elem = c.inputType(0).getElementType();
+    Value a = c.input(0), b = c.input(1);
+    bool isFloat = isa<FloatType>(e.elem);
+    bool fmod = c.intAttr("fmod", 0) != 0;
+    if (isFloat && !fmod)
+      return c.error() << "Mod on floats needs fmod = 1";
+    Value q = e.op<DivOp>(a, b);
+    if (isFloat) // truncate the quotient toward zero
+      q = e.where(e.op<LessOp>(q, e.k(0)), e.op<CeilOp>(q), e.op<FloorOp>(q));
+    Value r = e.op<SubOp>(a, e.op<MulOp>(b, q));
+    if (fmod)
+      return e.done(r);
+    Value differ = e.op<XorOp>(e.op<LessOp>(r, e.k(0)), e.op<LessOp>(b, e.k(0)));
+    Value fix = e.op<AndOp>(e.op<NotOp>(e.op<EqualOp>(r, e.k(0))), differ);
+    return e.done(e.where(fix, e.op<AddOp>(r, b), r));
+  };
 }
 
 } // namespace pcc::import

@@ -1,7 +1,8 @@
 //===- LayoutConverters.cpp - ops composed of data movement at import -----===//
 //
-// Pad, Tile, DepthToSpace, SpaceToDepth and InstanceNormalization become
-// slices, concatenations, broadcasts, reshapes, transposes and a layer norm:
+// Pad, Tile, DepthToSpace, SpaceToDepth, InstanceNormalization and
+// ConvTranspose become slices, concatenations, broadcasts, reshapes,
+// transposes, a layer norm or a convolution:
 // ops every target already runs and every strategy already splits, so these
 // need no kernels and no sharding rules of their own.
 //
@@ -247,6 +248,123 @@ Results convertInstanceNorm(NodeContext &c) {
   return one(c.build1<ReshapeOp>(*shifted, {c.i64s("shape", t.getShape())}));
 }
 
+/// `x` with `s - 1` zeros after each element along `axis`, the last
+/// element's dropped: length s * (n - 1) + 1.
+FailureOr<Value> spreadAxis(NodeContext &c, Value x, int64_t axis, int64_t s) {
+  auto t = cast<RankedTensorType>(x.getType());
+  int64_t n = t.getDimSize(axis);
+  if (s == 1 || n == 0)
+    return x;
+  SmallVector<int64_t> split(t.getShape());
+  split.insert(split.begin() + axis + 1, 1);
+  auto col = c.build1<ReshapeOp>(x, {c.i64s("shape", split)});
+  if (failed(col))
+    return failure();
+  auto zeros = broadcastAlong(c, c.scalar(t.getElementType(), 0.0), *col,
+                              axis + 1, s - 1);
+  if (failed(zeros))
+    return failure();
+  auto both = concatAxis(c, ValueRange{*col, *zeros}, axis + 1);
+  if (failed(both))
+    return failure();
+  SmallVector<int64_t> merged(t.getShape());
+  merged[axis] = n * s;
+  auto flat = c.build1<ReshapeOp>(*both, {c.i64s("shape", merged)});
+  if (failed(flat))
+    return failure();
+  return sliceAxis(c, *flat, axis, 0, s * (n - 1) + 1);
+}
+
+/// ConvTranspose as the convolution it is the gradient of: the input spread
+/// by the stride (zeros between elements), padded by the dilated kernel's
+/// span less the pads (negative: cropped), convolved at stride 1 with the
+/// filter's channels swapped per group and its window flipped.
+Results convertConvTranspose(NodeContext &c) {
+  if (failed(c.requireInputs(2)))
+    return failure();
+  auto xt = c.inputType(0), ft = c.inputType(1);
+  int64_t rank = xt.getRank(), spatial = rank - 2;
+  if (rank < 3 || ft.getRank() != rank)
+    return c.error() << "ConvTranspose needs input and filter of equal rank "
+                        ">= 3";
+  int64_t group = c.intAttr("group", 1), cin = xt.getDimSize(1);
+  if (group < 1 || cin % group || ft.getDimSize(0) != cin)
+    return c.error() << "ConvTranspose filter does not match the input's "
+                        "channels and groups";
+  SmallVector<int64_t> kernel(ft.getShape().drop_front(2));
+  auto ones = SmallVector<int64_t>(spatial, 1);
+  auto strides = c.intsAttr("strides").value_or(ones);
+  auto dilations = c.intsAttr("dilations").value_or(ones);
+  auto pads = c.intsAttr("pads").value_or(SmallVector<int64_t>(2 * spatial, 0));
+  auto extra = c.intsAttr("output_padding")
+                   .value_or(SmallVector<int64_t>(spatial, 0));
+  if (int64_t(strides.size()) != spatial ||
+      int64_t(dilations.size()) != spatial ||
+      int64_t(pads.size()) != 2 * spatial || int64_t(extra.size()) != spatial)
+    return c.error() << "ConvTranspose attributes do not match " << spatial
+                     << " spatial axes";
+  std::string autoPad = c.stringAttr("auto_pad", "NOTSET");
+  auto outputShape = c.intsAttr("output_shape");
+  if (outputShape || autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
+    // Pads that give the asked output size (SAME: input x stride).
+    for (int64_t i = 0; i < spatial; ++i) {
+      int64_t in = xt.getDimSize(i + 2);
+      int64_t want = outputShape && int64_t(outputShape->size()) >= spatial
+                         ? (*outputShape)[outputShape->size() - spatial + i]
+                         : in * strides[i];
+      int64_t total = strides[i] * (in - 1) + extra[i] +
+                      (kernel[i] - 1) * dilations[i] + 1 - want;
+      bool upper = autoPad != "SAME_LOWER";
+      pads[i] = upper ? total / 2 : total - total / 2;
+      pads[i + spatial] = total - pads[i];
+    }
+  } else if (autoPad == "VALID") {
+    std::fill(pads.begin(), pads.end(), 0);
+  } else if (autoPad != "NOTSET") {
+    return c.error() << "unknown auto_pad '" << autoPad << "'";
+  }
+  Value x = c.input(0);
+  for (int64_t i = 0; i < spatial; ++i) {
+    auto spread = spreadAxis(c, x, i + 2, strides[i]);
+    if (failed(spread))
+      return failure();
+    int64_t span = (kernel[i] - 1) * dilations[i];
+    auto padded = padAxis(c, *spread, i + 2, span - pads[i],
+                          span - pads[i + spatial] + extra[i], "constant", 0);
+    if (failed(padded))
+      return failure();
+    x = *padded;
+  }
+  // Filter [C, M/g, k...] -> [M, C/g, k...], window flipped.
+  int64_t mg = ft.getDimSize(1);
+  SmallVector<int64_t> grouped = {group, cin / group, mg};
+  grouped.append(kernel);
+  SmallVector<int64_t> perm = {0, 2, 1};
+  SmallVector<int64_t> swapped = {group * mg, cin / group};
+  for (int64_t i = 0; i < spatial; ++i) {
+    perm.push_back(i + 3);
+    swapped.push_back(kernel[i]);
+  }
+  auto w = c.build1<ReshapeOp>(c.input(1), {c.i64s("shape", grouped)});
+  if (failed(w))
+    return failure();
+  w = c.build1<TransposeOp>(*w, {c.i64s("perm", perm)});
+  if (failed(w))
+    return failure();
+  w = c.build1<ReshapeOp>(*w, {c.i64s("shape", swapped)});
+  for (int64_t i = 0; i < spatial && succeeded(w); ++i)
+    w = sliceAxis(c, *w, i + 2, kernel[i] - 1, kernel[i], -1);
+  if (failed(w))
+    return failure();
+  SmallVector<Value> operands{x, *w};
+  if (c.input(2))
+    operands.push_back(c.input(2));
+  return one(c.build1<ConvOp>(
+      operands, {c.i64s("strides", ones),
+                 c.i64s("pads", SmallVector<int64_t>(2 * spatial, 0)),
+                 c.i64s("dilations", dilations), c.i64("group", group)}));
+}
+
 } // namespace
 
 void addLayoutConverters(llvm::StringMap<Converter> &t) {
@@ -255,6 +373,7 @@ void addLayoutConverters(llvm::StringMap<Converter> &t) {
   t["DepthToSpace"] = convertDepthToSpace;
   t["SpaceToDepth"] = convertSpaceToDepth;
   t["InstanceNormalization"] = convertInstanceNorm;
+  t["ConvTranspose"] = convertConvTranspose;
 }
 
 } // namespace pcc::import
