@@ -198,9 +198,10 @@ class Bert(nn.Module):
 
 
 class PadNorm(nn.Module):
-    """Layout ops composed at import: reflect, replicate and constant Pad,
+    """Ops composed at import: reflect, replicate and constant Pad,
     GroupNorm (Reshape -> InstanceNormalization -> Reshape), InstanceNorm,
-    Tile (repeat) and DepthToSpace (pixel_shuffle)."""
+    Tile (repeat), DepthToSpace (pixel_shuffle) and a strided, grouped
+    ConvTranspose with output_padding (a UNet's up-sampling)."""
 
     def __init__(self):
         super().__init__()
@@ -208,12 +209,14 @@ class PadNorm(nn.Module):
         self.gn = nn.GroupNorm(4, 8)
         self.inorm = nn.InstanceNorm2d(8, affine=True)
         self.up = nn.Conv2d(8, 16, 1)
+        self.deconv = nn.ConvTranspose2d(4, 4, 3, stride=2, padding=1,
+                                         output_padding=1, groups=2)
 
     def forward(self, x):
         x = self.conv(F.pad(x, (1, 1, 2, 0), mode="reflect"))
         x = self.gn(F.pad(x, (1, 2, 1, 1), mode="replicate"))
         x = self.inorm(F.pad(x, (0, 1, 1, 0), value=0.5))
-        x = F.pixel_shuffle(self.up(x), 2)
+        x = self.deconv(F.pixel_shuffle(self.up(x), 2))
         return torch.cat([x, x.repeat(1, 2, 1, 1)], dim=1)
 
 
