@@ -33,6 +33,20 @@ UNSUPPORTED_MARKERS = (
     "must be statically shaped tensor of",
 )
 
+# Tests whose data ONNX 1.12 itself gets wrong: run, and listed apart when
+# they fail as described (not counted for or against pcc).
+KNOWN_DEFECTS = {
+    "test_cast_FLOAT_to_BFLOAT16":
+        "ONNX 1.12's reference truncates to bfloat16; the Cast spec (and pcc, "
+        "PyTorch, CUDA) round to nearest even: 5 of 12 values differ by one "
+        "bfloat16 ulp",
+}
+for _n in ("test_castlike_BFLOAT16_to_FLOAT", "test_castlike_FLOAT_to_BFLOAT16"):
+    for _suffix in ("", "_expanded"):
+        KNOWN_DEFECTS[_n + _suffix] = (
+            "the 'like' input file has shape [1] where the model declares "
+            "[3, 4]; the executable refuses the mismatch")
+
 
 def run_test(pcc, test_dir, work_dir):
     name = os.path.basename(test_dir)
@@ -86,20 +100,26 @@ def main():
     results = []
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
         for r in pool.map(lambda t: run_test(args.pcc, t, args.work_dir), tests):
+            if r[1] == "fail" and r[0] in KNOWN_DEFECTS:
+                r = (r[0], "known", KNOWN_DEFECTS[r[0]] + f" ({r[2]})")
             results.append(r)
             if r[1] == "fail":
                 print(f"FAIL {r[0]}: {r[2]}", flush=True)
     passed = [r for r in results if r[1] == "pass"]
     failed = [r for r in results if r[1] == "fail"]
     unsupported = [r for r in results if r[1] == "unsupported"]
+    known = [r for r in results if r[1] == "known"]
     supported = len(passed) + len(failed)
     rate = len(passed) / supported if supported else 0.0
     if args.report:
         with open(args.report, "w") as f:
             f.write("# ONNX node tests\n\n")
             f.write(f"{len(passed)} passed, {len(failed)} failed, "
-                    f"{len(unsupported)} unsupported of {len(results)}\n\n")
-            for title, rows in (("Failed", failed), ("Unsupported", unsupported)):
+                    f"{len(unsupported)} unsupported, {len(known)} with "
+                    f"defective test data, of {len(results)}\n\n")
+            for title, rows in (("Failed", failed),
+                                ("Defective test data (not counted)", known),
+                                ("Unsupported", unsupported)):
                 f.write(f"## {title}\n\n")
                 for n, _, why in rows:
                     f.write(f"- `{n}`: {why}\n")
