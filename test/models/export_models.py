@@ -220,6 +220,22 @@ class PadNorm(nn.Module):
         return torch.cat([x, x.repeat(1, 2, 1, 1)], dim=1)
 
 
+class Upsample(nn.Module):
+    """Resize as torch exports it: nearest by a scale factor, bilinear to a
+    size (half-pixel), bilinear with align_corners."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, padding=1)
+
+    def forward(self, x):
+        x = self.conv(F.interpolate(x, scale_factor=2, mode="nearest"))
+        y = F.interpolate(x, size=(13, 11), mode="bilinear",
+                          align_corners=False)
+        return F.interpolate(y, scale_factor=1.5, mode="bilinear",
+                             align_corners=True)
+
+
 def make_encoder():
     return nn.TransformerEncoderLayer(d_model=64, nhead=8, dim_feedforward=128,
                                       dropout=0.0, batch_first=True)
@@ -252,6 +268,7 @@ MODELS = {
     "vit": (make_vit, "input", ("float", (8, 3, 32, 32)), None, True),
     "cnn": (make_cnn, "input", ("float", (8, 3, 16, 16)), None, True),
     "padnorm": (PadNorm, "input", ("float", (4, 3, 8, 8)), None, True),
+    "upsample": (Upsample, "input", ("float", (4, 3, 5, 6)), None, True),
 }
 
 # Models stored in 16 bits: how each is made from its float32 model.

@@ -70,6 +70,9 @@ public:
   axesOperand(int inputSinceOpset, llvm::StringRef what) const;
   /// Value of input `i` if it is a constant scalar (or 1-element) tensor.
   mlir::FailureOr<double> constScalar(size_t i, llvm::StringRef what) const;
+  /// Values of input `i` if it is a constant tensor, as doubles.
+  mlir::FailureOr<llvm::SmallVector<double>>
+  constFloats(size_t i, llvm::StringRef what) const;
 
   /// Builds op `OpTy` with result types inferred from operands and
   /// attributes, then folds it when possible. Inference errors are reported

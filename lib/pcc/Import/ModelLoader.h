@@ -60,7 +60,7 @@ mlir::RankedTensorType tensorType(const onnx::TensorProto &tensor,
                                   mlir::MLIRContext *ctx);
 
 /// Whether a tensor's bytes are small enough to inline as pcc.constant.
-bool shouldInline(const onnx::TensorProto &tensor);
+bool shouldInline(const onnx::TensorProto &tensor, int64_t floatLimit = 1);
 
 /// Reads a tensor's values (embedded, or external relative to `modelDir`).
 mlir::FailureOr<mlir::DenseElementsAttr>

@@ -84,6 +84,26 @@ FailureOr<double> NodeContext::constScalar(size_t i, StringRef what) const {
   return error() << what << " has an unsupported element type";
 }
 
+FailureOr<SmallVector<double>> NodeContext::constFloats(size_t i,
+                                                       StringRef what) const {
+  ElementsAttr value;
+  if (!input(i) || !matchPattern(input(i), m_Constant(&value)))
+    return error() << what << " (input " << i << " of '" << node.op_type()
+                   << "') must be a compile-time constant";
+  SmallVector<double> out;
+  if (auto dense = dyn_cast<DenseFPElementsAttr>(value)) {
+    for (const APFloat &v : dense.getValues<APFloat>())
+      out.push_back(v.convertToDouble());
+    return out;
+  }
+  if (auto dense = dyn_cast<DenseIntElementsAttr>(value)) {
+    for (const APInt &v : dense.getValues<APInt>())
+      out.push_back(double(v.getSExtValue()));
+    return out;
+  }
+  return error() << what << " has an unsupported element type";
+}
+
 Value NodeContext::constant(ElementsAttr value) const {
   return ConstantOp::create(builder, loc, value);
 }

@@ -72,7 +72,7 @@ private:
 
   FailureOr<Value> lookup(const std::string &name, Location useLoc);
   FailureOr<Value> materializeTensor(const onnx::TensorProto &tensor,
-                                     Location loc);
+                                     Location loc, int64_t floatLimit = 1);
   LogicalResult importNode(const onnx::NodeProto &node, int index);
   LogicalResult importConstantNode(const onnx::NodeProto &node, Location loc);
   LogicalResult checkDeclaredOutput(const onnx::ValueInfoProto &info,
@@ -95,8 +95,9 @@ private:
 };
 
 FailureOr<Value> GraphImporter::materializeTensor(const onnx::TensorProto &t,
-                                                  Location loc) {
-  if (shouldInline(t)) {
+                                                  Location loc,
+                                                  int64_t floatLimit) {
+  if (shouldInline(t, floatLimit)) {
     // Small tensors are folded into shape arithmetic, so read them now; an
     // absent external file leaves them as weights (planning still works).
     bool absentExternal = false;
@@ -188,7 +189,7 @@ LogicalResult GraphImporter::importConstantNode(const onnx::NodeProto &node,
       [&](const std::string &m, const std::string &) { emitError(loc) << m; });
   if (!ok)
     return failure();
-  auto v = materializeTensor(tensor, loc);
+  auto v = materializeTensor(tensor, loc, /*floatLimit=*/8);
   if (failed(v))
     return failure();
   values[node.output(0)] = *v;

@@ -27,7 +27,7 @@ RankedTensorType tensorType(const onnx::TensorProto &tensor, MLIRContext *ctx) {
   return RankedTensorType::get(dims, elementTypeFor(tensor.data_type(), ctx));
 }
 
-bool shouldInline(const onnx::TensorProto &tensor) {
+bool shouldInline(const onnx::TensorProto &tensor, int64_t floatLimit) {
   int64_t count = 1;
   for (int64_t d : tensor.dims())
     count *= d;
@@ -37,8 +37,9 @@ bool shouldInline(const onnx::TensorProto &tensor) {
                  tensor.data_type() == TP::FLOAT16 ||
                  tensor.data_type() == TP::BFLOAT16;
   // Integer and bool tensors are shape arithmetic, indices and masks; float
-  // tensors beyond a few scalars are parameters.
-  return isFloat ? count <= 1 : count <= 4096;
+  // tensors beyond a few scalars are parameters (a Constant node's few
+  // floats, such as Resize's scales, are literals of the graph).
+  return isFloat ? count <= floatLimit : count <= 4096;
 }
 
 std::optional<ExternalLocation> externalLocation(const onnx::TensorProto &t) {
