@@ -1,0 +1,242 @@
+#!/usr/bin/env python3
+"""Single-GPU speed and numerics: pcc's CUDA executables against PyTorch.
+
+Two halves, because pcc runs where there is no GPU and the GPU machine has no
+pcc:
+
+  bench_cuda.py build PCC OUT   exports the models below (torch 1.13 here),
+                                compiles each with `pcc --target cuda` in
+                                fp32 and bf16, and packs OUT for travel
+  bench_cuda.py run OUT [--iters N] [--repeats R]
+                                on the GPU machine (python3 with torch):
+                                runs each executable with --outputs and
+                                --bench N, the same nn.Module in PyTorch eager
+                                (CUDA events, same precision: fp32 without
+                                TF32, or the module cast to bfloat16), checks
+                                pcc's output against PyTorch's fp32 output and
+                                prints one table row per case; R alternating
+                                repeats, median of the medians
+
+Weights are a seeded 1021-value tile per parameter (numpy's RandomState, the
+same on both machines), so weights.bin compresses (xz) to almost nothing for the
+trip and both sides compute with identical weights. Inputs are made on the
+GPU machine from the manifest.
+"""
+import argparse
+import io
+import json
+import lzma
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "test", "models"))
+
+TILE = 1021
+
+
+def models():
+    """name -> (constructor, inputs as (name, shape, dtype, vocab))."""
+    import torch.nn as nn
+    from export_models import GPT
+
+    def gpt():
+        return GPT(vocab=8192, max_len=512, d_model=1024, n_head=16, n_layer=4)
+
+    def encoder():
+        return nn.TransformerEncoderLayer(d_model=1024, nhead=16,
+                                          dim_feedforward=4096, dropout=0.0,
+                                          batch_first=True)
+
+    def mlp():
+        return nn.Sequential(nn.Linear(4096, 16384), nn.GELU(),
+                             nn.Linear(16384, 4096))
+
+    return {
+        "gpt": (gpt, [("tokens", (8, 512), "int64", 8192)]),
+        "encoder": (encoder, [("input", (8, 512, 1024), "float32", 0)]),
+        "mlp": (mlp, [("input", (2048, 4096), "float32", 0)]),
+    }
+
+
+def fill_params(model):
+    """Every parameter a tile of seeded normals (norm scales around 1)."""
+    import torch
+    with torch.no_grad():
+        for i, (name, p) in enumerate(model.named_parameters()):
+            tile = np.random.RandomState(1000 + i).standard_normal(TILE)
+            if p.dim() >= 2:
+                values = tile * (1.0 if "tok" in name or "pos" in name
+                                 else 1.0 / np.sqrt(p.shape[-1]))
+            else:
+                values = tile * 0.1 + (1.0 if name.endswith("weight") else 0)
+            data = np.resize(values.astype(np.float32), p.numel())
+            p.copy_(torch.from_numpy(data.reshape(tuple(p.shape))))
+    return model.eval()
+
+
+def make_inputs(spec):
+    rs = np.random.RandomState(0)
+    out = []
+    for name, shape, dtype, vocab in spec:
+        if dtype == "int64":
+            out.append(rs.randint(0, vocab, size=shape).astype(np.int64))
+        else:
+            out.append(rs.standard_normal(shape).astype(np.float32))
+    return out
+
+
+def build(pcc, out):
+    import torch
+    import onnx
+    os.makedirs(out, exist_ok=True)
+    manifest = []
+    for name, (make, spec) in models().items():
+        model = fill_params(make())
+        x = tuple(torch.from_numpy(a) for a in make_inputs(spec))
+        onnx_path = os.path.join(out, name + ".onnx")
+        buf = io.BytesIO()
+        torch.onnx.export(model, x, buf, opset_version=14,
+                          input_names=[s[0] for s in spec],
+                          output_names=["output"], do_constant_folding=True)
+        with open(onnx_path, "wb") as f:
+            f.write(buf.getvalue())
+        del buf
+        for precision in ("fp32", "bf16"):
+            case = f"{name}-{precision}"
+            d = os.path.join(out, case)
+            subprocess.run([pcc, onnx_path, "--target", "cuda", "--quiet",
+                            "--precision", precision, "-o", d], check=True)
+            w = os.path.join(d, "weights.bin")
+            with open(w, "rb") as src, lzma.open(w + ".xz", "wb",
+                                                 preset=1) as dst:
+                shutil.copyfileobj(src, dst, 1 << 24)
+            os.remove(w)
+            manifest.append({"case": case, "model": name,
+                             "precision": precision, "inputs": spec})
+        os.remove(onnx_path)
+    with open(os.path.join(out, "manifest.json"), "w") as f:
+        json.dump(manifest, f, indent=1)
+    print(f"built {len(manifest)} cases in {out}")
+
+
+def torch_time(model, x, iters):
+    import torch
+    ms = []
+    with torch.inference_mode():
+        for _ in range(3):
+            model(*x)
+        torch.cuda.synchronize()
+        for _ in range(iters):
+            a = torch.cuda.Event(enable_timing=True)
+            b = torch.cuda.Event(enable_timing=True)
+            a.record()
+            model(*x)
+            b.record()
+            torch.cuda.synchronize()
+            ms.append(a.elapsed_time(b))
+    return statistics.median(ms)
+
+
+def pcc_time(exe, data, iters):
+    r = subprocess.run([exe, "--inputs", data, "--bench", str(iters)],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       text=True)
+    if r.returncode:
+        raise RuntimeError(r.stdout.strip().splitlines()[-1])
+    return json.loads(r.stdout.strip().splitlines()[-1])["median_ms"]
+
+
+def run(out, iters, repeats):
+    import torch
+    from onnx import numpy_helper
+    made = models()
+    torch.use_deterministic_algorithms(False)  # export_models turns it on
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    with open(os.path.join(out, "manifest.json")) as f:
+        manifest = json.load(f)
+    rows = []
+    print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}")
+    print("| case | pcc ms | torch ms | torch/pcc | max rel err vs torch fp32 |")
+    print("|---|---|---|---|---|")
+    for c in manifest:
+        d = os.path.join(out, c["case"])
+        w = os.path.join(d, "weights.bin")
+        if not os.path.exists(w):
+            with lzma.open(w + ".xz", "rb") as src, open(w, "wb") as dst:
+                shutil.copyfileobj(src, dst, 1 << 24)
+        spec = [tuple(s) for s in c["inputs"]]
+        arrays = make_inputs(spec)
+        data = os.path.join(d, "inputs")
+        os.makedirs(data, exist_ok=True)
+        for k, (a, s) in enumerate(zip(arrays, spec)):
+            with open(os.path.join(data, f"input_{k}.pb"), "wb") as f:
+                f.write(numpy_helper.from_array(a, s[0]).SerializeToString())
+        exe = os.path.join(d, "model")
+        got_dir = os.path.join(d, "outputs")
+        r = subprocess.run([exe, "--inputs", data, "--outputs", got_dir],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           text=True)
+        model = fill_params(made[c["model"]][0]()).cuda()
+        x = [torch.from_numpy(a).cuda() for a in arrays]
+        with torch.inference_mode():
+            ref = model(*x).float().cpu().numpy()
+        if r.returncode:
+            err = "FAILED: " + r.stdout.strip().splitlines()[-1]
+        else:
+            with open(os.path.join(got_dir, "output_0.pb"), "rb") as f:
+                from onnx import TensorProto
+                t = TensorProto()
+                t.ParseFromString(f.read())
+            got = numpy_helper.to_array(t).astype(np.float32)
+            scale = float(np.abs(ref).max()) or 1.0
+            err = f"{float(np.abs(got - ref).max()) / scale:.2e}"
+        if c["precision"] == "bf16":
+            model = model.to(torch.bfloat16)
+            x = [t.to(torch.bfloat16) if t.is_floating_point() else t
+                 for t in x]
+        pcc_ms, torch_ms = [], []
+        for _ in range(repeats):
+            if not r.returncode:
+                pcc_ms.append(pcc_time(exe, data, iters))
+            torch_ms.append(torch_time(model, x, iters))
+        p = statistics.median(pcc_ms) if pcc_ms else float("nan")
+        t = statistics.median(torch_ms)
+        rows.append({"case": c["case"], "pcc_ms": p, "torch_ms": t,
+                     "max_rel_err": err})
+        print(f"| {c['case']} | {p:.3f} | {t:.3f} | {t / p:.2f} | {err} |",
+              flush=True)
+        del model, x
+        torch.cuda.empty_cache()
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    b = sub.add_parser("build")
+    b.add_argument("pcc")
+    b.add_argument("out")
+    r = sub.add_parser("run")
+    r.add_argument("out")
+    r.add_argument("--iters", type=int, default=20)
+    r.add_argument("--repeats", type=int, default=3)
+    r.add_argument("--json", help="also write the rows here")
+    a = ap.parse_args()
+    if a.cmd == "build":
+        build(a.pcc, a.out)
+    else:
+        rows = run(a.out, a.iters, a.repeats)
+        if a.json:
+            with open(a.json, "w") as f:
+                json.dump(rows, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
