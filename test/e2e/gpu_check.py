@@ -4,7 +4,10 @@
 Usage: gpu_check.py OUTDIR [--build-only | --run-only] [--mpirun CMD]
 
 Builds (pcc --target cuda) every test model at 1 rank in fp32 and bf16, and
-GPT, the MLP and the encoder under dp2, tp2 and pp2, then runs each with
+GPT, the MLP and the encoder under dp2, tp2 and pp2, and attention over 160
+tokens (several key tiles, causal tiles skipped, padding masks) at 1 rank,
+under ring and Ulysses sequence parallelism and GPT under 2D tensor
+parallelism, then runs each with
 --check against PyTorch's float32 outputs: fp32 at rtol 1e-3 / atol 1e-4,
 bf16 at the CPU target's stated 16-bit tolerance (rtol 1e-2, atol 5e-2).
 Multi-rank runs use --comm mpi, so they fit on one GPU. The two halves can
@@ -20,10 +23,16 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODELS = ["mlp", "encoder", "gpt", "bert", "vit", "cnn", "gpt_bf16"]
+MODELS = ["mlp", "encoder", "gpt", "bert", "vit", "cnn", "gpt_bf16",
+          "gpt_long", "bert_long"]
 PLANS = {"dp2": (["--dp", "2"], 2), "tp2": (["--tp", "2", "--tp-mode", "1d"], 2),
          "pp2": (["--pp", "2"], 2)}
 MULTI = ["mlp", "encoder", "gpt"]
+# (name, model, flags, ranks): the other parallelisms, once each.
+OTHERS = [("gpt_long-ring2", "gpt_long", ["--sp", "2", "--sp-mode", "ring"], 2),
+          ("bert_long-ulysses2", "bert_long",
+           ["--sp", "2", "--sp-mode", "ulysses"], 2),
+          ("gpt-2d4", "gpt", ["--tp", "4", "--tp-mode", "2d"], 4)]
 SKIP = 77
 
 
@@ -39,6 +48,8 @@ def cases():
     for m in MULTI:
         for plan, (flags, ranks) in PLANS.items():
             yield f"{m}-{plan}", m, flags, ranks, fp32
+    for name, m, flags, ranks in OTHERS:
+        yield name, m, flags, ranks, fp32
 
 
 def build(out):

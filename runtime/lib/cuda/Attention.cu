@@ -1,9 +1,14 @@
 //===- Attention.cu - fused attention: online softmax, no score matrix ----===//
 //
-// Flash attention's order of work: a thread owns one query row; keys and
-// values come through shared memory a tile at a time; each tile's scores
-// fold into the row's running maximum and sum and into its output
-// (rescaled when the maximum grows). No Sq x Sk scores exist anywhere.
+// Flash attention's order of work: keys and values come through shared
+// memory a tile at a time; each tile's scores fold into the row's running
+// maximum and sum and into its output (rescaled when the maximum grows). No
+// Sq x Sk scores exist anywhere. For head dimensions up to 128 (foldTiles)
+// D / 32 threads share a query row, each holding 32 of its query and output
+// features in registers and reading the tile as float4 (four FMAs per
+// shared load); tiles a mask hides entirely for the block's rows are
+// skipped, as the CPU kernel skips them. Wider heads take a thread per row
+// (foldKeys).
 // Around a ring (ring attention) the same kernel folds each device's block
 // of keys as it arrives, keeping the rows' state in scratch between blocks,
 // with the CPU kernel's block order (Attention.cpp).
@@ -120,7 +125,146 @@ __global__ void foldKeys(Fold f, DeviceMasks m) {
   }
 }
 
+constexpr int kThreads = 128; // per block of foldTiles
+constexpr int kTileKeys = 32;
+/// expf below this is exactly 0 in float: a hidden score this far under its
+/// row's maximum adds nothing (as in the CPU kernel).
+constexpr float kNoContribution = -104.0f;
+
+/// foldKeys for heads of up to D features (D = 32, 64 or 128): thread t of
+/// the block serves query row t / P, P = D / 32 threads per row, and owns
+/// the row's float4 chunks t % P, t % P + P, ... of the features.
+template <int D>
+__global__ void __launch_bounds__(kThreads) foldTiles(Fold f, DeviceMasks m) {
+  constexpr int P = D / 32, kRowsPerBlock = kThreads / P, C = 8; // chunks
+  __shared__ float4 kt[kTileKeys][D / 4], vt[kTileKeys][D / 4];
+  int64_t b = blockIdx.y;
+  int part = threadIdx.x % P;
+  int64_t i = int64_t(blockIdx.x) * kRowsPerBlock + threadIdx.x / P;
+  bool active = i < f.sq;
+  int64_t r = b * f.sq + (active ? i : 0);
+  float4 q[C], o[C];
+  for (int c = 0; c < C; ++c) {
+    int base = (c * P + part) * 4;
+    float e[4], acc[4];
+    for (int u = 0; u < 4; ++u) {
+      int feat = base + u;
+      e[u] = active && feat < f.d ? f.q[r * f.d + feat] : 0.0f;
+      acc[u] = active && !f.first && feat < f.dv ? f.out[r * f.dv + feat]
+                                                  : 0.0f;
+    }
+    q[c] = make_float4(e[0], e[1], e[2], e[3]);
+    o[c] = make_float4(acc[0], acc[1], acc[2], acc[3]);
+  }
+  float best = -INFINITY, sum = 0;
+  if (active && !f.first) {
+    best = f.rowMax[r];
+    sum = f.rowSum[r];
+  }
+  const float *kb = f.k + b * f.sk * f.d, *vb = f.v + b * f.sk * f.dv;
+  const bool *hide = m.hide && active ? m.hide + m.hideBatch[b] + i * m.hideRow
+                                      : nullptr;
+  const float *add = m.add && active ? m.add + m.addBatch[b] + i * m.addRow
+                                     : nullptr;
+  bool fillNothing = isinf(m.fill) && m.fill < 0;
+  for (int64_t j0 = 0; j0 < f.sk; j0 += kTileKeys) {
+    int keys = int(f.sk - j0 < kTileKeys ? f.sk - j0 : kTileKeys);
+    // Skip the tile when its scores are hidden in every row of the block
+    // and add exactly nothing (an -inf fill, or one far under the maxima).
+    bool nothing = !active;
+    if (active && m.hide && (!m.add || fillNothing) &&
+        (fillNothing || m.fill - best < kNoContribution)) {
+      nothing = true;
+      for (int j = 0; j < keys && nothing; ++j)
+        nothing = hide[(f.col0 + j0 + j) * m.hideCol];
+    }
+    if (__syncthreads_and(nothing))
+      continue;
+    float *kf = &kt[0][0].x, *vf = &vt[0][0].x;
+    for (int e = threadIdx.x; e < kTileKeys * D; e += kThreads) {
+      int j = e / D, c = e % D;
+      kf[e] = j < keys && c < f.d ? kb[(j0 + j) * f.d + c] : 0.0f;
+      vf[e] = j < keys && c < f.dv ? vb[(j0 + j) * f.dv + c] : 0.0f;
+    }
+    __syncthreads();
+    float s[kTileKeys], tileBest = -INFINITY;
+#pragma unroll
+    for (int j = 0; j < kTileKeys; ++j) {
+      float x = 0;
+#pragma unroll
+      for (int c = 0; c < C; ++c) {
+        float4 kv = kt[j][c * P + part];
+        x += q[c].x * kv.x + q[c].y * kv.y + q[c].z * kv.z + q[c].w * kv.w;
+      }
+#pragma unroll
+      for (int off = 1; off < P; off *= 2)
+        x += __shfl_xor_sync(0xffffffffu, x, off);
+      x = f.divide ? x / f.scale : x * f.scale;
+      int64_t col = f.col0 + j0 + j;
+      if (hide && j < keys && hide[col * m.hideCol])
+        x = m.fill;
+      if (add && j < keys)
+        x += add[col * m.addCol];
+      s[j] = j < keys ? x : -INFINITY;
+      tileBest = s[j] > tileBest ? s[j] : tileBest;
+    }
+    float now = best > tileBest ? best : tileBest;
+    if (now != -INFINITY) { // else nothing is visible in this row yet
+      float alpha = expf(best - now), tileSum = 0;
+#pragma unroll
+      for (int j = 0; j < kTileKeys; ++j) {
+        s[j] = expf(s[j] - now);
+        tileSum += s[j];
+      }
+      sum = sum * alpha + tileSum;
+      best = now;
+#pragma unroll
+      for (int c = 0; c < C; ++c) {
+        float4 a = o[c];
+        a.x *= alpha, a.y *= alpha, a.z *= alpha, a.w *= alpha;
+#pragma unroll
+        for (int j = 0; j < kTileKeys; ++j) {
+          float4 vv = vt[j][c * P + part];
+          a.x += s[j] * vv.x, a.y += s[j] * vv.y;
+          a.z += s[j] * vv.z, a.w += s[j] * vv.w;
+        }
+        o[c] = a;
+      }
+    }
+    __syncthreads(); // the tile is read before the next one is written
+  }
+  if (!active)
+    return;
+  float inv = f.last ? 1.0f / sum : 1.0f;
+  for (int c = 0; c < C; ++c) {
+    int base = (c * P + part) * 4;
+    float e[4] = {o[c].x, o[c].y, o[c].z, o[c].w};
+    for (int u = 0; u < 4; ++u)
+      if (base + u < f.dv)
+        f.out[r * f.dv + base + u] = e[u] * inv;
+  }
+  if (!f.last && part == 0) {
+    f.rowMax[r] = best;
+    f.rowSum[r] = sum;
+  }
+}
+
+template <int D> void launchTiles(const Fold &f, const DeviceMasks &m,
+                                  int64_t batch) {
+  constexpr int rows = kThreads / (D / 32);
+  dim3 grid(unsigned((f.sq + rows - 1) / rows), unsigned(batch));
+  foldTiles<D><<<grid, kThreads, 0, stream()>>>(f, m);
+  PCC_LAUNCHED();
+}
+
 void launchFold(Fold f, const DeviceMasks &m, int64_t batch) {
+  int64_t widest = f.d > f.dv ? f.d : f.dv;
+  if (widest <= 32)
+    return launchTiles<32>(f, m, batch);
+  if (widest <= 64)
+    return launchTiles<64>(f, m, batch);
+  if (widest <= 128)
+    return launchTiles<128>(f, m, batch);
   int64_t perKey = (f.d + f.dv) * int64_t(sizeof(float));
   int64_t keys = kSharedBytes / (perKey ? perKey : 1);
   if (keys < 1)

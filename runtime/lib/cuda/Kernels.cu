@@ -25,21 +25,78 @@ void gemmF32(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
                          b, ldb, a, lda, &beta, c, ldc));
 }
 
+namespace {
+
+/// Offsets in arithmetic progression (0 for a broadcast operand) are one
+/// strided-batched call: their step, or -1.
+int64_t progressionStep(const int64_t *off, int64_t batch) {
+  int64_t s = batch > 1 ? off[1] - off[0] : 0;
+  for (int64_t i = 0; i < batch; ++i)
+    if (off[i] != off[0] + i * s)
+      return -1;
+  return s;
+}
+
+template <typename T> constexpr cudaDataType_t dataType();
+template <> constexpr cudaDataType_t dataType<Half>() { return CUDA_R_16F; }
+template <> constexpr cudaDataType_t dataType<BFloat16>() {
+  return CUDA_R_16BF;
+}
+
+} // namespace
+
+template <typename T>
+void gemm16(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+            float alpha, const T *a, int64_t lda, const T *b, int64_t ldb,
+            float beta, T *c, int64_t ldc) {
+  if (m == 0 || n == 0)
+    return;
+  PCC_CUBLAS(cublasGemmEx(blas(), transB ? CUBLAS_OP_T : CUBLAS_OP_N,
+                          transA ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha,
+                          b, dataType<T>(), ldb, a, dataType<T>(), lda, &beta,
+                          c, dataType<T>(), ldc, CUBLAS_COMPUTE_32F,
+                          CUBLAS_GEMM_DEFAULT));
+}
+
+template <typename T>
+void batchedMatmul16(int64_t batch, const int64_t *offA, const int64_t *offB,
+                     int64_t m, int64_t n, int64_t k, const T *a, const T *b,
+                     T *c) {
+  if (batch == 0 || m == 0 || n == 0)
+    return;
+  int64_t sa = progressionStep(offA, batch), sb = progressionStep(offB, batch);
+  const float one = 1.0f, zero = 0.0f;
+  if (sa >= 0 && sb >= 0) {
+    PCC_CUBLAS(cublasGemmStridedBatchedEx(
+        blas(), CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &one, b + offB[0],
+        dataType<T>(), n, sb, a + offA[0], dataType<T>(), k, sa, &zero, c,
+        dataType<T>(), n, m * n, batch, CUBLAS_COMPUTE_32F,
+        CUBLAS_GEMM_DEFAULT));
+    return;
+  }
+  for (int64_t i = 0; i < batch; ++i)
+    gemm16<T>(false, false, m, n, k, 1.0f, a + offA[i], k, b + offB[i], n,
+              0.0f, c + i * m * n, n);
+}
+
+#define INSTANTIATE(T)                                                         \
+  template void gemm16<T>(bool, bool, int64_t, int64_t, int64_t, float,        \
+                          const T *, int64_t, const T *, int64_t, float, T *,  \
+                          int64_t);                                            \
+  template void batchedMatmul16<T>(int64_t, const int64_t *, const int64_t *,  \
+                                   int64_t, int64_t, int64_t, const T *,       \
+                                   const T *, T *);
+INSTANTIATE(Half)
+INSTANTIATE(BFloat16)
+#undef INSTANTIATE
+
 void batchedMatmulF32(int64_t batch, const int64_t *offA, const int64_t *offB,
                       int64_t m, int64_t n, int64_t k, const float *a,
                       const float *b, float *c) {
   if (batch == 0 || m == 0 || n == 0)
     return;
-  // Offsets in arithmetic progression (0 for a broadcast operand) are one
-  // strided-batched call; anything else one GEMM per batch.
-  auto step = [&](const int64_t *off) -> int64_t {
-    int64_t s = batch > 1 ? off[1] - off[0] : 0;
-    for (int64_t i = 0; i < batch; ++i)
-      if (off[i] != off[0] + i * s)
-        return -1;
-    return s;
-  };
-  int64_t sa = step(offA), sb = step(offB);
+  // One strided-batched call where it can; else one GEMM per batch.
+  int64_t sa = progressionStep(offA, batch), sb = progressionStep(offB, batch);
   const float one = 1.0f, zero = 0.0f;
   if (sa >= 0 && sb >= 0) {
     PCC_CUBLAS(cublasSgemmStridedBatched(

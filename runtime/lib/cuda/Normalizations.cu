@@ -1,8 +1,9 @@
 //===- Normalizations.cu - softmax, layer norm, batch norm ----------------===//
 //
-// One thread per row (softmax: per (outer, inner) line; layer norm: per
-// row), statistics in double as on the CPU: simple and exact to the CPU
-// kernels' arithmetic order, not yet the one-pass warp kernels.
+// Contiguous rows (layer norm; softmax over the last axis) take one warp
+// each: coalesced loads, statistics combined by warp shuffles, in double
+// for layer norm as on the CPU. Softmax over an inner axis (rare: the last
+// axis is the one models use) keeps one thread per (outer, inner) line.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,6 +21,61 @@ __device__ float expOf(float x) { return expf(x); }
 __device__ double expOf(double x) { return exp(x); }
 __device__ float logOf(float x) { return logf(x); }
 __device__ double logOf(double x) { return log(x); }
+
+constexpr int kWarpsPerBlock = 4;
+
+template <typename A> __device__ A warpSum(A v) {
+  for (int o = 16; o > 0; o /= 2)
+    v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+template <typename A> __device__ A warpMax(A v) {
+  for (int o = 16; o > 0; o /= 2) {
+    A w = __shfl_xor_sync(0xffffffffu, v, o);
+    v = w > v ? w : v;
+  }
+  return v;
+}
+
+/// The warp's row, or -1 past the last one.
+__device__ int64_t warpRow(int64_t rows) {
+  int64_t row = int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
+  return row < rows ? row : -1;
+}
+
+unsigned warpBlocks(int64_t rows) {
+  return unsigned((rows + kWarpsPerBlock - 1) / kWarpsPerBlock);
+}
+
+/// Softmax of contiguous rows of n, a warp per row.
+template <typename T>
+__global__ void softmaxRows(const T *x, T *y, int64_t rows, int64_t n,
+                            bool log) {
+  int64_t row = warpRow(rows);
+  if (row < 0)
+    return;
+  int lane = threadIdx.x % 32;
+  const T *xp = x + row * n;
+  T *yp = y + row * n;
+  T mx = -INFINITY;
+  for (int64_t k = lane; k < n; k += 32)
+    mx = xp[k] > mx ? xp[k] : mx;
+  mx = warpMax(mx);
+  T sum = 0;
+  for (int64_t k = lane; k < n; k += 32)
+    sum += expOf(T(xp[k] - mx));
+  sum = warpSum(sum);
+  if (log) {
+    T shift = mx + logOf(sum);
+    for (int64_t k = lane; k < n; k += 32)
+      yp[k] = xp[k] - shift;
+    return;
+  }
+  T inv = T(1) / sum;
+  for (int64_t k = lane; k < n; k += 32)
+    yp[k] = expOf(T(xp[k] - mx)) * inv;
+}
 
 template <typename T>
 __global__ void softmaxLines(const T *x, T *y, int64_t outer, int64_t n,
@@ -54,26 +110,27 @@ template <typename T>
 __global__ void layerNormRows(const T *x, const T *scale, int64_t scaleN,
                               const T *bias, int64_t biasN, T *y,
                               int64_t outer, int64_t n, float eps) {
-  for (int64_t o = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; o < outer;
-       o += int64_t(gridDim.x) * blockDim.x) {
-    const T *xp = x + o * n;
-    T *yp = y + o * n;
-    double mean = 0;
-    for (int64_t k = 0; k < n; ++k)
-      mean += xp[k];
-    mean /= n;
-    double var = 0;
-    for (int64_t k = 0; k < n; ++k) {
-      double d = xp[k] - mean;
-      var += d * d;
-    }
-    var /= n;
-    T inv = T(1.0 / sqrt(var + eps));
-    T m = T(mean);
-    for (int64_t k = 0; k < n; ++k) {
-      T v = (xp[k] - m) * inv * scale[scaleN == 1 ? 0 : k];
-      yp[k] = bias ? v + bias[biasN == 1 ? 0 : k] : v;
-    }
+  int64_t o = warpRow(outer);
+  if (o < 0)
+    return;
+  int lane = threadIdx.x % 32;
+  const T *xp = x + o * n;
+  T *yp = y + o * n;
+  double mean = 0;
+  for (int64_t k = lane; k < n; k += 32)
+    mean += xp[k];
+  mean = warpSum(mean) / n;
+  double var = 0;
+  for (int64_t k = lane; k < n; k += 32) {
+    double d = xp[k] - mean;
+    var += d * d;
+  }
+  var = warpSum(var) / n;
+  T inv = T(1.0 / sqrt(var + eps));
+  T m = T(mean);
+  for (int64_t k = lane; k < n; k += 32) {
+    T v = (xp[k] - m) * inv * scale[scaleN == 1 ? 0 : k];
+    yp[k] = bias ? v + bias[biasN == 1 ? 0 : k] : v;
   }
 }
 
@@ -95,6 +152,14 @@ __global__ void batchNormElements(const T *x, const T *scale, const T *bias,
 template <typename T>
 void softmax(const T *x, T *y, int64_t outer, int64_t n, int64_t inner,
              bool log) {
+  if (outer * n * inner == 0)
+    return;
+  if (inner == 1) {
+    softmaxRows<<<warpBlocks(outer), 32 * kWarpsPerBlock, 0, stream()>>>(
+        x, y, outer, n, log);
+    PCC_LAUNCHED();
+    return;
+  }
   softmaxLines<<<gridFor(outer * inner, 128), 128, 0, stream()>>>(
       x, y, outer, n, inner, log);
   PCC_LAUNCHED();
@@ -103,7 +168,9 @@ void softmax(const T *x, T *y, int64_t outer, int64_t n, int64_t inner,
 template <typename T>
 void layerNorm(const T *x, const T *scale, int64_t scaleN, const T *bias,
                int64_t biasN, T *y, int64_t outer, int64_t n, float eps) {
-  layerNormRows<<<gridFor(outer, 128), 128, 0, stream()>>>(
+  if (outer * n == 0)
+    return;
+  layerNormRows<<<warpBlocks(outer), 32 * kWarpsPerBlock, 0, stream()>>>(
       x, scale, scaleN, bias, biasN, y, outer, n, eps);
   PCC_LAUNCHED();
 }

@@ -295,7 +295,7 @@ FailureOr<EmittedModel> emitSource(ModuleOp module, const EmitOptions &options,
   if (mesh.shape.size() > 8 || mesh.numDevices() > (1 << 20))
     return module.emitError("code generation supports meshes of up to 8 axes "
                             "and 2^20 devices");
-  cpu::widenSixteenBitKernels(fn);
+  cpu::widenSixteenBitKernels(fn, kind == cpu::SourceKind::Cuda);
   cpu::Emitter emitter(fn, mesh, options, kind);
   return emitter.run();
 }

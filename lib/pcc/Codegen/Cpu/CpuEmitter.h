@@ -36,8 +36,10 @@ namespace pcc::cpu {
 /// intermediate results of a reduction over several separate axis blocks.
 int64_t scratchBytes(mlir::Operation *op);
 /// Casts the float operands and results of every f32-only kernel op on
-/// fp16/bf16 tensors to f32 and back (WidenKernels.cpp).
-void widenSixteenBitKernels(mlir::func::FuncOp fn);
+/// fp16/bf16 tensors to f32 and back (WidenKernels.cpp); with
+/// `sixteenBitGemms` (GPU ranks) matrix products other than SUMMA's stay
+/// 16-bit.
+void widenSixteenBitKernels(mlir::func::FuncOp fn, bool sixteenBitGemms);
 /// Scratch of the blocked attention kernel (EmitAttention.cpp).
 int64_t attentionScratchBytes(AttentionOp op);
 
@@ -90,6 +92,8 @@ private:
   mlir::LogicalResult unsupported(mlir::Operation *op);
   /// Kernels that run on f32 only check their operand `v` here.
   mlir::LogicalResult requireF32(mlir::Operation *op, mlir::Value v);
+  mlir::FailureOr<std::string> gemmFunction(mlir::Operation *op, mlir::Value v,
+                                            bool batched);
   /// The storage of `op`'s result `i`, and of its scratch buffer.
   std::string out(mlir::Operation *op, unsigned i = 0) {
     return ptr(op->getResult(i));

@@ -27,11 +27,24 @@ void Emitter::emitSumma(Operation *op, ArrayRef<int64_t> axes, Value x,
      << ");\n";
 }
 
+/// The runtime's GEMM (`batched`: its batched matmul) for operands of
+/// `v`'s element type: f32 everywhere, 16-bit on GPU ranks (tensor cores).
+FailureOr<std::string> Emitter::gemmFunction(Operation *op, Value v,
+                                             bool batched) {
+  Type e = typeOf(v).getElementType();
+  std::string name = batched ? "batchedMatmul" : "gemm";
+  if (kind == SourceKind::Cuda && (e.isF16() || e.isBF16()))
+    return name + "16<" + cppType(e) + ">";
+  if (failed(requireF32(op, v)))
+    return failure();
+  return name + "F32";
+}
+
 /// Matrix products and convolutions, on BLAS GEMMs.
 LogicalResult Emitter::emitContraction(Operation *op) {
-
+  Type f32 = Float32Type::get(op->getContext());
   if (auto mm = dyn_cast<MatMulOp>(op)) {
-    if (failed(requireF32(op, mm.getLhs())))
+    if (mm.getSummaAxes() && failed(requireF32(op, mm.getLhs())))
       return failure();
     if (auto axes = mm.getSummaAxes()) {
       emitSumma(op, *axes, mm.getLhs(), mm.getRhs(), false, 1.0, 0.0);
@@ -41,8 +54,11 @@ LogicalResult Emitter::emitContraction(Operation *op) {
     int64_t m = gs.m, k = gs.k, n = gs.n, outBatch = gs.batch;
     if (m * n == 0 || outBatch == 0)
       return success();
+    auto gemm = gemmFunction(op, mm.getLhs(), /*batched=*/outBatch != 1);
+    if (failed(gemm))
+      return failure();
     if (outBatch == 1) {
-      os << "  gemmF32(false, false, " << m << ", " << n << ", " << k
+      os << "  " << *gemm << "(false, false, " << m << ", " << n << ", " << k
          << ", 1.0f, " << ptr(mm.getLhs()) << ", " << k << ", "
          << ptr(mm.getRhs()) << ", " << n << ", 0.0f, " << out(op) << ", " << n
          << ");\n";
@@ -80,13 +96,14 @@ LogicalResult Emitter::emitContraction(Operation *op) {
     std::string id = std::to_string(nextTemp++);
     os << "  static const int64_t offA" << id << "[] = {" << joinInts(offA)
        << "};\n  static const int64_t offB" << id << "[] = {" << joinInts(offB)
-       << "};\n  batchedMatmulF32(" << outBatch << ", offA" << id << ", offB"
+       << "};\n  " << *gemm << "(" << outBatch << ", offA" << id << ", offB"
        << id << ", " << m << ", " << n << ", " << k << ", " << ptr(mm.getLhs())
        << ", " << ptr(mm.getRhs()) << ", " << out(op) << ");\n";
     return success();
   }
   if (auto g = dyn_cast<GemmOp>(op)) {
-    if (failed(requireF32(op, g.getA())))
+    auto gemm = gemmFunction(op, g.getA(), /*batched=*/false);
+    if (failed(gemm) || (g.getSummaAxes() && failed(requireF32(op, g.getA()))))
       return failure();
     auto a = typeOf(g.getA()), b = typeOf(g.getB());
     auto y = typeOf(g.getResult());
@@ -116,12 +133,12 @@ LogicalResult Emitter::emitContraction(Operation *op) {
                 g.getAlpha().convertToDouble(), beta);
       return success();
     }
-    os << "  gemmF32(" << (g.getTransA() ? "true" : "false") << ", "
+    os << "  " << *gemm << "(" << (g.getTransA() ? "true" : "false") << ", "
        << (g.getTransB() ? "true" : "false") << ", " << m << ", " << n << ", "
-       << k << ", " << floatLiteral(g.getAlpha().convertToDouble(), y.getElementType())
+       << k << ", " << floatLiteral(g.getAlpha().convertToDouble(), f32)
        << ", " << ptr(g.getA()) << ", " << a.getDimSize(1) << ", "
        << ptr(g.getB()) << ", " << b.getDimSize(1) << ", "
-       << floatLiteral(beta, y.getElementType()) << ", " << out(op) << ", " << n << ");\n";
+       << floatLiteral(beta, f32) << ", " << out(op) << ", " << n << ");\n";
     return success();
   }
   if (auto conv = dyn_cast<ConvOp>(op)) {

@@ -8,7 +8,9 @@
 // neighbours' loops. Ops that only move bytes (gathers, slices, transposes,
 // concatenations, collectives other than sums, sends) and pointwise loops
 // (which compute in float themselves) keep their 16-bit types; the
-// runtime's sums add 16-bit values through float.
+// runtime's sums add 16-bit values through float. On GPU ranks matrix
+// products stay 16-bit: cuBLAS multiplies them on tensor cores, accumulating
+// in f32.
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,7 +35,13 @@ bool isSixteenBitFloat(Type t) {
 
 /// Ops whose CPU code works on any element type as bytes, or as 16-bit
 /// values directly.
-bool runsOnSixteenBits(Operation *op) {
+bool runsOnSixteenBits(Operation *op, bool sixteenBitGemms) {
+  if (sixteenBitGemms) {
+    if (auto mm = dyn_cast<MatMulOp>(op))
+      return !mm.getSummaAxes();
+    if (auto g = dyn_cast<GemmOp>(op))
+      return !g.getSummaAxes();
+  }
   return isPointwise(op) ||
          isa<WeightOp, ConstantOp, ReshapeOp, GatherOp, ShardGatherOp,
              TransposeOp, SliceOp, ConcatOp, SplitOp, SendOp, RecvOp,
@@ -57,11 +65,11 @@ Value castBefore(OpBuilder &b, Operation *at, Value v, Type to) {
 
 } // namespace
 
-void widenSixteenBitKernels(func::FuncOp fn) {
+void widenSixteenBitKernels(func::FuncOp fn, bool sixteenBitGemms) {
   SmallVector<Operation *> kernels;
   fn.walk([&](Operation *op) {
     if (op == fn.getOperation() || op->hasTrait<mlir::OpTrait::IsTerminator>() ||
-        runsOnSixteenBits(op))
+        runsOnSixteenBits(op, sixteenBitGemms))
       return;
     if (llvm::any_of(op->getOperandTypes(), isSixteenBitFloat) ||
         llvm::any_of(op->getResultTypes(), isSixteenBitFloat))
