@@ -8,7 +8,8 @@ GPT, the MLP and the encoder under dp2, tp2 and pp2, and attention over 160
 tokens (several key tiles, causal tiles skipped, padding masks) at 1 rank,
 under ring and Ulysses sequence parallelism and GPT under 2D tensor
 parallelism, then runs each with
---check against PyTorch's float32 outputs: fp32 at rtol 1e-3 / atol 1e-4,
+--check (of the first run and, with --bench 3, of the timed runs, which
+replay a recorded CUDA graph) against PyTorch's float32 outputs: fp32 at rtol 1e-3 / atol 1e-4,
 bf16 at the CPU target's stated 16-bit tolerance (rtol 1e-2, atol 5e-2).
 Multi-rank runs use --comm mpi, so they fit on one GPU. The two halves can
 run on different machines: --build-only where pcc is, --run-only where the
@@ -81,7 +82,9 @@ def run(out, mpirun):
     for name, m, _, ranks, tol in cases():
         exe = os.path.join(out, name, "model")
         data = os.path.join(out, "models", m, "test_data_set_0")
-        cmd = [exe, "--check", data] + tol
+        # --bench also checks the timed runs: replays of the recorded CUDA
+        # graph where the program is recorded.
+        cmd = [exe, "--check", data, "--bench", "3"] + tol
         if ranks > 1:
             cmd = shlex.split(mpirun) + ["-np", str(ranks)] + cmd + [
                 "--comm", "mpi"]

@@ -47,6 +47,14 @@ void copyToHost(void *dst, const void *src, int64_t bytes);
 /// Waits until the device has done everything asked of it.
 void synchronizeDevice();
 
+/// Runs one step of the model: `step(context)` issues its device work. On
+/// GPU ranks whose collectives stay on the device (one rank, or NCCL), a
+/// `recordable` step (the same pointers every time, no host-side
+/// communication) is recorded once as a CUDA graph, after an eager first
+/// run has uploaded the weights, and replayed from then on: one launch
+/// instead of one per kernel. CPU ranks call it.
+void runStep(void (*step)(void *), void *context, bool recordable);
+
 } // namespace pccrt
 
 #endif // PCCRT_DEVICE_H

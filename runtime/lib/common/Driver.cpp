@@ -53,6 +53,7 @@ struct Options {
   double rtol = 1e-3, atol = 1e-4;
   double timeout = 600;
   CommKind comm = CommKind::Auto;
+  bool graphs = true;
 };
 
 /// What the process is doing, for out-of-memory reports.
@@ -99,13 +100,14 @@ template <typename F> void together(F work) {
 const char *kUsage =
     "usage: [mpirun -np N] %s [--inputs DIR] [--outputs DIR] [--check DIR] [--bench N]\n"
     "          [--weights FILE] [--threads N] [--rtol R] [--atol A] [--trace FILE]\n"
-    "          [--comm auto|nccl|mpi]\n"
+    "          [--comm auto|nccl|mpi] [--cuda-graph on|off]\n"
     "  --inputs DIR   read input_K.pb from DIR (default: the --check DIR)\n"
     "  --outputs DIR  write output_K.pb to DIR (created if missing)\n"
     "  --check DIR    compare outputs with DIR/output_K.pb; exit 0 iff all\n"
     "                 satisfy |got - want| <= atol + rtol * |want| (NaN\n"
     "                 matches NaN); max_rel_err is against the largest |want|\n"
-    "  --bench N      time N runs after warm-up; last line is JSON\n"
+    "  --bench N      time N runs after warm-up; last line is JSON (with\n"
+    "                 --check, the last timed run is checked too)\n"
     "  --weights FILE weights file (default: weights.bin beside the binary)\n"
     "  --threads N    BLAS threads (default: the library's)\n"
     "  --timeout S    end the job when a rank waits S seconds for others\n"
@@ -113,7 +115,9 @@ const char *kUsage =
     "  --trace FILE   write the first run's timeline (compute, collectives,\n"
     "                 sends per rank and microbatch) as Chrome-trace JSON\n"
     "  --comm KIND    GPU ranks: nccl, or mpi (staged through host memory,\n"
-    "                 for ranks sharing a GPU); auto picks (default)\n";
+    "                 for ranks sharing a GPU); auto picks (default)\n"
+    "  --cuda-graph on|off  GPU ranks: record a run as a CUDA graph and\n"
+    "                 replay it (default on where collectives stay on the GPU)\n";
 
 long parseNumber(const char *flag, const char *text, long lo, long hi) {
   char *end = nullptr;
@@ -149,7 +153,7 @@ Options parseOptions(int argc, char **argv) {
     static const char *const known[] = {"--inputs", "--outputs", "--check",
                                         "--weights", "--bench", "--threads",
                                         "--rtol", "--atol", "--timeout",
-                                        "--trace", "--comm"};
+                                        "--trace", "--comm", "--cuda-graph"};
     if (std::find(std::begin(known), std::end(known), flag) == std::end(known))
       die("unknown argument '" + a + "' (see --help)");
     if (eq != std::string::npos) {
@@ -175,6 +179,11 @@ Options parseOptions(int argc, char **argv) {
       o.comm = value == "nccl" ? CommKind::Nccl
                : value == "mpi" ? CommKind::Mpi
                                 : CommKind::Auto;
+    }
+    else if (flag == "--cuda-graph") {
+      if (value != "on" && value != "off")
+        die("--cuda-graph expects on or off, got '" + value + "'");
+      o.graphs = value == "on";
     }
     else die("unknown argument '" + a + "' (see --help)");
   }
@@ -524,10 +533,10 @@ void saveTrace(const ModelInfo &model, const std::string &path) {
   });
 }
 
-/// --bench N: 3 warm-up runs, then N timed ones between barriers; rank 0
-/// prints the JSON line.
+/// --bench N: 3 warm-up runs, then N timed ones between barriers; the JSON
+/// line rank 0 prints last.
 template <typename Run>
-void benchmark(int iterations, int64_t devices, Run runOnce) {
+std::string benchmark(int iterations, int64_t devices, Run runOnce) {
   for (int i = 0; i < std::min(iterations, 3); ++i)
     runOnce();
   std::vector<double> ms;
@@ -548,10 +557,12 @@ void benchmark(int iterations, int64_t devices, Run runOnce) {
   for (double v : ms)
     mean += v;
   mean /= ms.size();
-  if (Mesh::worldRank() == 0)
-    std::printf("{\"iterations\": %d, \"median_ms\": %.4f, \"mean_ms\": "
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "{\"iterations\": %d, \"median_ms\": %.4f, \"mean_ms\": "
                 "%.4f, \"devices\": %lld}\n",
                 iterations, median, mean, static_cast<long long>(devices));
+  return line;
 }
 
 } // namespace
@@ -614,8 +625,13 @@ int runModel(int argc, char **argv) {
     for (int64_t b = 0; b < runs && err.empty(); ++b) {
       mesh.setMicrobatch(b);
       traceRunBegin(b);
-      model.run(buffers.inPtrs[b].data(), buffers.outPtrs[b].data(),
-                buffers.arena, weights, mesh);
+      auto step = [&] {
+        model.run(buffers.inPtrs[b].data(), buffers.outPtrs[b].data(),
+                  buffers.arena, weights, mesh);
+      };
+      // One microbatch outside a pipeline: the same pointers every run.
+      runStep([](void *s) { (*static_cast<decltype(step) *>(s))(); }, &step,
+              o.graphs && runs == 1 && model.stageAxis < 0);
       // A GPU run ends when its stream is done (and reports bad data then).
       synchronizeDevice();
       traceRunEnd();
@@ -645,9 +661,19 @@ int runModel(int argc, char **argv) {
   }
 
   phase = "assembling outputs";
-  std::vector<HostTensor> global;
-  for (int k = 0; k < model.numOutputs; ++k)
-    global.push_back(assemble(model, k, buffers.outputs[k]));
+  auto assembleAll = [&] {
+    std::vector<HostTensor> all;
+    for (int k = 0; k < model.numOutputs; ++k)
+      all.push_back(assemble(model, k, buffers.outputs[k]));
+    return all;
+  };
+  std::vector<HostTensor> global = assembleAll();
+  auto checkAll = [&](const std::vector<HostTensor> &got) {
+    bool all = true;
+    for (int k = 0; k < model.numOutputs; ++k)
+      all &= checkOutput(k, model.outputs[k], got[k], o.check, o);
+    return all;
+  };
 
   int status = 0;
   phase = "writing and checking outputs";
@@ -665,9 +691,7 @@ int runModel(int argc, char **argv) {
           die(s.message());
       }
     if (!o.check.empty()) {
-      bool all = true;
-      for (int k = 0; k < model.numOutputs; ++k)
-        all &= checkOutput(k, model.outputs[k], global[k], o.check, o);
+      bool all = checkAll(global);
       std::printf("check: %s\n", all ? "PASS" : "FAIL");
       status = all ? 0 : 1;
     }
@@ -676,8 +700,27 @@ int runModel(int argc, char **argv) {
   status = Mesh::sumOverWorld(status) ? 1 : 0;
 
   phase = "running the model";
-  if (o.bench > 0)
-    benchmark(o.bench, devices, runOnce);
+  if (o.bench > 0) {
+    std::string timing = benchmark(o.bench, devices, runOnce);
+    // The timed runs (replays of a recorded CUDA graph, on GPU ranks) are
+    // checked too, so a fast path never hides a wrong one.
+    if (!o.check.empty()) {
+      buffers.fetchOutputs();
+      phase = "checking the last timed run";
+      std::vector<HostTensor> last = assembleAll();
+      together([&] {
+        if (!root)
+          return;
+        bool all = checkAll(last);
+        std::printf("check after the timed runs: %s\n", all ? "PASS" : "FAIL");
+        status |= all ? 0 : 1;
+      });
+      std::fflush(stdout);
+      status = Mesh::sumOverWorld(status) ? 1 : 0;
+    }
+    if (root)
+      std::fputs(timing.c_str(), stdout);
+  }
   Mesh::finalizeProcess();
   return status;
 }

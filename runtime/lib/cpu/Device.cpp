@@ -23,6 +23,8 @@ std::string deviceName() { return "cpu"; }
 
 bool deviceIsHost() { return true; }
 
+void runStep(void (*step)(void *), void *context, bool) { step(context); }
+
 void *allocateDeviceBytes(size_t bytes) {
   return std::aligned_alloc(256, (bytes + 255) / 256 * 256 + (bytes ? 0 : 256));
 }

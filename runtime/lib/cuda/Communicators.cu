@@ -33,7 +33,7 @@ namespace {
       ::pccrt::cuda::fail(#call, ncclGetErrorString(pccStatus_));              \
   } while (0)
 
-bool ncclChosen = false;
+bool useNccl = false;
 std::vector<ncclComm_t> &allComms() {
   static std::vector<ncclComm_t> comms;
   return comms;
@@ -213,7 +213,8 @@ private:
 
 } // namespace
 
-void chooseNccl(bool nccl) { ncclChosen = nccl && mpiActive(); }
+void chooseNccl(bool nccl) { useNccl = nccl && mpiActive(); }
+bool ncclChosen() { return useNccl; }
 
 std::string ncclAsyncError() {
   for (ncclComm_t c : allComms()) {
@@ -236,7 +237,7 @@ void abortNccl() {
 std::unique_ptr<Communicator> makeGroupCommunicator(int64_t color,
                                                     int64_t index,
                                                     int64_t size) {
-  if (!cuda::ncclChosen)
+  if (!cuda::useNccl)
     return std::make_unique<cuda::StagedCommunicator>(
         makeMpiGroupCommunicator(color, index, size));
   ncclComm_t comm = nullptr;

@@ -62,6 +62,92 @@ __global__ void stridedElements(const T *in, T *out, int rank, CopyShape s,
   }
 }
 
+/// n / d for n, d < 2^31 by a multiply and a shift (Granlund and
+/// Montgomery's round-up method, as PyTorch's IntDivider), instead of
+/// 64-bit division.
+struct FastDivider {
+  uint32_t divisor = 1, multiplier = 1, shift = 0;
+  FastDivider() = default;
+  explicit FastDivider(uint32_t d) : divisor(d) {
+    while (shift < 32 && (uint64_t(1) << shift) < d)
+      ++shift;
+    multiplier = uint32_t(((uint64_t(1) << 32) * ((uint64_t(1) << shift) - d)) /
+                              d + 1);
+  }
+  __device__ uint32_t div(uint32_t n) const {
+    return (__umulhi(n, multiplier) + n) >> shift;
+  }
+};
+
+/// The same copy where every index and offset fits 31 bits.
+struct NarrowCopyShape {
+  FastDivider shape[kMaxRank];
+  int32_t stride[kMaxRank];
+};
+
+/// The rank is a template argument so that the shape stays in registers:
+/// indexing the parameter struct by a loop variable made every thread copy
+/// it to local memory, which held transposes and broadcasts to a tenth of
+/// memory bandwidth.
+template <typename T, int Rank>
+__global__ void stridedElementsNarrow(const T *in, T *out, NarrowCopyShape s,
+                                      int32_t base, uint32_t total) {
+  for (uint32_t t = blockIdx.x * blockDim.x + threadIdx.x; t < total;
+       t += gridDim.x * blockDim.x) {
+    uint32_t rem = t;
+    int32_t off = base;
+#pragma unroll
+    for (int d = Rank - 1; d >= 0; --d) {
+      uint32_t q = s.shape[d].div(rem);
+      off += int32_t(rem - q * s.shape[d].divisor) * s.stride[d];
+      rem = q;
+    }
+    out[t] = in[off];
+  }
+}
+
+/// Drops unit dimensions and merges neighbours the input also holds
+/// contiguously (a transpose of [B, S, H, d] keeps d whole); the new rank.
+int simplifyCopy(int rank, const int64_t *shape, const int64_t *stride,
+                 int64_t *outShape, int64_t *outStride) {
+  int n = 0;
+  for (int d = 0; d < rank; ++d) {
+    if (shape[d] == 1)
+      continue;
+    if (n > 0 && outStride[n - 1] == stride[d] * shape[d]) {
+      outShape[n - 1] *= shape[d];
+      outStride[n - 1] = stride[d];
+      continue;
+    }
+    outShape[n] = shape[d];
+    outStride[n] = stride[d];
+    ++n;
+  }
+  return n;
+}
+
+template <typename T>
+void launchNarrow(const char *in, char *out, int rank, const int64_t *shape,
+                  const int64_t *stride, int64_t base, int64_t total) {
+  NarrowCopyShape s{};
+  for (int d = 0; d < rank; ++d)
+    s.shape[d] = FastDivider(uint32_t(shape[d])), s.stride[d] = int32_t(stride[d]);
+  auto *x = reinterpret_cast<const T *>(in);
+  auto *y = reinterpret_cast<T *>(out);
+  unsigned grid = gridFor(total);
+  switch (rank) {
+#define PCC_RANK_CASE(R)                                                       \
+  case R:                                                                      \
+    stridedElementsNarrow<T, R><<<grid, 256, 0, stream()>>>(                   \
+        x, y, s, int32_t(base), uint32_t(total));                              \
+    break;
+    PCC_RANK_CASE(0) PCC_RANK_CASE(1) PCC_RANK_CASE(2) PCC_RANK_CASE(3)
+    PCC_RANK_CASE(4) PCC_RANK_CASE(5) PCC_RANK_CASE(6) PCC_RANK_CASE(7)
+    PCC_RANK_CASE(8)
+#undef PCC_RANK_CASE
+  }
+}
+
 template <typename T>
 __global__ void triluElements(const T *x, T *y, int64_t total, int64_t rows,
                               int64_t cols, bool upper, int64_t k) {
@@ -98,6 +184,23 @@ void stridedCopy(size_t elem, const char *in, char *out, int rank,
     return;
   if (rank > kMaxRank)
     fail("stridedCopy", "more than 8 dimensions");
+  int64_t nshape[kMaxRank], nstride[kMaxRank];
+  int n = simplifyCopy(rank, shape, inStride, nshape, nstride);
+  // Narrow when every input offset the copy reads fits 31 bits.
+  int64_t lo = base, hi = base;
+  for (int d = 0; d < n; ++d)
+    (nstride[d] < 0 ? lo : hi) += (nshape[d] - 1) * nstride[d];
+  const int64_t limit = int64_t(1) << 31;
+  if (total < limit && lo > -limit && hi < limit) {
+    switch (elem) {
+    case 1: launchNarrow<uint8_t>(in, out, n, nshape, nstride, base, total); break;
+    case 2: launchNarrow<uint16_t>(in, out, n, nshape, nstride, base, total); break;
+    case 4: launchNarrow<uint32_t>(in, out, n, nshape, nstride, base, total); break;
+    default: launchNarrow<uint64_t>(in, out, n, nshape, nstride, base, total); break;
+    }
+    PCC_LAUNCHED();
+    return;
+  }
   CopyShape s{};
   for (int d = 0; d < rank; ++d)
     s.shape[d] = shape[d], s.stride[d] = inStride[d];

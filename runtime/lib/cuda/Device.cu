@@ -31,7 +31,14 @@ struct Context {
   cublasHandle_t blas = nullptr;
   DeviceErrors *errors = nullptr;
   std::unordered_map<const void *, void *> tables;
+  // The recorded step (runStep) and how many steps ran before it.
+  cudaGraphExec_t step = nullptr;
+  int eagerSteps = 0;
 };
+
+/// cuBLAS's workspace, given once so that no GEMM allocates while a graph
+/// is recorded.
+constexpr size_t kBlasWorkspace = 32 << 20;
 
 Context &context() {
   static Context c;
@@ -89,7 +96,7 @@ const void *deviceTable(const void *host, size_t bytes) {
   void *&p = context().tables[host];
   if (!p) {
     PCC_CUDA(cudaMalloc(&p, bytes ? bytes : 1));
-    PCC_CUDA(cudaMemcpy(p, host, bytes, cudaMemcpyHostToDevice));
+    copyToDevice(p, host, bytes);
   }
   return p;
 }
@@ -122,6 +129,9 @@ std::string startDevice(CommKind comm) {
   PCC_CUBLAS(cublasSetStream(c.blas, c.stream));
   // fp32 GEMMs stay fp32 unless the model asks for tf32 (--precision).
   PCC_CUBLAS(cublasSetMathMode(c.blas, CUBLAS_DEFAULT_MATH));
+  void *workspace = nullptr;
+  PCC_CUDA(cudaMalloc(&workspace, kBlasWorkspace));
+  PCC_CUBLAS(cublasSetWorkspace(c.blas, workspace, kBlasWorkspace));
   PCC_CUDA(cudaMalloc(&c.errors, sizeof(DeviceErrors)));
   PCC_CUDA(cudaMemset(c.errors, 0, sizeof(DeviceErrors)));
   chooseNccl(comm == CommKind::Nccl ||
@@ -203,6 +213,30 @@ void synchronizeDevice() {
   }
 }
 
+void runStep(void (*step)(void *), void *state, bool recordable) {
+  Context &c = context();
+  if (c.step) {
+    PCC_CUDA(cudaGraphLaunch(c.step, c.stream));
+    return;
+  }
+  // The first step runs eagerly: it uploads weights and tables, which a
+  // recording may not do.
+  bool record = recordable && c.eagerSteps++ > 0 &&
+                (Mesh::worldSize() == 1 || ncclChosen()) &&
+                !std::getenv("PCC_NO_CUDA_GRAPH");
+  if (!record) {
+    step(state);
+    return;
+  }
+  cudaGraph_t graph;
+  PCC_CUDA(cudaStreamBeginCapture(c.stream, cudaStreamCaptureModeThreadLocal));
+  step(state);
+  PCC_CUDA(cudaStreamEndCapture(c.stream, &graph));
+  PCC_CUDA(cudaGraphInstantiate(&c.step, graph, 0));
+  PCC_CUDA(cudaGraphDestroy(graph));
+  PCC_CUDA(cudaGraphLaunch(c.step, c.stream));
+}
+
 } // namespace pccrt
 
 // What generated code calls (CudaModel.h).
@@ -227,7 +261,7 @@ const char *deviceWeight(const char *weights, int64_t offset, int64_t bytes) {
       cuda::fail("cudaMalloc", ("out of device memory uploading " +
                                 std::to_string(bytes) + " bytes of weights")
                                    .c_str());
-    PCC_CUDA(cudaMemcpy(p, weights + offset, bytes, cudaMemcpyHostToDevice));
+    copyToDevice(p, weights + offset, bytes);
   }
   return static_cast<const char *>(p);
 }
