@@ -126,7 +126,9 @@ __global__ void foldKeys(Fold f, DeviceMasks m) {
 }
 
 constexpr int kThreads = 128; // per block of foldTiles
-constexpr int kTileKeys = 32;
+// 16 keys a tile and at most 128 registers (4 blocks an SM) measured best
+// on an H100 among 16/32 keys and 2/3/4 blocks an SM (docs/performance.md).
+constexpr int kTileKeys = 16;
 /// expf below this is exactly 0 in float: a hidden score this far under its
 /// row's maximum adds nothing (as in the CPU kernel).
 constexpr float kNoContribution = -104.0f;
@@ -135,7 +137,7 @@ constexpr float kNoContribution = -104.0f;
 /// the block serves query row t / P, P = D / 32 threads per row, and owns
 /// the row's float4 chunks t % P, t % P + P, ... of the features.
 template <int D>
-__global__ void __launch_bounds__(kThreads) foldTiles(Fold f, DeviceMasks m) {
+__global__ void __launch_bounds__(kThreads, 4) foldTiles(Fold f, DeviceMasks m) {
   constexpr int P = D / 32, kRowsPerBlock = kThreads / P, C = 8; // chunks
   __shared__ float4 kt[kTileKeys][D / 4], vt[kTileKeys][D / 4];
   int64_t b = blockIdx.y;
