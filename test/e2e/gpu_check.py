@@ -5,7 +5,8 @@ Usage: gpu_check.py OUTDIR [--build-only | --run-only] [--mpirun CMD]
 
 Builds (pcc --target cuda) every test model at 1 rank in fp32 and bf16, and
 GPT, the MLP and the encoder under dp2, tp2 and pp2, and attention over 160
-tokens (several key tiles, causal tiles skipped, padding masks) at 1 rank,
+tokens (several key tiles, causal tiles skipped, padding masks; heads of 64
+and 128 features, which 16-bit programs run on tensor cores) at 1 rank,
 under ring and Ulysses sequence parallelism and GPT under 2D tensor
 parallelism, then runs each with
 --check (of the first run and, with --bench 3, of the timed runs, which
@@ -25,7 +26,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MODELS = ["mlp", "encoder", "gpt", "bert", "vit", "cnn", "gpt_bf16",
-          "gpt_long", "bert_long"]
+          "gpt_long", "bert_long", "gpt_heads64", "bert_heads128"]
 PLANS = {"dp2": (["--dp", "2"], 2), "tp2": (["--tp", "2", "--tp-mode", "1d"], 2),
          "pp2": (["--pp", "2"], 2)}
 MULTI = ["mlp", "encoder", "gpt"]

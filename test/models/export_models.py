@@ -263,6 +263,14 @@ MODELS = {
     "bert_long": (lambda: Bert(n_layer=1, max_len=160),
                   ("tokens", "padding"), ("tokens+padding", (4, 160), 128),
                   None, True),
+    # Heads of 64 and 128 features over 160 tokens: the shapes GPU ranks
+    # run on tensor cores in 16 bits (AttentionTensorCores.cu).
+    "gpt_heads64": (lambda: GPT(n_layer=1, d_model=128, n_head=2, max_len=160),
+                    "tokens", ("tokens", (2, 160), 128), None, True),
+    "bert_heads128": (lambda: Bert(n_layer=1, d_model=128, n_head=1,
+                                   max_len=160),
+                      ("tokens", "padding"), ("tokens+padding", (4, 160), 128),
+                      None, True),
     "gpt_bf16": (GPT, "tokens", ("tokens", (8, 16), 128), None, True),
     "gpt_fp16": (GPT, "tokens", ("tokens", (8, 16), 128), None, True),
     "vit": (make_vit, "input", ("float", (8, 3, 32, 32)), None, True),

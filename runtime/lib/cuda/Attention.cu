@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CudaContext.h"
+#include "DeviceMasks.h"
 
 #include "pccrt/Device.h"
 #include "pccrt/Kernels.h"
@@ -28,16 +29,6 @@ using namespace cuda;
 constexpr int kRows = 64;      // query rows (threads) per block
 constexpr int kMaxKeys = 64;   // keys per shared-memory tile
 constexpr int kSharedBytes = 40 << 10;
-
-struct DeviceMasks {
-  const float *add;
-  const int64_t *addBatch;
-  int64_t addRow, addCol;
-  const bool *hide;
-  const int64_t *hideBatch;
-  int64_t hideRow, hideCol;
-  float fill;
-};
 
 struct Fold {
   const float *q, *k, *v;
@@ -129,9 +120,6 @@ constexpr int kThreads = 128; // per block of foldTiles
 // 16 keys a tile and at most 128 registers (4 blocks an SM) measured best
 // on an H100 among 16/32 keys and 2/3/4 blocks an SM (docs/performance.md).
 constexpr int kTileKeys = 16;
-/// expf below this is exactly 0 in float: a hidden score this far under its
-/// row's maximum adds nothing (as in the CPU kernel).
-constexpr float kNoContribution = -104.0f;
 
 /// foldKeys for heads of up to D features (D = 32, 64 or 128): thread t of
 /// the block serves query row t / P, P = D / 32 threads per row, and owns
@@ -286,14 +274,7 @@ void attentionF32(const float *q, const float *k, const float *v, float *out,
   if (batch == 0 || sq == 0)
     return;
   // The batch offset tables are static arrays of the generated code.
-  DeviceMasks m{masks.add, nullptr, masks.addRow, masks.addCol, masks.hide,
-                nullptr, masks.hideRow, masks.hideCol, masks.fill};
-  if (masks.add)
-    m.addBatch = static_cast<const int64_t *>(
-        deviceTable(masks.addBatch, batch * sizeof(int64_t)));
-  if (masks.hide)
-    m.hideBatch = static_cast<const int64_t *>(
-        deviceTable(masks.hideBatch, batch * sizeof(int64_t)));
+  DeviceMasks m = toDevice(masks, batch);
   // Scratch as the CPU kernel lays it out: a score tile (unused here), the
   // rows' maxima and sums, then two key/value blocks for a ring.
   float *rowMax = scratch + 64 * 64, *rowSum = rowMax + batch * sq;

@@ -40,6 +40,9 @@ int64_t scratchBytes(mlir::Operation *op);
 /// `sixteenBitGemms` (GPU ranks) matrix products other than SUMMA's stay
 /// 16-bit.
 void widenSixteenBitKernels(mlir::func::FuncOp fn, bool sixteenBitGemms);
+/// Whether GPU ranks run `op` on 16-bit tensors with the runtime's
+/// tensor-core kernel (attention16) rather than widened to f32.
+bool hasTensorCoreAttention(AttentionOp op);
 /// Scratch of the blocked attention kernel (EmitAttention.cpp).
 int64_t attentionScratchBytes(AttentionOp op);
 

@@ -56,7 +56,10 @@ int64_t attentionScratchBytes(AttentionOp op) {
 }
 
 LogicalResult Emitter::emitAttention(AttentionOp op) {
-  if (failed(requireF32(op, op.getQuery())))
+  Type e = typeOf(op.getQuery()).getElementType();
+  bool tensorCores = kind == SourceKind::Cuda && (e.isF16() || e.isBF16()) &&
+                     hasTensorCoreAttention(op);
+  if (!tensorCores && failed(requireF32(op, op.getQuery())))
     return failure();
   ArrayRef<int64_t> q = typeOf(op.getQuery()).getShape(),
                     k = typeOf(op.getKey()).getShape();
@@ -83,11 +86,18 @@ LogicalResult Emitter::emitAttention(AttentionOp op) {
   };
   describe(op.getMask(), "add");
   describe(op.getHide(), "hide");
+  Type f32 = Float32Type::get(op->getContext());
   if (op.getHide())
     os << "  " << masks << ".fill = "
-       << floatLiteral(op.getFill().convertToDouble(),
-                       typeOf(op.getQuery()).getElementType())
-       << ";\n";
+       << floatLiteral(op.getFill().convertToDouble(), f32) << ";\n";
+  if (tensorCores) {
+    os << "  attention16<" << cppType(e) << ">(" << ptr(op.getQuery()) << ", "
+       << ptr(op.getKey()) << ", " << ptr(op.getValue()) << ", " << out(op)
+       << ", " << batch << ", " << sq << ", " << sk << ", " << d << ", "
+       << floatLiteral(op.getScale().convertToDouble(), f32) << ", "
+       << (op.getDivide() ? "true" : "false") << ", " << masks << ");\n";
+    return success();
+  }
   int ring = -1;
   if (auto axes = op.getRingAxes()) {
     ring = groupOf(*axes);
@@ -96,8 +106,7 @@ LogicalResult Emitter::emitAttention(AttentionOp op) {
   os << "  attentionF32(" << ptr(op.getQuery()) << ", " << ptr(op.getKey())
      << ", " << ptr(op.getValue()) << ", " << out(op) << ", " << batch << ", "
      << sq << ", " << sk << ", " << d << ", " << dv << ", "
-     << floatLiteral(op.getScale().convertToDouble(),
-                     typeOf(op.getQuery()).getElementType())
+     << floatLiteral(op.getScale().convertToDouble(), f32)
      << ", " << (op.getDivide() ? "true" : "false") << ", " << masks
      << ", mesh, " << ring << ", " << scratch(op) << ");\n";
   return success();

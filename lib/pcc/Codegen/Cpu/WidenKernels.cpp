@@ -10,7 +10,7 @@
 // (which compute in float themselves) keep their 16-bit types; the
 // runtime's sums add 16-bit values through float. On GPU ranks matrix
 // products stay 16-bit: cuBLAS multiplies them on tensor cores, accumulating
-// in f32.
+// in f32; so does attention where the tensor-core kernel takes its shape.
 //
 //===----------------------------------------------------------------------===//
 
@@ -37,6 +37,8 @@ bool isSixteenBitFloat(Type t) {
 /// values directly.
 bool runsOnSixteenBits(Operation *op, bool sixteenBitGemms) {
   if (sixteenBitGemms) {
+    if (auto a = dyn_cast<AttentionOp>(op))
+      return hasTensorCoreAttention(a);
     if (auto mm = dyn_cast<MatMulOp>(op))
       return !mm.getSummaAxes();
     if (auto g = dyn_cast<GemmOp>(op))
@@ -65,9 +67,21 @@ Value castBefore(OpBuilder &b, Operation *at, Value v, Type to) {
 
 } // namespace
 
+bool hasTensorCoreAttention(AttentionOp op) {
+  auto q = cast<RankedTensorType>(op.getQuery().getType());
+  int64_t d = q.getShape().back();
+  int64_t dv = cast<RankedTensorType>(op.getValue().getType()).getShape().back();
+  return isSixteenBitFloat(q) && !op.getRingAxes() && d == dv &&
+         (d == 64 || d == 128);
+}
+
 void widenSixteenBitKernels(func::FuncOp fn, bool sixteenBitGemms) {
   SmallVector<Operation *> kernels;
+  SmallVector<AttentionOp> tensorCoreAttention;
   fn.walk([&](Operation *op) {
+    if (auto a = dyn_cast<AttentionOp>(op);
+        a && sixteenBitGemms && hasTensorCoreAttention(a))
+      tensorCoreAttention.push_back(a);
     if (op == fn.getOperation() || op->hasTrait<mlir::OpTrait::IsTerminator>() ||
         runsOnSixteenBits(op, sixteenBitGemms))
       return;
@@ -77,6 +91,15 @@ void widenSixteenBitKernels(func::FuncOp fn, bool sixteenBitGemms) {
   });
   OpBuilder b(fn.getContext());
   Type f32 = b.getF32Type();
+  // The tensor-core kernel reads an additive mask in f32, like the others.
+  for (AttentionOp a : tensorCoreAttention) {
+    OpOperand *mask = a.getMaskMutable().empty() ? nullptr
+                                                 : &a.getMaskMutable()[0];
+    if (mask && isSixteenBitFloat(mask->get().getType())) {
+      b.setInsertionPoint(a);
+      mask->set(castBefore(b, a, mask->get(), f32));
+    }
+  }
   for (Operation *op : kernels) {
     b.setInsertionPoint(op);
     for (OpOperand &use : op->getOpOperands())

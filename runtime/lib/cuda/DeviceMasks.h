@@ -1,0 +1,46 @@
+//===- DeviceMasks.h - attention masks as kernels read them ------*- C++ -*-===//
+//
+// Private to the CUDA runtime's attention kernels: AttentionMasks with its
+// per-batch offset tables (static arrays of the generated code) copied to
+// the device, and the score rule the kernels share.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PCCRT_LIB_CUDA_DEVICEMASKS_H
+#define PCCRT_LIB_CUDA_DEVICEMASKS_H
+
+#include "CudaContext.h"
+
+#include "pccrt/Kernels.h"
+
+namespace pccrt::cuda {
+
+struct DeviceMasks {
+  const float *add;
+  const int64_t *addBatch;
+  int64_t addRow, addCol;
+  const bool *hide;
+  const int64_t *hideBatch;
+  int64_t hideRow, hideCol;
+  float fill;
+};
+
+inline DeviceMasks toDevice(const AttentionMasks &masks, int64_t batch) {
+  DeviceMasks m{masks.add, nullptr, masks.addRow, masks.addCol, masks.hide,
+                nullptr, masks.hideRow, masks.hideCol, masks.fill};
+  if (masks.add)
+    m.addBatch = static_cast<const int64_t *>(
+        deviceTable(masks.addBatch, batch * sizeof(int64_t)));
+  if (masks.hide)
+    m.hideBatch = static_cast<const int64_t *>(
+        deviceTable(masks.hideBatch, batch * sizeof(int64_t)));
+  return m;
+}
+
+/// expf below this is exactly 0 in float: a hidden score this far under its
+/// row's maximum adds nothing (as in the CPU kernel).
+constexpr float kNoContribution = -104.0f;
+
+} // namespace pccrt::cuda
+
+#endif // PCCRT_LIB_CUDA_DEVICEMASKS_H
