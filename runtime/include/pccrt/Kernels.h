@@ -116,6 +116,9 @@ void layerNormSplitF32(const float *x, const float *scale, const float *bias,
 
 /// Sets the BLAS thread count (0 = library default).
 void setBlasThreads(int threads);
+/// Lets f32 GEMMs round their inputs to TF32 (--precision tf32): tensor
+/// cores on GPU ranks; CPU ranks' BLAS has no such mode and ignores it.
+void setTensorFloat32(bool allowed);
 
 //===----------------------------------------------------------------------===//
 // Pooling (Pooling.cpp): NCHW, 2-D; 1-D pools use h = 1

@@ -97,6 +97,9 @@ struct ModelInfo {
   /// after another: `run` is called once per coordinate, on that
   /// microbatch's blocks of the inputs and outputs (-1: none).
   int microbatchAxis;
+  /// Compiled with --precision tf32: f32 matrix products may round their
+  /// inputs to TF32 (tensor cores on GPU ranks).
+  bool tf32;
 };
 
 } // namespace pccrt

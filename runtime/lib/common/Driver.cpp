@@ -603,6 +603,7 @@ int runModel(int argc, char **argv) {
   phase = "reading weights and inputs";
   together([&] {
     setBlasThreads(o.threads);
+    setTensorFloat32(model.tf32);
     if (o.weights.empty())
       o.weights = exeDir(argv[0]) + "/weights.bin";
     weights = mapWeights(o.weights, model);

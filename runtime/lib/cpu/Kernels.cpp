@@ -7,6 +7,8 @@
 
 namespace pccrt {
 
+void setTensorFloat32(bool) {}
+
 void setBlasThreads(int threads) {
   if (threads > 0)
     openblas_set_num_threads(threads);

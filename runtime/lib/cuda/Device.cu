@@ -127,7 +127,7 @@ std::string startDevice(CommKind comm) {
   PCC_CUDA(cudaStreamCreateWithFlags(&c.stream, cudaStreamNonBlocking));
   PCC_CUBLAS(cublasCreate(&c.blas));
   PCC_CUBLAS(cublasSetStream(c.blas, c.stream));
-  // fp32 GEMMs stay fp32 unless the model asks for tf32 (--precision).
+  // fp32 GEMMs stay fp32 unless the model asks for tf32 (setTensorFloat32).
   PCC_CUBLAS(cublasSetMathMode(c.blas, CUBLAS_DEFAULT_MATH));
   void *workspace = nullptr;
   PCC_CUDA(cudaMalloc(&workspace, kBlasWorkspace));

@@ -15,6 +15,11 @@ using namespace cuda;
 
 void setBlasThreads(int) {}
 
+void setTensorFloat32(bool allowed) {
+  PCC_CUBLAS(cublasSetMathMode(
+      blas(), allowed ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+}
+
 void gemmF32(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
              float alpha, const float *a, int64_t lda, const float *b,
              int64_t ldb, float beta, float *c, int64_t ldc) {

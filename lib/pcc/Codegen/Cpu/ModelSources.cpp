@@ -2,6 +2,8 @@
 
 #include "CpuEmitter.h"
 
+#include "pcc/Dialect/PCC/Transforms/Precision.h"
+
 using namespace mlir;
 
 namespace pcc::cpu {
@@ -137,6 +139,10 @@ Emitter::assembleSources(const std::string &tables) {
   if (staged)
     main += "  }\n";
   auto fnType = fn.getFunctionType();
+  auto module = fn->getParentOfType<ModuleOp>();
+  auto precision =
+      module ? module->getAttrOfType<StringAttr>(kPrecisionAttr) : nullptr;
+  bool tf32 = precision && precision.getValue() == "tf32";
   llvm::raw_string_ostream m(main);
   m << "}\n\n";
   if (staged) {
@@ -158,7 +164,8 @@ Emitter::assembleSources(const std::string &tables) {
     << ", " << (groups.empty() ? "nullptr" : "groups")
     << ", run, PCC_BUILD_FINGERPRINT, " << (staged ? stageAxis : -1) << ", "
     << (staged ? "outputStages" : "nullptr") << ", "
-    << mesh.axisNamed(kMicrobatchAxis) << "};\n"
+    << mesh.axisNamed(kMicrobatchAxis) << ", " << (tf32 ? "true" : "false")
+    << "};\n"
     << "  return &info;\n}\n";
   units[0] = {"model" + ext, std::move(main)};
   return units;
