@@ -222,7 +222,7 @@ class PadNorm(nn.Module):
 
 class Upsample(nn.Module):
     """Resize as torch exports it: nearest by a scale factor, bilinear to a
-    size (half-pixel), bilinear with align_corners."""
+    size (half-pixel), bilinear with align_corners; then a cumulative sum."""
 
     def __init__(self):
         super().__init__()
@@ -232,8 +232,9 @@ class Upsample(nn.Module):
         x = self.conv(F.interpolate(x, scale_factor=2, mode="nearest"))
         y = F.interpolate(x, size=(13, 11), mode="bilinear",
                           align_corners=False)
-        return F.interpolate(y, scale_factor=1.5, mode="bilinear",
-                             align_corners=True)
+        y = F.interpolate(y, scale_factor=1.5, mode="bilinear",
+                          align_corners=True)
+        return torch.cumsum(y, dim=2)
 
 
 def make_encoder():

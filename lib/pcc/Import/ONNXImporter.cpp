@@ -36,6 +36,7 @@ const llvm::StringMap<Converter> &converters() {
     addTensorConverters(t);
     addNNConverters(t);
     addLayoutConverters(t);
+    addMatrixConverters(t);
     addCompositeConverters(t);
     return t;
   }();
