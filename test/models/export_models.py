@@ -237,6 +237,30 @@ class Upsample(nn.Module):
         return torch.cumsum(y, dim=2)
 
 
+class Einsum(nn.Module):
+    """Attention written with torch.einsum: projections ("bsd,de->bse"),
+    scores ("bhid,bhjd->bhij"), weighted values ("bhij,bhjd->bihd": the
+    output's index order differs from the product's), and a weighted sum
+    over an ellipsis ("...d,d->...")."""
+
+    def __init__(self, d=16, heads=2):
+        super().__init__()
+        self.heads = heads
+        self.wq = nn.Parameter(torch.randn(d, d) / d ** 0.5)
+        self.wk = nn.Parameter(torch.randn(d, d) / d ** 0.5)
+        self.wv = nn.Parameter(torch.randn(d, d) / d ** 0.5)
+        self.u = nn.Parameter(torch.randn(d))
+
+    def forward(self, x):
+        b, s, d = x.shape
+        q, k, v = (torch.einsum("bsd,de->bse", x, w)
+                   .reshape(b, s, self.heads, d // self.heads)
+                   .transpose(1, 2) for w in (self.wq, self.wk, self.wv))
+        att = torch.einsum("bhid,bhjd->bhij", q, k).softmax(-1)
+        y = torch.einsum("bhij,bhjd->bihd", att, v).reshape(b, s, d)
+        return y + torch.einsum("...d,d->...", x, self.u).unsqueeze(-1)
+
+
 def make_encoder():
     return nn.TransformerEncoderLayer(d_model=64, nhead=8, dim_feedforward=128,
                                       dropout=0.0, batch_first=True)
@@ -278,6 +302,7 @@ MODELS = {
     "cnn": (make_cnn, "input", ("float", (8, 3, 16, 16)), None, True),
     "padnorm": (PadNorm, "input", ("float", (4, 3, 8, 8)), None, True),
     "upsample": (Upsample, "input", ("float", (4, 3, 5, 6)), None, True),
+    "einsum": (Einsum, "input", ("float", (4, 6, 16)), None, True),
 }
 
 # Models stored in 16 bits: how each is made from its float32 model.

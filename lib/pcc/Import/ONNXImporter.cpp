@@ -37,6 +37,7 @@ const llvm::StringMap<Converter> &converters() {
     addNNConverters(t);
     addLayoutConverters(t);
     addMatrixConverters(t);
+    addEinsumConverter(t);
     addCompositeConverters(t);
     return t;
   }();
