@@ -261,6 +261,26 @@ class Einsum(nn.Module):
         return y + torch.einsum("...d,d->...", x, self.u).unsqueeze(-1)
 
 
+class RnnTagger(nn.Module):
+    """A sequence tagger: embeddings, a 2-layer bidirectional batch-first
+    LSTM, a GRU over its states, a tanh RNN and a per-token classifier."""
+
+    def __init__(self, vocab=64, d=16, hidden=12, tags=5):
+        super().__init__()
+        self.emb = nn.Embedding(vocab, d)
+        self.lstm = nn.LSTM(d, hidden, num_layers=2, bidirectional=True,
+                            batch_first=True)
+        self.gru = nn.GRU(2 * hidden, hidden, batch_first=True)
+        self.rnn = nn.RNN(hidden, hidden, batch_first=True)
+        self.out = nn.Linear(hidden, tags)
+
+    def forward(self, tokens):
+        x, _ = self.lstm(self.emb(tokens))
+        x, _ = self.gru(x)
+        x, _ = self.rnn(x)
+        return self.out(x)
+
+
 def make_encoder():
     return nn.TransformerEncoderLayer(d_model=64, nhead=8, dim_feedforward=128,
                                       dropout=0.0, batch_first=True)
@@ -303,6 +323,7 @@ MODELS = {
     "padnorm": (PadNorm, "input", ("float", (4, 3, 8, 8)), None, True),
     "upsample": (Upsample, "input", ("float", (4, 3, 5, 6)), None, True),
     "einsum": (Einsum, "input", ("float", (4, 6, 16)), None, True),
+    "rnn_tagger": (RnnTagger, "tokens", ("tokens", (4, 7), 64), None, True),
 }
 
 # Models stored in 16 bits: how each is made from its float32 model.

@@ -7,53 +7,12 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ImportContext.h"
+#include "ExprBuilder.h"
 
 using namespace mlir;
 
 namespace pcc::import {
 namespace {
-
-/// Small expression builder over one node: every step infers its type and
-/// propagates failure, so formulas read like the ONNX definitions.
-class Expr {
-public:
-  explicit Expr(NodeContext &c) : c(c) {}
-
-  Value k(double v) { return c.scalar(elem, v); }
-  template <typename OpTy>
-  Value op(Value a) {
-    return ok(c.build1<OpTy>(a));
-  }
-  template <typename OpTy>
-  Value op(Value a, Value b) {
-    return ok(c.build1<OpTy>(ValueRange{a, b}));
-  }
-  Value where(Value cond, Value a, Value b) {
-    return ok(c.build1<WhereOp>(ValueRange{cond, a, b}));
-  }
-  Value cast(Value a, Type to) {
-    return ok(c.build1<CastOp>(a, {c.named("to", TypeAttr::get(to))}));
-  }
-  Results done(Value v) {
-    if (failed_ || !v)
-      return failure();
-    return SmallVector<Value>{v};
-  }
-
-  Type elem;
-
-private:
-  Value ok(FailureOr<Value> v) {
-    if (failed(v)) {
-      failed_ = true;
-      return c.input(0); // Keeps building; done() reports the failure.
-    }
-    return *v;
-  }
-  NodeContext &c;
-  bool failed_ = false;
-};
 
 /// Wraps a formula over input 0 (float input required).
 template <typename Fn>

@@ -164,6 +164,7 @@ void addNNConverters(llvm::StringMap<Converter> &table);
 void addLayoutConverters(llvm::StringMap<Converter> &table);
 void addMatrixConverters(llvm::StringMap<Converter> &table);
 void addEinsumConverter(llvm::StringMap<Converter> &table);
+void addRecurrentConverters(llvm::StringMap<Converter> &table);
 void addCompositeConverters(llvm::StringMap<Converter> &table);
 
 /// Normalizes `axis` in [-rank, rank) to [0, rank) or emits an error.

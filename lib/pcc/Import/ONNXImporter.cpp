@@ -38,6 +38,7 @@ const llvm::StringMap<Converter> &converters() {
     addLayoutConverters(t);
     addMatrixConverters(t);
     addEinsumConverter(t);
+    addRecurrentConverters(t);
     addCompositeConverters(t);
     return t;
   }();
