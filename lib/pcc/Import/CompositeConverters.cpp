@@ -80,6 +80,12 @@ void addCompositeConverters(llvm::StringMap<Converter> &t) {
   t["Mish"] = formula([](NodeContext &, Expr &e, Value x) {
     return e.op<MulOp>(x, e.op<TanhOp>(softplus(e, x)));
   });
+  t["Shrink"] = formula([](NodeContext &c, Expr &e, Value x) {
+    double bias = c.floatAttr("bias", 0.0f), lambd = c.floatAttr("lambd", 0.5f);
+    Value low = e.op<LessOp>(x, e.k(-lambd)), high = e.op<GreaterOp>(x, e.k(lambd));
+    return e.where(low, e.op<AddOp>(x, e.k(bias)),
+                   e.where(high, e.op<SubOp>(x, e.k(bias)), e.k(0)));
+  });
   t["Sign"] = formula([](NodeContext &, Expr &e, Value x) {
     Value pos = e.cast(e.op<GreaterOp>(x, e.k(0)), e.elem);
     Value neg = e.cast(e.op<LessOp>(x, e.k(0)), e.elem);
@@ -90,8 +96,17 @@ void addCompositeConverters(llvm::StringMap<Converter> &t) {
       return failure();
     Expr e(c);
     e.elem = c.inputType(0).getElementType();
-    Value x = c.input(0);
-    return e.done(e.where(e.op<LessOp>(x, e.k(0)), e.op<MulOp>(x, c.input(1)), x));
+    Value x = c.input(0), slope = c.input(1);
+    // Before opset 7 a slope of C values is per channel (axis 1), not
+    // broadcast numpy-style from the last axis.
+    auto xs = c.inputType(0), ss = c.inputType(1);
+    if (c.opset < 7 && ss.getRank() == 1 && xs.getRank() > 2 &&
+        ss.getDimSize(0) == xs.getDimSize(1) && ss.getDimSize(0) != 1) {
+      SmallVector<int64_t> shape(xs.getRank() - 1, 1);
+      shape[0] = ss.getDimSize(0);
+      slope = e.take(c.build1<ReshapeOp>(slope, {c.i64s("shape", shape)}));
+    }
+    return e.done(e.where(e.op<LessOp>(x, e.k(0)), e.op<MulOp>(x, slope), x));
   };
   // fmod = 1: the remainder takes the dividend's sign (C fmod); fmod = 0
   // (integers only): the divisor's (Python's %).

@@ -25,7 +25,25 @@ Converter binary(bool variadic = false) {
       return failure();
     Value acc = c.input(0);
     for (size_t i = 1; i < n; ++i) {
-      auto next = c.build1<OpTy>(ValueRange{acc, c.input(i)});
+      Value rhs = c.input(i);
+      // Opset < 7 broadcast=1 with `axis`: the second operand's dimensions
+      // line up with the first's from `axis` on (ones elsewhere).
+      if (c.opset < 7 && c.intAttr("broadcast", 0) && c.attr("axis")) {
+        auto a = c.inputType(0), b = c.inputType(i);
+        int64_t axis = c.intAttr("axis", 0);
+        axis = axis < 0 ? axis + a.getRank() : axis;
+        if (axis < 0 || axis + b.getRank() > a.getRank())
+          return c.error() << "legacy broadcast axis " << axis
+                           << " does not fit " << b << " into " << a;
+        SmallVector<int64_t> shape(a.getRank() - axis, 1);
+        for (int64_t d = 0; d < b.getRank(); ++d)
+          shape[d] = b.getDimSize(d);
+        auto r = c.build1<ReshapeOp>(rhs, {c.i64s("shape", shape)});
+        if (failed(r))
+          return failure();
+        rhs = *r;
+      }
+      auto next = c.build1<OpTy>(ValueRange{acc, rhs});
       if (failed(next))
         return failure();
       acc = *next;

@@ -16,6 +16,7 @@
 #include "OnnxAnalysis.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/StringSet.h"
 #include "mlir/IR/Verifier.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
@@ -354,12 +355,23 @@ OwningOpRef<ModuleOp> GraphImporter::run(const std::vector<int> &order) {
 /// Old-opset forms whose meaning differs from what the converters implement;
 /// returns why the node is unsupported, or "".
 std::string legacySemantics(const onnx::NodeProto &node, int opset) {
+  // Opset < 7 binary ops and Gemm broadcast only with broadcast=1: the
+  // second operand matches a suffix of the first's shape (what numpy-style
+  // broadcasting does with it), or, with `axis`, dimensions from there on
+  // (the binary converters reshape it so). Other ops never had it.
+  static const llvm::StringSet<> withAxis = {"Add", "Sub", "Mul", "Div",
+                                             "Pow", "And", "Or", "Xor",
+                                             "Equal", "Less", "Greater"};
+  bool broadcast = false, axis = false;
   for (const auto &a : node.attribute()) {
-    // Opset < 7 binary ops broadcast only with broadcast=1 and an axis.
-    if (a.name() == "broadcast" && a.i() != 0)
-      return "legacy 'broadcast' attribute of '" + node.op_type() +
-             "' (opset " + std::to_string(opset) + ") is not supported";
+    broadcast |= a.name() == "broadcast" && a.i() != 0;
+    axis |= a.name() == "axis";
   }
+  if (broadcast && axis && node.op_type() != "Gemm" &&
+      !withAxis.contains(node.op_type()))
+    return "legacy 'broadcast' attribute with an 'axis' of '" +
+           node.op_type() + "' (opset " + std::to_string(opset) +
+           ") is not supported";
   if (node.op_type() == "Reshape" && opset < 5)
     return "Reshape with a shape attribute (opset < 5) is not supported";
   return "";
