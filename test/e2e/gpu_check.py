@@ -26,7 +26,8 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MODELS = ["mlp", "encoder", "gpt", "bert", "vit", "cnn", "gpt_bf16",
-          "gpt_long", "bert_long", "gpt_heads64", "bert_heads128"]
+          "gpt_long", "bert_long", "gpt_heads64", "bert_heads128",
+          "rnn_tagger", "einsum", "upsample"]
 PLANS = {"dp2": (["--dp", "2"], 2), "tp2": (["--tp", "2", "--tp-mode", "1d"], 2),
          "pp2": (["--pp", "2"], 2)}
 MULTI = ["mlp", "encoder", "gpt"]

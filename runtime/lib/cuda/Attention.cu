@@ -58,10 +58,8 @@ __global__ void foldKeys(Fold f, DeviceMasks m) {
     }
   }
   const float *kb = f.k + b * f.sk * f.d, *vb = f.v + b * f.sk * f.dv;
-  const bool *hide = m.hide && active ? m.hide + m.hideBatch[b] + i * m.hideRow
-                                      : nullptr;
-  const float *add = m.add && active ? m.add + m.addBatch[b] + i * m.addRow
-                                     : nullptr;
+  const bool *hide = active ? m.hiddenIn(b, i) : nullptr;
+  const float *add = active ? m.addedIn(b, i) : nullptr;
   float s[kMaxKeys];
   for (int64_t j0 = 0; j0 < f.sk; j0 += f.keysPerTile) {
     int keys = int(f.sk - j0 < f.keysPerTile ? f.sk - j0 : f.keysPerTile);
@@ -152,10 +150,8 @@ __global__ void __launch_bounds__(kThreads, 4) foldTiles(Fold f, DeviceMasks m) 
     sum = f.rowSum[r];
   }
   const float *kb = f.k + b * f.sk * f.d, *vb = f.v + b * f.sk * f.dv;
-  const bool *hide = m.hide && active ? m.hide + m.hideBatch[b] + i * m.hideRow
-                                      : nullptr;
-  const float *add = m.add && active ? m.add + m.addBatch[b] + i * m.addRow
-                                     : nullptr;
+  const bool *hide = active ? m.hiddenIn(b, i) : nullptr;
+  const float *add = active ? m.addedIn(b, i) : nullptr;
   bool fillNothing = isinf(m.fill) && m.fill < 0;
   for (int64_t j0 = 0; j0 < f.sk; j0 += kTileKeys) {
     int keys = int(f.sk - j0 < kTileKeys ? f.sk - j0 : kTileKeys);

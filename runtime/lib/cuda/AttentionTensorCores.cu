@@ -124,7 +124,7 @@ __global__ void __launch_bounds__(32 * kWarps)
         if (gi >= sq)
           continue;
         bool mine = fillNothing || m.fill - best[r] < kNoContribution;
-        const bool *h = m.hide + m.hideBatch[b] + gi * m.hideRow;
+        const bool *h = m.hiddenIn(b, gi);
         for (int j = lane; j < keys && mine; j += 32)
           mine = h[(j0 + j) * m.hideCol];
         nothing = nothing && __all_sync(0xffffffffu, mine);
@@ -155,10 +155,8 @@ __global__ void __launch_bounds__(32 * kWarps)
 #pragma unroll
     for (int r = 0; r < 16; ++r) {
       int64_t gi = firstRow + r;
-      const bool *h =
-          m.hide && gi < sq ? m.hide + m.hideBatch[b] + gi * m.hideRow : nullptr;
-      const float *a =
-          m.add && gi < sq ? m.add + m.addBatch[b] + gi * m.addRow : nullptr;
+      const bool *h = gi < sq ? m.hiddenIn(b, gi) : nullptr;
+      const float *a = gi < sq ? m.addedIn(b, gi) : nullptr;
       float x[2], tileBest = -INFINITY;
 #pragma unroll
       for (int h2 = 0; h2 < 2; ++h2) {

@@ -23,6 +23,14 @@ struct DeviceMasks {
   const int64_t *hideBatch;
   int64_t hideRow, hideCol;
   float fill;
+
+  /// Query row `i` of batch `b` in each mask (null where there is none).
+  __device__ const bool *hiddenIn(int64_t b, int64_t i) const {
+    return hide ? hide + hideBatch[b] + i * hideRow : nullptr;
+  }
+  __device__ const float *addedIn(int64_t b, int64_t i) const {
+    return add ? add + addBatch[b] + i * addRow : nullptr;
+  }
 };
 
 inline DeviceMasks toDevice(const AttentionMasks &masks, int64_t batch) {
