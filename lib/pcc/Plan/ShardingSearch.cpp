@@ -24,6 +24,7 @@
 
 #include <Cbc_C_Interface.h>
 
+#include <cfloat>
 #include <chrono>
 
 using namespace mlir;
@@ -316,12 +317,29 @@ private:
   /// the producing option's cost.
   void priceOutputReductions();
   double edgeCost(const Edge &e, int a, int b) const;
+  /// The 0-1 program, collected whole and handed to CBC at once: adding
+  /// rows one by one makes CBC copy its matrix each time, which took
+  /// minutes on graphs of thousands of ops (an unrolled LSTM).
+  struct Program {
+    std::vector<double> objective, budgetCoef;
+    std::vector<std::vector<std::pair<int, double>>> rows;
+    std::vector<double> rowLow, rowHigh;
+    int addVariable(double cost, double budget) {
+      objective.push_back(cost);
+      budgetCoef.push_back(budget);
+      return int(objective.size()) - 1;
+    }
+    void addRow(std::vector<std::pair<int, double>> terms, double low,
+                double high) {
+      rows.push_back(std::move(terms));
+      rowLow.push_back(low);
+      rowHigh.push_back(high);
+    }
+  };
   /// Builds and solves the program with CBC; fills `choice`.
   void solveProgram(SearchResult &result);
-  void addEdge(Cbc_Model *model, const Edge &e, int &vars,
-               std::vector<double> &budgetCoef, SearchResult &result);
-  void addWeightBudget(Cbc_Model *model, int vars,
-                       ArrayRef<double> budgetCoef, SearchResult &result);
+  void addEdge(Program &p, const Edge &e, SearchResult &result);
+  void addWeightBudget(Program &p, SearchResult &result);
   /// Spells the choice out for every node, with the collectives on its
   /// incoming edges as the partitioner will insert them.
   void spellOut(SearchResult &result) const;
@@ -418,8 +436,7 @@ double LayoutProblem::edgeCost(const Edge &e, int a, int b) const {
                      tensorBytes(v) * in.scale, mesh, in.crossNode, cost);
 }
 
-void LayoutProblem::addEdge(Cbc_Model *model, const Edge &e, int &vars,
-                            std::vector<double> &budgetCoef,
+void LayoutProblem::addEdge(Program &p, const Edge &e,
                             SearchResult &result) {
   int nu = options[e.producer].size(), nv = options[e.consumer].size();
   if (nu == 1 && nv == 1)
@@ -430,27 +447,21 @@ void LayoutProblem::addEdge(Cbc_Model *model, const Edge &e, int &vars,
       double c = e.mult * in.commWeight *
                  (nu == 1 ? edgeCost(e, 0, s) : edgeCost(e, s, 0));
       int var = (nu == 1 ? firstVar[e.consumer] : firstVar[e.producer]) + s;
-      Cbc_setObjCoeff(model, var, Cbc_getObjCoefficients(model)[var] + c);
+      p.objective[var] += c;
     }
     return;
   }
-  int base = vars;
+  int base = int(p.objective.size());
   for (int a = 0; a < nu; ++a)
-    for (int c = 0; c < nv; ++c) {
-      Cbc_addCol(model, "", 0, 1, e.mult * in.commWeight * edgeCost(e, a, c),
-                 0, 0, nullptr, nullptr);
-      budgetCoef.push_back(0);
-      ++vars;
-    }
+    for (int c = 0; c < nv; ++c)
+      p.addVariable(e.mult * in.commWeight * edgeCost(e, a, c), 0);
   // sum_b e[a][b] = x[u][a] and sum_a e[a][b] = x[v][b].
   auto marginal = [&](int count, int stride, int offset, int x) {
-    std::vector<int> cols;
+    std::vector<std::pair<int, double>> terms;
     for (int k = 0; k < count; ++k)
-      cols.push_back(base + offset + k * stride);
-    cols.push_back(x);
-    std::vector<double> coefs(count, 1);
-    coefs.push_back(-1);
-    Cbc_addRow(model, "", cols.size(), cols.data(), coefs.data(), 'E', 0);
+      terms.push_back({base + offset + k * stride, 1.0});
+    terms.push_back({x, -1.0});
+    p.addRow(std::move(terms), 0, 0);
   };
   for (int a = 0; a < nu; ++a)
     marginal(nv, 1, a * nv, firstVar[e.producer] + a);
@@ -459,58 +470,73 @@ void LayoutProblem::addEdge(Cbc_Model *model, const Edge &e, int &vars,
   result.constraints += nu + nv;
 }
 
-void LayoutProblem::addWeightBudget(Cbc_Model *model, int vars,
-                                    ArrayRef<double> budgetCoef,
-                                    SearchResult &result) {
+void LayoutProblem::addWeightBudget(Program &p, SearchResult &result) {
   double fixed = 0;
   for (int i = 0; i < n; ++i)
     if (options[i].size() == 1)
       fixed += nodeMult[i] * options[i][0].weightBytes * in.weightFactor;
-  std::vector<int> cols;
-  std::vector<double> coefs;
-  for (int v = 0; v < vars; ++v)
-    if (budgetCoef[v] > 0) {
-      cols.push_back(v);
-      coefs.push_back(budgetCoef[v]);
-    }
-  if (cols.empty())
+  std::vector<std::pair<int, double>> terms;
+  for (auto [v, coef] : llvm::enumerate(p.budgetCoef))
+    if (coef > 0)
+      terms.push_back({int(v), coef});
+  if (terms.empty())
     return;
-  Cbc_addRow(model, "", cols.size(), cols.data(), coefs.data(), 'L',
-             in.weightBudget - fixed);
+  p.addRow(std::move(terms), -DBL_MAX, in.weightBudget - fixed);
   ++result.constraints;
 }
 
 void LayoutProblem::solveProgram(SearchResult &result) {
-  Cbc_Model *model = Cbc_newModel();
-  Cbc_setLogLevel(model, 0);
-  Cbc_setMaximumSeconds(model, 30);
+  Program p;
   firstVar.assign(n, -1);
-  int vars = 0;
-  std::vector<double> budgetCoef;
   for (int i = 0; i < n; ++i) {
     if (options[i].size() <= 1)
       continue;
-    firstVar[i] = vars;
+    firstVar[i] = int(p.objective.size());
+    std::vector<std::pair<int, double>> one;
     for (const NodeChoice &c : options[i]) {
       double objective =
           nodeMult[i] * (in.computeWeight * c.compute +
                          in.commWeight * c.comm + c.gradSync / in.microbatches);
-      Cbc_addCol(model, "", 0, 1, objective, 1, 0, nullptr, nullptr);
-      budgetCoef.push_back(nodeMult[i] * c.weightBytes * in.weightFactor);
-      ++vars;
+      one.push_back({p.addVariable(objective, nodeMult[i] * c.weightBytes *
+                                                  in.weightFactor),
+                     1.0});
     }
-    std::vector<int> cols(options[i].size());
-    std::vector<double> ones(cols.size(), 1);
-    for (size_t s = 0; s < cols.size(); ++s)
-      cols[s] = firstVar[i] + s;
-    Cbc_addRow(model, "", cols.size(), cols.data(), ones.data(), 'E', 1);
+    p.addRow(std::move(one), 1, 1);
     ++result.constraints;
   }
+  // Only the option choices need to be integral: the edge variables of a
+  // chosen pair follow from the marginal rows.
+  size_t choices = p.objective.size();
   for (const Edge &e : edges)
-    addEdge(model, e, vars, budgetCoef, result);
+    addEdge(p, e, result);
   if (in.weightBudget > 0)
-    addWeightBudget(model, vars, budgetCoef, result);
+    addWeightBudget(p, result);
+  int vars = int(p.objective.size()), rows = int(p.rows.size());
   result.variables = vars;
+  // Rows to compressed columns, as Cbc_loadProblem takes them.
+  std::vector<CoinBigIndex> start(vars + 1, 0);
+  for (const auto &row : p.rows)
+    for (auto [col, coef] : row)
+      ++start[col + 1];
+  for (int v = 0; v < vars; ++v)
+    start[v + 1] += start[v];
+  std::vector<int> index(start[vars]);
+  std::vector<double> value(start[vars]);
+  std::vector<CoinBigIndex> fill(start.begin(), start.end() - 1);
+  for (auto [r, row] : llvm::enumerate(p.rows))
+    for (auto [col, coef] : row) {
+      index[fill[col]] = int(r);
+      value[fill[col]++] = coef;
+    }
+  std::vector<double> low(vars, 0), high(vars, 1);
+  Cbc_Model *model = Cbc_newModel();
+  Cbc_setLogLevel(model, 0);
+  Cbc_setMaximumSeconds(model, 30);
+  Cbc_loadProblem(model, vars, rows, start.data(), index.data(), value.data(),
+                  low.data(), high.data(), p.objective.data(),
+                  p.rowLow.data(), p.rowHigh.data());
+  for (size_t v = 0; v < choices; ++v)
+    Cbc_setInteger(model, int(v));
   Cbc_solve(model);
   result.optimal = Cbc_isProvenOptimal(model);
   result.feasible = !Cbc_isProvenInfeasible(model) &&
