@@ -15,6 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "pcc/Autodiff/TrainStep.h"
 #include "pcc/Codegen/Compile.h"
 #include "pcc/Codegen/Cpu/CpuTarget.h"
 #include "pcc/Codegen/Cuda/CudaTarget.h"
@@ -146,9 +147,36 @@ cl::opt<std::string> clusterName(
              "else dgx-a100"),
     cl::init(""), COMPILE_AND_PLAN);
 cl::opt<bool> train("train",
-                    cl::desc("Plan a training step: forward, backward and "
-                             "Adam update"),
-                    PLAN_ONLY);
+                    cl::desc("Compile (or plan) a training step: forward, "
+                             "loss, backward and optimizer update"),
+                    COMPILE_AND_PLAN);
+/// Options of compiling a training step (--train).
+#define COMPILE_ONLY cl::sub(cl::SubCommand::getTopLevel()), cl::cat(pccCategory)
+cl::opt<std::string> optimizerName(
+    "optimizer", cl::desc("Training: sgd or adamw (PyTorch's definitions)"),
+    cl::init("sgd"), COMPILE_ONLY);
+cl::opt<std::string> lossName(
+    "loss",
+    cl::desc("Training: the model's own scalar output 0 (default), or mse / "
+             "cross-entropy of output 0 against an extra input"),
+    cl::init(""), COMPILE_ONLY);
+cl::opt<double> learningRate("lr", cl::desc("Training: learning rate "
+                                            "(default 0.001)"),
+                             cl::init(1e-3), COMPILE_ONLY);
+cl::opt<double> momentum("momentum", cl::desc("SGD momentum (default 0)"),
+                         cl::init(0), COMPILE_ONLY);
+cl::opt<double> weightDecay(
+    "weight-decay",
+    cl::desc("Training: weight decay (default: SGD 0, AdamW 0.01)"),
+    cl::init(0), COMPILE_ONLY);
+cl::opt<std::string> betas("betas", cl::desc("AdamW betas B1,B2 (default "
+                                             "0.9,0.999)"),
+                           cl::init(""), COMPILE_ONLY);
+cl::opt<double> adamEps("eps", cl::desc("AdamW epsilon (default 1e-8)"),
+                        cl::init(1e-8), COMPILE_ONLY);
+cl::list<std::string> freezeNames(
+    "freeze", cl::desc("Training: initializers not to train"),
+    cl::CommaSeparated, COMPILE_ONLY);
 cl::opt<std::string> recompute(
     "recompute", cl::desc("Activation recompute when training: auto "
                           "(searched), none or full"),
@@ -368,6 +396,69 @@ Expected<pcc::PlanOptions> planOptions() {
   return o;
 }
 
+/// The training options the flags give, or a one-line error.
+Expected<pcc::TrainOptions> trainOptions() {
+  auto err = [](const Twine &m) {
+    return createStringError(inconvertibleErrorCode(), m);
+  };
+  pcc::TrainOptions o;
+  if (optimizerName == "adamw")
+    o.optimizer = pcc::Optimizer::AdamW;
+  else if (optimizerName != "sgd")
+    return err("--optimizer must be sgd or adamw, got '" + optimizerName +
+               "'");
+  if (lossName == "mse")
+    o.loss = pcc::LossKind::Mse;
+  else if (lossName == "cross-entropy")
+    o.loss = pcc::LossKind::CrossEntropy;
+  else if (!lossName.empty())
+    return err("--loss must be mse or cross-entropy, got '" + lossName + "'");
+  auto finite = [](double v) { return v == v && v - v == 0; };
+  if (!finite(learningRate) || learningRate < 0)
+    return err("--lr must be a non-negative number");
+  if (!finite(momentum) || momentum < 0)
+    return err("--momentum must be a non-negative number");
+  if (!finite(weightDecay) || weightDecay < 0)
+    return err("--weight-decay must be a non-negative number");
+  if (!finite(adamEps) || adamEps < 0)
+    return err("--eps must be a non-negative number");
+  o.lr = learningRate;
+  o.momentum = momentum;
+  if (weightDecay.getNumOccurrences())
+    o.weightDecay = weightDecay;
+  o.eps = adamEps;
+  if (!betas.empty()) {
+    SmallVector<StringRef> parts;
+    StringRef(betas).split(parts, ',');
+    double b1, b2;
+    if (parts.size() != 2 || parts[0].trim().getAsDouble(b1) ||
+        parts[1].trim().getAsDouble(b2) || !(b1 >= 0 && b1 < 1) ||
+        !(b2 >= 0 && b2 < 1))
+      return err("--betas expects B1,B2 in [0, 1), got '" + betas + "'");
+    o.beta1 = b1;
+    o.beta2 = b2;
+  }
+  if (o.optimizer == pcc::Optimizer::Sgd &&
+      (betas.getNumOccurrences() || adamEps.getNumOccurrences()))
+    return err("--betas and --eps are AdamW's; add --optimizer adamw");
+  if (o.optimizer == pcc::Optimizer::AdamW && momentum.getNumOccurrences())
+    return err("--momentum is SGD's; AdamW takes --betas");
+  for (const std::string &n : freezeNames)
+    o.freeze.push_back(n);
+  return o;
+}
+
+/// Training flags given without --train.
+std::optional<std::string> trainFlagWithoutTrain() {
+  cl::Option *flags[] = {&optimizerName, &lossName, &learningRate,
+                         &momentum,      &weightDecay, &betas,
+                         &adamEps, std::addressof(freezeNames)};
+  for (cl::Option *o : flags)
+    if (o->getNumOccurrences())
+      return "--" + o->ArgStr.str() + " needs --train";
+  return std::nullopt;
+}
+
 pcc::TensorLayouts tensorLayouts() {
   if (sequenceParallel)
     return pcc::TensorLayouts::MegatronSequence;
@@ -486,6 +577,15 @@ int main(int argc, char **argv) {
   auto planOpts = planOptions();
   if (!planOpts)
     return fail(toString(planOpts.takeError()));
+  if (!train)
+    if (auto why = trainFlagWithoutTrain())
+      return fail(*why);
+  auto trainOpts = trainOptions();
+  if (!trainOpts)
+    return fail(toString(trainOpts.takeError()));
+  // A compiled step keeps the activations its backward pass reads.
+  if (train && !planning)
+    planOpts->recompute = false;
   std::optional<int64_t> deviceMemoryBytes;
   if (!deviceMemory.empty()) {
     deviceMemoryBytes = parseBytes(deviceMemory);
@@ -521,6 +621,11 @@ int main(int argc, char **argv) {
                                 clusterName, selectedTarget());
   if (!chosen)
     return fail(toString(chosen.takeError()));
+  // The step is differentiated after planning (the planner prices training
+  // from the forward graph) and before the plan is applied, so the
+  // backward pass and the update are partitioned with the rest.
+  if (train && mlir::failed(pcc::buildTrainingStep(*module, *trainOpts)))
+    return diagnostics.printed ? 1 : fail("building the training step failed");
   if (chosen->plan.devices() > 1 &&
       mlir::failed(pcc::applyPlan(*module, emit != Emit::Mlir)))
     return diagnostics.printed ? 1 : fail("partitioning failed");

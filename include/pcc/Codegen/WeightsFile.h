@@ -39,6 +39,8 @@ struct WeightsEntry {
   /// initializer's values and of what the file stores (rounded to nearest
   /// even); 0 when stored as read.
   int32_t sourceType = 0, storedType = 0;
+  /// A training step's state, not in the model: it starts at zero.
+  bool zeros = false;
 };
 
 /// The entries of one weights file, each 64-byte aligned. A weight used twice

@@ -76,6 +76,7 @@ const WeightsEntry &WeightsTable::add(Operation *op, const Mesh &mesh) {
   if (auto w = dyn_cast<WeightOp>(op)) {
     key = w.getName().str() + " " + describe(split, mesh);
     entry.weightName = w.getName().str();
+    entry.zeros = w.getZeros();
     if (auto from = w.getSourceTypeAttr()) {
       entry.sourceType = onnxFloatCode(from.getValue());
       entry.storedType = onnxFloatCode(typeOf(v).getElementType());
@@ -176,7 +177,9 @@ FailureOr<uint64_t> writeWeightsFile(Location loc, StringRef path,
   int64_t at = 0;
   for (const WeightsEntry &e : table.entries()) {
     std::string bytes, error;
-    if (!e.weightName.empty()) {
+    if (e.zeros) {
+      bytes.assign(e.bytes * e.numBlocks, '\0');
+    } else if (!e.weightName.empty()) {
       if (!readWeight)
         return emitError(loc) << "no weights to read '" << e.weightName
                               << "' from";

@@ -166,6 +166,7 @@ void addMatrixConverters(llvm::StringMap<Converter> &table);
 void addEinsumConverter(llvm::StringMap<Converter> &table);
 void addRecurrentConverters(llvm::StringMap<Converter> &table);
 void addCompositeConverters(llvm::StringMap<Converter> &table);
+void addLossConverters(llvm::StringMap<Converter> &table);
 
 /// Normalizes `axis` in [-rank, rank) to [0, rank) or emits an error.
 mlir::FailureOr<int64_t> normalizeAxis(const NodeContext &c, int64_t axis,

@@ -41,6 +41,7 @@ const llvm::StringMap<Converter> &converters() {
     addEinsumConverter(t);
     addRecurrentConverters(t);
     addCompositeConverters(t);
+    addLossConverters(t);
     return t;
   }();
   return table;

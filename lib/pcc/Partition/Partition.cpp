@@ -34,6 +34,15 @@ namespace pcc {
 
 namespace {
 
+/// A weight a training step stores into: every device reads it in the one
+/// layout it is stored in, so the step updates the only copy there is.
+bool isAssigned(Value weight) {
+  return llvm::any_of(weight.getUsers(), [&](Operation *u) {
+    auto a = dyn_cast<AssignOp>(u);
+    return a && a.getTarget() == weight;
+  });
+}
+
 SmallVector<int16_t> gridAxes(ArrayRef<int64_t> axes) {
   return SmallVector<int16_t>(axes.begin(), axes.end());
 }
@@ -154,7 +163,7 @@ FailureOr<Value> Partitioner::operandFor(Value global,
     // strategy stored the weight split further (3D): then it reads that
     // block and gathers at use.
     TensorSharding stored = shardingOf(global);
-    if (gathersStoredWeight(stored, want))
+    if (gathersStoredWeight(stored, want) || isAssigned(global))
       want = stored;
     std::string key = describe(want, mesh);
     Value &shard = weightShards[{def, key}];
@@ -162,7 +171,7 @@ FailureOr<Value> Partitioner::operandFor(Value global,
       auto type = localType(typeOf(global), want, mesh);
       auto shardOp = WeightOp::create(b, w.getLoc(), type, w.getNameAttr(),
                                       /*external=*/nullptr,
-                                      w.getSourceTypeAttr());
+                                      w.getSourceTypeAttr(), w.getZerosAttr());
       if (!want.isReplicated())
         shardOp->setAttr(kShardingAttr,
                          b.getArrayAttr({toAttr(b.getContext(), mesh, want)}));
@@ -257,10 +266,13 @@ Operation *Partitioner::buildLocal(Operation *op, ValueRange operands,
   }
   // SUMMA: the left operand's contraction split over the grid's columns,
   // the weight's over its rows.
-  if (isa<MatMulOp, GemmOp>(op) && s.operands.size() >= 2 &&
-      s.operands[1].dims.size() == 2) {
-    const DimSharding &xk = s.operands[0].dims.back();
+  // (Only where the strategy marked it: an unmarked product's rule never
+  // splits its two contraction dimensions differently.)
+  if (isa<MatMulOp, GemmOp>(op) && op->hasAttr(kSummaAttr) &&
+      s.operands.size() >= 2 && s.operands[1].dims.size() == 2) {
     auto g = dyn_cast<GemmOp>(op);
+    ArrayRef<DimSharding> x = s.operands[0].dims;
+    const DimSharding &xk = x[g && g.getTransA() ? x.size() - 2 : x.size() - 1];
     const DimSharding &wk = s.operands[1].dims[g && g.getTransB() ? 1 : 0];
     if (xk.isSplit() && wk.isSplit() && xk.axes != wk.axes)
       state.attributes.set("summa_axes",

@@ -13,6 +13,8 @@
 #include "pcc/Sharding/ShardingRules.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringMap.h"
 
 #include <algorithm>
 
@@ -26,9 +28,35 @@ namespace pcc {
 void propagateShardings(func::FuncOp fn, const Mesh &mesh, StrategyHook hook) {
   // Layouts each weight is used with (to annotate single-layout weights).
   llvm::DenseMap<Operation *, SmallVector<TensorSharding>> weightUses;
+  // A training step's optimizer states ("<param>.exp_avg") are stored like
+  // their parameter, as the parameter stands when the update first reads
+  // them (after the forward pass has placed it).
+  llvm::StringMap<Value> parameters;
+  for (auto w : fn.getOps<WeightOp>())
+    if (!w.getZeros())
+      parameters[w.getName()] = w.getResult();
+  llvm::DenseSet<Value> placedStates;
+  auto placeState = [&](Value v) {
+    auto w = v.getDefiningOp<WeightOp>();
+    if (!w || !w.getZeros() || !placedStates.insert(v).second)
+      return;
+    StringRef name = w.getName();
+    Value param = parameters.lookup(name.substr(0, name.rfind('.')));
+    if (param && shapeOf(param) == shapeOf(v))
+      setSharding(v, mesh, shardingOf(param));
+  };
   for (Operation &op : fn.getBody().front().without_terminator()) {
     if (isa<WeightOp, ConstantOp>(op))
       continue;
+    for (Value v : op.getOperands())
+      placeState(v);
+    // A stored value counts as a use of its weight in the value's layout.
+    if (auto assign = dyn_cast<AssignOp>(op)) {
+      TensorSharding s = shardingOf(assign.getValue());
+      s.partial.clear();
+      weightUses[assign.getTarget().getDefiningOp()].push_back(s);
+      continue;
+    }
     SmallVector<TensorSharding> in;
     for (Value v : op.getOperands())
       in.push_back(shardingOf(v));

@@ -349,6 +349,17 @@ OpSharding inferOpSharding(Operation *op, ArrayRef<TensorSharding> in,
     else
       operands.push_back(TensorSharding::replicated(shape.size()));
   }
+  // A stored value takes the layout its weight is stored in, whole sums
+  // included (a gradient's partial sums are reduced here).
+  if (auto assign = dyn_cast<AssignOp>(op)) {
+    TensorSharding stored = shardingOf(assign.getTarget());
+    stored.partial.clear();
+    if (!divides(shapeOf(assign.getTarget()), stored, mesh))
+      stored = TensorSharding::replicated(shapeOf(assign.getTarget()).size());
+    OpSharding out;
+    out.operands = {stored, stored};
+    return out;
+  }
   if (op->getNumResults() == 0 ||
       !llvm::all_of(op->getResultTypes(),
                     [](Type t) { return isa<RankedTensorType>(t); }))

@@ -100,6 +100,17 @@ struct ModelInfo {
   /// Compiled with --precision tf32: f32 matrix products may round their
   /// inputs to TF32 (tensor cores on GPU ranks).
   bool tf32;
+  /// A training step (pcc --train): each run updates the weights it
+  /// stores into (pcc.assign), so the weights are mapped writable and
+  /// output 0 is the loss.
+  bool trains;
+  /// What a training step stores into (parameters and optimizer states):
+  /// their global shapes and layouts, and where this device's block lies
+  /// in the weights (offset + stride * blockIndex).
+  int numTrained;
+  const TensorDesc *trained;
+  const int64_t *trainedOffsets;
+  const int64_t *trainedStrides;
 };
 
 } // namespace pccrt

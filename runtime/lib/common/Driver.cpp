@@ -25,6 +25,7 @@
 #include "pccrt/Mesh.h"
 #include "pccrt/Model.h"
 #include "pccrt/TensorFile.h"
+#include "TrainLoop.h"
 #include "pccrt/WeightsFile.h"
 
 #include <algorithm>
@@ -47,8 +48,10 @@ using namespace pccrt;
 namespace {
 
 struct Options {
-  std::string inputs, outputs, check, weights, trace;
+  std::string inputs, outputs, check, weights, trace, train;
   int bench = 0;
+  /// Training steps to run (0: one per batch in the --train directory).
+  long steps = 0;
   int threads = 0;
   double rtol = 1e-3, atol = 1e-4;
   double timeout = 600;
@@ -101,6 +104,7 @@ const char *kUsage =
     "usage: [mpirun -np N] %s [--inputs DIR] [--outputs DIR] [--check DIR] [--bench N]\n"
     "          [--weights FILE] [--threads N] [--rtol R] [--atol A] [--trace FILE]\n"
     "          [--comm auto|nccl|mpi] [--cuda-graph on|off]\n"
+    "          [--train DIR [--steps N]]\n"
     "  --inputs DIR   read input_K.pb from DIR (default: the --check DIR)\n"
     "  --outputs DIR  write output_K.pb to DIR (created if missing)\n"
     "  --check DIR    compare outputs with DIR/output_K.pb; exit 0 iff all\n"
@@ -117,7 +121,12 @@ const char *kUsage =
     "  --comm KIND    GPU ranks: nccl, or mpi (staged through host memory,\n"
     "                 for ranks sharing a GPU); auto picks (default)\n"
     "  --cuda-graph on|off  GPU ranks: record a run as a CUDA graph and\n"
-    "                 replay it (default on where collectives stay on the GPU)\n";
+    "                 replay it (default on where collectives stay on the GPU)\n"
+    "  --train DIR    (programs compiled with pcc --train) run training steps\n"
+    "                 on DIR/batch_0, batch_1, ... (input_K.pb each; step k\n"
+    "                 uses batch k mod count); one JSON line per step:\n"
+    "                 {\"step\": k, \"loss\": x, \"ms\": t}\n"
+    "  --steps N      training steps (default: one per batch)\n";
 
 long parseNumber(const char *flag, const char *text, long lo, long hi) {
   char *end = nullptr;
@@ -137,6 +146,11 @@ double parseReal(const char *flag, const char *text) {
   return v;
 }
 
+/// Training batch `k` of the --train directory.
+std::string batchDir(const std::string &train, long k) {
+  return train + "/batch_" + std::to_string(k);
+}
+
 Options parseOptions(int argc, char **argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
@@ -153,7 +167,8 @@ Options parseOptions(int argc, char **argv) {
     static const char *const known[] = {"--inputs", "--outputs", "--check",
                                         "--weights", "--bench", "--threads",
                                         "--rtol", "--atol", "--timeout",
-                                        "--trace", "--comm", "--cuda-graph"};
+                                        "--trace", "--comm", "--cuda-graph",
+                                        "--train", "--steps"};
     if (std::find(std::begin(known), std::end(known), flag) == std::end(known))
       die("unknown argument '" + a + "' (see --help)");
     if (eq != std::string::npos) {
@@ -173,6 +188,8 @@ Options parseOptions(int argc, char **argv) {
     else if (flag == "--atol") o.atol = parseReal("--atol", value.c_str());
     else if (flag == "--timeout") o.timeout = parseReal("--timeout", value.c_str());
     else if (flag == "--trace") o.trace = value;
+    else if (flag == "--train") o.train = value;
+    else if (flag == "--steps") o.steps = parseNumber("--steps", value.c_str(), 1, 1L << 40);
     else if (flag == "--comm") {
       if (value != "auto" && value != "nccl" && value != "mpi")
         die("--comm expects auto, nccl or mpi, got '" + value + "'");
@@ -187,6 +204,13 @@ Options parseOptions(int argc, char **argv) {
     }
     else die("unknown argument '" + a + "' (see --help)");
   }
+  if (!o.train.empty() && (!o.inputs.empty() || !o.check.empty() || o.bench))
+    die("--train reads its own batches; it takes no --inputs, --check or "
+        "--bench");
+  if (o.steps && o.train.empty())
+    die("--steps needs --train DIR");
+  if (!o.train.empty())
+    o.inputs = batchDir(o.train, 0);
   if (o.inputs.empty())
     o.inputs = o.check;
   if (o.inputs.empty())
@@ -242,7 +266,10 @@ const char *mapWeights(const std::string &path, const ModelInfo &model) {
     close(fd);
     return nullptr;
   }
-  void *p = mmap(nullptr, needed, PROT_READ, MAP_PRIVATE, fd, 0);
+  // A training step updates its weights in place: in this process's own
+  // copy of the pages it writes, never in the file.
+  int protection = model.trains ? PROT_READ | PROT_WRITE : PROT_READ;
+  void *p = mmap(nullptr, needed, protection, MAP_PRIVATE, fd, 0);
   close(fd);
   if (p == MAP_FAILED)
     die("cannot map weights file '" + path + "': " + std::strerror(errno));
@@ -508,6 +535,15 @@ struct RunBuffers {
           " bytes of scratch" + (host ? "" : " in device memory"));
   }
 
+  /// Replaces input `k`'s blocks (same shapes) with `fresh`'s.
+  void reloadInput(int k, const std::vector<HostTensor> &fresh) {
+    for (size_t b = 0; b < inPtrs.size(); ++b) {
+      const HostTensor &t = fresh[fresh.size() == 1 ? 0 : b];
+      copyToDevice(const_cast<void *>(inPtrs[b][k]), t.bytes.data(),
+                   t.bytes.size());
+    }
+  }
+
   /// Brings the outputs of the runs just done to the host.
   void fetchOutputs() {
     if (deviceIsHost())
@@ -566,6 +602,47 @@ std::string benchmark(int iterations, int64_t devices, Run runOnce) {
 }
 
 } // namespace
+
+/// --train DIR: `o.steps` steps (one per batch by default), batch k mod
+/// count each; rank 0 prints each step's loss (output 0) as it ends.
+template <typename Run>
+int trainSteps(const ModelInfo &model, const Options &o, Mesh &mesh,
+               RunBuffers &buffers, Run runOnce) {
+  long batches = 0;
+  phase = "reading training batches";
+  together([&] {
+    if (!model.trains)
+      die("this program runs inference; compile it with pcc --train to "
+          "train");
+    batches = countBatches(o.train);
+    if (batches == 0)
+      die("'" + o.train + "' holds no batch_0 directory of inputs");
+  });
+  long steps = o.steps ? o.steps : batches;
+  StepPrinter printer(Mesh::worldRank() == 0);
+  for (long k = 0; k < steps; ++k) {
+    if (k > 0 && batches > 1) {
+      phase = "reading training batches";
+      together([&] {
+        for (int i = 0; i < model.numInputs; ++i)
+          buffers.reloadInput(
+              i, loadInput(batchDir(o.train, k % batches), i, model, mesh));
+      });
+    }
+    phase = "training";
+    Mesh::barrier();
+    auto t0 = std::chrono::steady_clock::now();
+    runOnce();
+    Mesh::barrier();
+    auto t1 = std::chrono::steady_clock::now();
+    buffers.fetchOutputs();
+    HostTensor loss = assemble(model, 0, buffers.outputs[0]);
+    if (Mesh::worldRank() == 0)
+      printer.step(k, elementAsDouble(loss, 0),
+                   std::chrono::duration<double, std::milli>(t1 - t0).count());
+  }
+  return 0;
+}
 
 int runModel(int argc, char **argv) {
   const ModelInfo &model = *pcc_model_info();
@@ -650,6 +727,11 @@ int runModel(int argc, char **argv) {
     std::fflush(stderr);
     Mesh::abortWorld(1);
   };
+  if (!o.train.empty()) {
+    int status = trainSteps(model, o, mesh, buffers, runOnce);
+    Mesh::finalizeProcess();
+    return status;
+  }
   // The first run is the one traced.
   if (!o.trace.empty())
     traceEnable(true);

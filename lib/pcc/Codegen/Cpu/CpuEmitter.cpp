@@ -225,6 +225,14 @@ void Emitter::closePart() {
 LogicalResult Emitter::emitOp(Operation *op) {
   if (isa<WeightOp, ConstantOp, ReshapeOp>(op))
     return success();
+  // The weight's bytes are this rank's own (a private writable mapping, or
+  // the device copy on GPU ranks).
+  if (auto assign = dyn_cast<AssignOp>(op)) {
+    std::string to = "const_cast<" + elemType(assign.getTarget()) + " *>(" +
+                     ptr(assign.getTarget()) + ")";
+    emitCopy(to, ptr(assign.getValue()), tensorBytes(assign.getValue()));
+    return success();
+  }
   if (isPointwise(op))
     return schedule.isFusedAway(op) ? success() : emitFusedLoop(op);
   return emitKernel(op);

@@ -17,13 +17,12 @@ public:
 
   std::optional<std::string> cannotRun(const ParallelPlan &plan) const override {
     // The emitter and runtime run every partitioned program; what
-    // partitioning cannot apply yet is the limit, plus training, which
-    // nothing runs yet.
+    // partitioning cannot apply yet is the limit, and what training steps
+    // do not run yet.
     if (auto why = whyPlanCannotBeApplied(plan))
       return why;
     if (plan.train)
-      return std::string("training steps are priced by `pcc plan` but not "
-                         "compiled (inference only)");
+      return trainingCannotRun(plan);
     return std::nullopt;
   }
 

@@ -2,6 +2,7 @@
 
 #include "CpuEmitter.h"
 
+#include "pcc/Autodiff/TrainStep.h"
 #include "pcc/Dialect/PCC/Transforms/Precision.h"
 
 using namespace mlir;
@@ -65,6 +66,27 @@ std::string Emitter::modelTables() {
   describe("output", fnType.getResults(), resName, [&](unsigned i) {
     return layoutOf(fn.getResultAttrDict(i), fnType.getResult(i));
   });
+  // A training step's stored weights (pcc.assign targets): where each
+  // device's block lies, for --save and --resume.
+  SmallVector<WeightOp> trained;
+  for (auto assign : fn.getOps<AssignOp>())
+    trained.push_back(assign.getTarget().getDefiningOp<WeightOp>());
+  SmallVector<Type> trainedTypes;
+  SmallVector<int64_t> offsets, strides;
+  for (WeightOp w : trained) {
+    const WeightsEntry &e = result.weights.add(w, mesh);
+    trainedTypes.push_back(w.getType());
+    offsets.push_back(e.offset);
+    strides.push_back(e.stride);
+  }
+  if (!trained.empty()) {
+    describe("trained", trainedTypes,
+             [&](unsigned i) { return trained[i].getName(); },
+             [&](unsigned i) { return shardingOf(trained[i].getResult()); });
+    out << "const int64_t trainedOffsets[] = {" << joinInts(offsets)
+        << "};\nconst int64_t trainedStrides[] = {" << joinInts(strides)
+        << "};\n";
+  }
   out << "const int64_t meshShape[] = {" << joinInts(mesh.shape) << "};\n"
       << "const char *const meshAxes[] = {";
   for (const std::string &n : mesh.axisNames)
@@ -143,6 +165,9 @@ Emitter::assembleSources(const std::string &tables) {
   auto precision =
       module ? module->getAttrOfType<StringAttr>(kPrecisionAttr) : nullptr;
   bool tf32 = precision && precision.getValue() == "tf32";
+  bool trains = module && module->hasAttr(kTrainStepAttr);
+  auto assigns = fn.getOps<AssignOp>();
+  int64_t numTrained = std::distance(assigns.begin(), assigns.end());
   llvm::raw_string_ostream m(main);
   m << "}\n\n";
   if (staged) {
@@ -165,6 +190,9 @@ Emitter::assembleSources(const std::string &tables) {
     << ", run, PCC_BUILD_FINGERPRINT, " << (staged ? stageAxis : -1) << ", "
     << (staged ? "outputStages" : "nullptr") << ", "
     << mesh.axisNamed(kMicrobatchAxis) << ", " << (tf32 ? "true" : "false")
+    << ", " << (trains ? "true" : "false") << ", " << numTrained << ", "
+    << (numTrained ? "trainedDescs, trainedOffsets, trainedStrides"
+                   : "nullptr, nullptr, nullptr")
     << "};\n"
     << "  return &info;\n}\n";
   units[0] = {"model" + ext, std::move(main)};

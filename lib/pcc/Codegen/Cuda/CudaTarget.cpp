@@ -32,8 +32,8 @@ public:
     if (auto why = whyPlanCannotBeApplied(plan))
       return why;
     if (plan.train)
-      return std::string("training steps are priced by `pcc plan` but not "
-                         "compiled (inference only)");
+      return std::string("training steps run on CPU ranks only so far "
+                         "(--target cpu); GPU training is not checked yet");
     return std::nullopt;
   }
 

@@ -11,6 +11,8 @@
 
 namespace pcc {
 
+class GradientBuilder;
+
 /// `batch` products of an M x K by a K x N matrix. With batch 1 the rows
 /// of the left operand (all its leading dimensions) are one M x K matrix;
 /// with more, the batches follow the operands' broadcast batch dimensions.

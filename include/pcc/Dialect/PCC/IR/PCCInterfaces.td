@@ -73,4 +73,29 @@ class PCC_FlopsPerElement<string n> {
   code extraClassDeclaration = "double getFlopsPerElement() { return " # n # "; }";
 }
 
+def PCC_GradientOpInterface : OpInterface<"GradientOpInterface"> {
+  let description = [{
+    An op that carries a gradient: given the gradient of a scalar loss with
+    respect to each result (null where a result does not reach the loss),
+    builds pcc ops computing the gradient with respect to each operand
+    (null where an operand has none: integer operands, masks, constants of
+    a formula). The rule is stated beside its op (PCCGradients.cpp) on the
+    op's own operands and results, so a training step is just more pcc ops
+    that plan, partition and generate code like any other
+    (pcc/Autodiff/TrainStep.h builds it).
+  }];
+  let cppNamespace = "::pcc";
+  let methods = [
+    InterfaceMethod<[{
+        Appends one gradient per operand (null for none) to `operandGrads`;
+        fails (after a diagnostic at the op) when the gradient cannot be
+        stated for these attributes.
+      }],
+      "::mlir::LogicalResult", "buildGradients",
+      (ins "::pcc::GradientBuilder &":$g,
+           "::llvm::ArrayRef<::mlir::Value>":$resultGrads,
+           "::llvm::SmallVectorImpl<::mlir::Value> &":$operandGrads)>,
+  ];
+}
+
 #endif // PCC_DIALECT_PCC_IR_PCCINTERFACES_TD

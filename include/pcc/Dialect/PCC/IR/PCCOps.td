@@ -44,6 +44,11 @@ def PCC_LinearInOne : PCC_Trait<"LinearInOne">;
 // linear in its first operand while the second is whole (div).
 def PCC_LinearInNumerator : PCC_Trait<"LinearInNumerator">;
 
+// The op states its gradient (PCCGradients.cpp): training steps differentiate
+// through it.
+def PCC_Differentiable
+    : DeclareOpInterfaceMethods<PCC_GradientOpInterface>;
+
 def PCC_Tensor : StaticShapeTensorOf<[AnyType]>;
 
 // A signless i64 attribute read back as int64_t: axes, offsets and diagonal
@@ -84,20 +89,42 @@ def PCC_WeightOp : PCC_Op<"weight", [Pure]> {
     weights file, so the IR's size does not grow with the model's. With
     `from`, the initializer holds another float type (a model converted by
     --precision) and the weights file holds its values rounded to nearest even.
+    With `zeros`, it is not in the model: a training step's state (optimizer
+    moments, the step count) that starts at zero.
 
     Example:
     ```mlir
     %w = pcc.weight "fc1.weight" : tensor<128x64xf32>
     %e = pcc.weight "wte" external <"gpt.bin", offset = 0, length = 65536> : tensor<128x128xf32>
     %h = pcc.weight "fc2.weight" from f32 : tensor<64x64xbf16>
+    %m = pcc.weight "fc1.weight.exp_avg" zeros : tensor<128x64xf32>
     ```
   }];
   let arguments = (ins StrAttr:$name, OptionalAttr<PCC_ExternalDataAttr>:$external,
-                       OptionalAttr<TypeAttr>:$source_type);
+                       OptionalAttr<TypeAttr>:$source_type, UnitAttr:$zeros);
   let results = (outs PCC_Tensor:$result);
   let assemblyFormat = [{
-    $name (`external` $external^)? (`from` $source_type^)? attr-dict `:` type($result)
+    $name (`external` $external^)? (`from` $source_type^)? (`zeros` $zeros^)?
+    attr-dict `:` type($result)
   }];
+  let hasVerifier = 1;
+}
+
+def PCC_AssignOp : PCC_Op<"assign", [MemoryEffects<[MemWrite]>,
+                                      AllTypesMatch<["target", "value"]>]>,
+    PCC_FlopsPerElement<"0"> {
+  let summary = "Stores a training step's new value of a weight";
+  let description = [{
+    Writes `value` into the storage of `target`, a `pcc.weight`: the next
+    step reads the new value. A training step ends with one per trained
+    parameter and optimizer state, after every read of them. Partitioning
+    gives `value` the layout the weight is stored in (summing partial
+    gradients there), and each device writes its own block.
+
+    Example: `pcc.assign %w, %w_next : tensor<64x64xf32>`
+  }];
+  let arguments = (ins PCC_Tensor:$target, PCC_Tensor:$value);
+  let assemblyFormat = "$target `,` $value attr-dict `:` type($target)";
   let hasVerifier = 1;
 }
 
@@ -108,7 +135,8 @@ def PCC_WeightOp : PCC_Op<"weight", [Pure]> {
 class PCC_UnaryOp<string mnemonic, string desc, Type type = PCC_FloatTensor,
                   list<Trait> traits = []>
     : PCC_Op<mnemonic, !listconcat(traits,
-        [Pure, Elementwise, PCC_Pointwise, InferTypeOpAdaptor])> {
+        [Pure, Elementwise, PCC_Pointwise, InferTypeOpAdaptor,
+         PCC_Differentiable])> {
   let summary = "Elementwise " # desc;
   let arguments = (ins type:$input);
   let results = (outs type:$result);
@@ -157,7 +185,7 @@ def PCC_ClipOp : PCC_UnaryOp<"clip", "clamp to [min, max]"> {
 }
 
 def PCC_CastOp : PCC_Op<"cast", [Pure, Elementwise, PCC_Pointwise,
-                                  InferTypeOpAdaptor]>,
+                                  InferTypeOpAdaptor, PCC_Differentiable]>,
     PCC_FlopsPerElement<"0"> {
   let summary = "Elementwise conversion to another element type";
   let description = [{
@@ -175,7 +203,8 @@ def PCC_CastOp : PCC_Op<"cast", [Pure, Elementwise, PCC_Pointwise,
 class PCC_BinaryOp<string mnemonic, string desc, Type type = PCC_Tensor,
                    list<Trait> traits = []>
     : PCC_Op<mnemonic, !listconcat(traits,
-                                   [Pure, PCC_Pointwise, InferTypeOpAdaptor])> {
+                                   [Pure, PCC_Pointwise, InferTypeOpAdaptor,
+                                    PCC_Differentiable])> {
   let summary = "Elementwise " # desc # " with numpy broadcasting";
   let arguments = (ins type:$lhs, type:$rhs);
   let results = (outs PCC_Tensor:$result);
@@ -205,7 +234,7 @@ def PCC_AndOp : PCC_BinaryOp<"and", "logical and", PCC_BoolTensor, [Commutative]
 def PCC_OrOp : PCC_BinaryOp<"or", "logical or", PCC_BoolTensor, [Commutative]>;
 def PCC_XorOp : PCC_BinaryOp<"xor", "logical xor", PCC_BoolTensor, [Commutative]>;
 
-def PCC_WhereOp : PCC_Op<"where", [Pure, PCC_Pointwise, InferTypeOpAdaptor]> {
+def PCC_WhereOp : PCC_Op<"where", [PCC_Differentiable, Pure, PCC_Pointwise, InferTypeOpAdaptor]> {
   let summary = "Elementwise select with numpy broadcasting";
   let description = [{
     `cond ? lhs : rhs` elementwise, all three broadcast to a common shape.
@@ -224,7 +253,7 @@ def PCC_WhereOp : PCC_Op<"where", [Pure, PCC_Pointwise, InferTypeOpAdaptor]> {
 // Contractions and convolutions
 //===----------------------------------------------------------------------===//
 
-def PCC_MatMulOp : PCC_Op<"matmul", [PCC_HasFactorRule, Pure, InferTypeOpAdaptor,
+def PCC_MatMulOp : PCC_Op<"matmul", [PCC_Differentiable, PCC_HasFactorRule, Pure, InferTypeOpAdaptor,
     DeclareOpInterfaceMethods<PCC_ContractionOpInterface>]> {
   let summary = "Batched matrix product with numpy semantics";
   let description = [{
@@ -247,7 +276,7 @@ def PCC_MatMulOp : PCC_Op<"matmul", [PCC_HasFactorRule, Pure, InferTypeOpAdaptor
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
 }
 
-def PCC_GemmOp : PCC_Op<"gemm", [PCC_HasFactorRule, Pure, InferTypeOpAdaptor,
+def PCC_GemmOp : PCC_Op<"gemm", [PCC_Differentiable, PCC_HasFactorRule, Pure, InferTypeOpAdaptor,
     DeclareOpInterfaceMethods<PCC_ContractionOpInterface>]> {
   let summary = "General matrix multiply: alpha op(A) op(B) + beta C";
   let description = [{
@@ -313,7 +342,7 @@ def PCC_GlobalAveragePoolOp : PCC_Op<"global_average_pool", [PCC_HasFactorRule,
 //===----------------------------------------------------------------------===//
 
 class PCC_SoftmaxLikeOp<string mnemonic, string desc>
-    : PCC_Op<mnemonic, [PCC_HasFactorRule, Pure, InferTypeOpAdaptor]>,
+    : PCC_Op<mnemonic, [PCC_Differentiable, PCC_HasFactorRule, Pure, InferTypeOpAdaptor]>,
     PCC_FlopsPerElement<"5"> {
   let summary = desc # " along one axis";
   let arguments = (ins PCC_FloatTensor:$input, PCC_I64Attr:$axis);
@@ -325,7 +354,7 @@ class PCC_SoftmaxLikeOp<string mnemonic, string desc>
 def PCC_SoftmaxOp : PCC_SoftmaxLikeOp<"softmax", "Softmax">;
 def PCC_LogSoftmaxOp : PCC_SoftmaxLikeOp<"log_softmax", "Log of softmax (computed stably)">;
 
-def PCC_AttentionOp : PCC_Op<"attention", [PCC_HasFactorRule, Pure,
+def PCC_AttentionOp : PCC_Op<"attention", [PCC_Differentiable, PCC_HasFactorRule, Pure,
     InferTypeOpAdaptor, AttrSizedOperandSegments,
     DeclareOpInterfaceMethods<PCC_ContractionOpInterface>]> {
   let summary = "Scaled dot-product attention, masks included";
@@ -365,7 +394,7 @@ def PCC_AttentionOp : PCC_Op<"attention", [PCC_HasFactorRule, Pure,
   let hasVerifier = 1;
 }
 
-def PCC_LayerNormOp : PCC_Op<"layer_norm", [PCC_HasFactorRule, Pure, InferTypeOpAdaptor]>,
+def PCC_LayerNormOp : PCC_Op<"layer_norm", [PCC_Differentiable, PCC_HasFactorRule, Pure, InferTypeOpAdaptor]>,
     PCC_FlopsPerElement<"8"> {
   let summary = "Layer normalization over the trailing axes from `axis`";
   let description = [{
@@ -398,7 +427,7 @@ def PCC_BatchNormOp : PCC_Op<"batch_norm", [PCC_HasFactorRule,
 }
 
 class PCC_ReduceOp<string mnemonic, string desc, Type type = PCC_Tensor>
-    : PCC_Op<mnemonic, [PCC_HasFactorRule, Pure, InferTypeOpAdaptor]> {
+    : PCC_Op<mnemonic, [PCC_Differentiable, PCC_HasFactorRule, Pure, InferTypeOpAdaptor]> {
   let summary = "Reduction by " # desc # " over `axes`";
   let description = [{
     Reduces over the sorted, non-negative `axes`; with `keepdims` the reduced
@@ -433,7 +462,7 @@ def PCC_ArgMinOp : PCC_ArgReduceOp<"argmin", "minimum">;
 // Data movement
 //===----------------------------------------------------------------------===//
 
-def PCC_ReshapeOp : PCC_Op<"reshape", [Pure, InferTypeOpAdaptor]> {
+def PCC_ReshapeOp : PCC_Op<"reshape", [PCC_Differentiable, Pure, InferTypeOpAdaptor]> {
   let summary = "Reinterpret a tensor with a new static shape";
   let description = [{
     Row-major reshape to `shape`, which has no -1 or 0 entries (the importer
@@ -447,7 +476,7 @@ def PCC_ReshapeOp : PCC_Op<"reshape", [Pure, InferTypeOpAdaptor]> {
   let hasFolder = 1;
 }
 
-def PCC_TransposeOp : PCC_Op<"transpose", [Pure, InferTypeOpAdaptor]>,
+def PCC_TransposeOp : PCC_Op<"transpose", [PCC_Differentiable, Pure, InferTypeOpAdaptor]>,
     PCC_FlopsPerElement<"0"> {
   let summary = "Permute axes: result dim i is input dim perm[i]";
   let arguments = (ins PCC_Tensor:$input, DenseI64ArrayAttr:$perm);
@@ -456,7 +485,7 @@ def PCC_TransposeOp : PCC_Op<"transpose", [Pure, InferTypeOpAdaptor]>,
   let hasFolder = 1;
 }
 
-def PCC_ExpandOp : PCC_Op<"expand", [Pure, PCC_Pointwise, PCC_LinearUnary,
+def PCC_ExpandOp : PCC_Op<"expand", [PCC_Differentiable, Pure, PCC_Pointwise, PCC_LinearUnary,
                                       InferTypeOpAdaptor]>,
     PCC_FlopsPerElement<"0"> {
   let summary = "Broadcast to a shape (numpy rules with `shape`)";
@@ -470,7 +499,7 @@ def PCC_ExpandOp : PCC_Op<"expand", [Pure, PCC_Pointwise, PCC_LinearUnary,
   let hasFolder = 1;
 }
 
-def PCC_ConcatOp : PCC_Op<"concat", [PCC_HasFactorRule, Pure, PCC_LinearAllSame,
+def PCC_ConcatOp : PCC_Op<"concat", [PCC_Differentiable, PCC_HasFactorRule, Pure, PCC_LinearAllSame,
                                       InferTypeOpAdaptor]>,
     PCC_FlopsPerElement<"0"> {
   let summary = "Join tensors along `axis`";
@@ -480,7 +509,7 @@ def PCC_ConcatOp : PCC_Op<"concat", [PCC_HasFactorRule, Pure, PCC_LinearAllSame,
   let hasFolder = 1;
 }
 
-def PCC_SplitOp : PCC_Op<"split", [PCC_HasFactorRule, Pure, PCC_LinearUnary, InferTypeOpAdaptor]>,
+def PCC_SplitOp : PCC_Op<"split", [PCC_Differentiable, PCC_HasFactorRule, Pure, PCC_LinearUnary, InferTypeOpAdaptor]>,
     PCC_FlopsPerElement<"0"> {
   let summary = "Cut a tensor into consecutive pieces of `sizes` along `axis`";
   let arguments = (ins PCC_Tensor:$input, PCC_I64Attr:$axis, DenseI64ArrayAttr:$sizes);
@@ -489,7 +518,7 @@ def PCC_SplitOp : PCC_Op<"split", [PCC_HasFactorRule, Pure, PCC_LinearUnary, Inf
   let hasVerifier = 1;
 }
 
-def PCC_SliceOp : PCC_Op<"slice", [Pure, InferTypeOpAdaptor]>,
+def PCC_SliceOp : PCC_Op<"slice", [PCC_Differentiable, Pure, InferTypeOpAdaptor]>,
     PCC_FlopsPerElement<"0"> {
   let summary = "Strided slice with one (start, step) per input axis";
   let description = [{
@@ -505,7 +534,7 @@ def PCC_SliceOp : PCC_Op<"slice", [Pure, InferTypeOpAdaptor]>,
   let hasFolder = 1;
 }
 
-def PCC_GatherOp : PCC_Op<"gather", [PCC_HasFactorRule, Pure, InferTypeOpAdaptor]>,
+def PCC_GatherOp : PCC_Op<"gather", [PCC_Differentiable, PCC_HasFactorRule, Pure, InferTypeOpAdaptor]>,
     PCC_FlopsPerElement<"0"> {
   let summary = "Take entries along `axis` at `indices` (embedding lookup)";
   let description = [{
@@ -545,7 +574,7 @@ def PCC_ShardGatherOp : PCC_Op<"shard_gather", [Pure, InferTypeOpAdaptor]>,
   let assemblyFormat = "$input `,` $indices attr-dict `:` functional-type(operands, results)";
 }
 
-def PCC_TriluOp : PCC_Op<"trilu", [PCC_HasFactorRule,
+def PCC_TriluOp : PCC_Op<"trilu", [PCC_Differentiable, PCC_HasFactorRule,
                                    Pure, InferTypeOpAdaptor]> {
   let summary = "Keep the upper or lower triangle of the last two axes";
   let description = [{

@@ -31,6 +31,9 @@ LogicalResult WeightOp::verify() {
       return emitOpError() << "converts only between f32, f16 and bf16, not "
                            << source << " to " << type.getElementType();
   }
+  if (getZeros() && (getExternalAttr() || getSourceTypeAttr()))
+    return emitOpError() << "with zeros is not in the model, so it has no "
+                            "external data or source type";
   if (auto ext = getExternalAttr()) {
     if (ext.getOffset() < 0 || ext.getLength() < 0)
       return emitOpError() << "external data offset and length must be "
@@ -43,6 +46,12 @@ LogicalResult WeightOp::verify() {
                            << " bytes of " << source << " elements of "
                            << type;
   }
+  return success();
+}
+
+LogicalResult AssignOp::verify() {
+  if (!getTarget().getDefiningOp<WeightOp>())
+    return emitOpError() << "stores only into a pcc.weight";
   return success();
 }
 

@@ -1,0 +1,57 @@
+//===- TrainStep.h - a model's training step as one function -----*- C++ -*-===//
+//
+// Turns a model's @main into one training step: the forward pass, the loss,
+// the backward pass (each op's GradientOpInterface rule) and the optimizer
+// update, ending in a pcc.assign per trained parameter and optimizer state.
+// The step then plans, partitions and generates code like any other
+// program: gradient all-reduces are the partitioner's reshards of a partial
+// sum into the layout the weight is stored in.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PCC_AUTODIFF_TRAINSTEP_H
+#define PCC_AUTODIFF_TRAINSTEP_H
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace pcc {
+
+enum class Optimizer { Sgd, AdamW };
+enum class LossKind { ModelOutput, Mse, CrossEntropy };
+
+/// PyTorch's definitions and defaults (torch.optim.SGD, torch.optim.AdamW).
+struct TrainOptions {
+  Optimizer optimizer = Optimizer::Sgd;
+  /// The model's own scalar output 0, or this loss of output 0 against an
+  /// extra input (the target) appended to the step's inputs.
+  LossKind loss = LossKind::ModelOutput;
+  double lr = 1e-3;
+  double momentum = 0;
+  /// SGD: 0; AdamW: 0.01 when unset.
+  std::optional<double> weightDecay;
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+  /// Initializers that are not trained.
+  std::vector<std::string> freeze;
+};
+
+/// What the step trains, for the compile summary.
+struct TrainStepReport {
+  int64_t parameters = 0, parameterElements = 0, stateElements = 0;
+};
+
+/// Rewrites @main of `module` into its training step, returning the loss.
+/// Fails with a diagnostic at the op or argument at fault.
+mlir::LogicalResult buildTrainingStep(mlir::ModuleOp module,
+                                      const TrainOptions &options,
+                                      TrainStepReport *report = nullptr);
+
+/// The module attribute a training step carries (the runtime trains).
+inline constexpr const char *kTrainStepAttr = "pcc.train_step";
+
+} // namespace pcc
+
+#endif // PCC_AUTODIFF_TRAINSTEP_H

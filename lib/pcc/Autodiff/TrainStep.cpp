@@ -1,0 +1,331 @@
+//===- TrainStep.cpp - a model's training step as one function ------------===//
+//
+// Invariants of the step built here:
+//  - every op of the forward pass stays where it was; the loss, the backward
+//    pass and the optimizer follow it, and the pcc.assign ops come last, so
+//    every read of a weight sees the value the step started with;
+//  - a weight is trained when it is a float initializer, not frozen, and
+//    the loss depends on it; each has one pcc.weight op (duplicates merged)
+//    and one pcc.assign, as does each optimizer state;
+//  - gradients reach only values that depend on a trained weight (activity
+//    analysis), and what the rules build beyond that is removed as dead code.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pcc/Autodiff/TrainStep.h"
+
+#include "pcc/Dialect/PCC/IR/GradientBuilder.h"
+#include "pcc/Dialect/PCC/IR/PCCOps.h"
+#include "pcc/Dialect/PCC/IR/TensorUtils.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/Transforms/RegionUtils.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/StringSet.h"
+
+using namespace mlir;
+
+namespace pcc {
+namespace {
+
+class StepBuilder {
+public:
+  StepBuilder(func::FuncOp fn, const TrainOptions &o)
+      : fn(fn), o(o), b(fn.getContext()), g(b, fn.getLoc()) {}
+
+  LogicalResult run(TrainStepReport *report);
+
+private:
+  LogicalResult mergeDuplicateWeights();
+  FailureOr<Value> buildLoss(Value output);
+  LogicalResult differentiate(Value loss);
+  void accumulate(Value v, Value grad);
+  void update(WeightOp w, Value grad);
+  Value state(WeightOp w, StringRef suffix, Type type);
+  Value stepCount();
+
+  func::FuncOp fn;
+  const TrainOptions &o;
+  OpBuilder b;
+  GradientBuilder g;
+  llvm::DenseSet<Value> active;
+  llvm::DenseMap<Value, Value> grads;
+  /// Trained weights in program order.
+  llvm::MapVector<Operation *, Value> trained;
+  SmallVector<std::pair<Value, Value>> assigns;
+  Value nextStep;
+  TrainStepReport counts;
+};
+
+LogicalResult StepBuilder::mergeDuplicateWeights() {
+  llvm::StringMap<WeightOp> first;
+  for (auto w : llvm::make_early_inc_range(fn.getOps<WeightOp>())) {
+    auto [it, inserted] = first.try_emplace(w.getName(), w);
+    if (inserted)
+      continue;
+    if (it->second.getType() != w.getType())
+      return w.emitError() << "initializer '" << w.getName()
+                           << "' is read as two types; it cannot be trained";
+    w.getResult().replaceAllUsesWith(it->second.getResult());
+    w.erase();
+  }
+  return success();
+}
+
+FailureOr<Value> StepBuilder::buildLoss(Value y) {
+  auto yType = typeOf(y);
+  if (!isa<FloatType>(yType.getElementType()))
+    return emitError(y.getLoc())
+           << "the loss is taken of output 0, which holds "
+           << yType.getElementType() << ", not floats";
+  SmallVector<int64_t> all;
+  auto mean = [&](Value v) {
+    SmallVector<int64_t> axes;
+    for (int64_t i = 0; i < typeOf(v).getRank(); ++i)
+      axes.push_back(i);
+    return g.op<ReduceMeanOp>(
+        {v}, {g.i64s("axes", axes), g.named("keepdims", b.getBoolAttr(false))});
+  };
+  if (o.loss == LossKind::ModelOutput) {
+    if (yType.getNumElements() != 1)
+      return emitError(y.getLoc())
+             << "output 0 is the loss, but it holds " << yType
+             << "; return a scalar loss from the model or give --loss "
+                "mse|cross-entropy";
+    return y;
+  }
+  unsigned at = fn.getNumArguments();
+  Type targetType = yType;
+  int64_t classes = 0;
+  if (o.loss == LossKind::CrossEntropy) {
+    if (yType.getRank() < 1)
+      return emitError(y.getLoc()) << "cross-entropy needs class scores as "
+                                      "output 0, not a scalar";
+    classes = yType.getShape().back();
+    targetType = RankedTensorType::get(yType.getShape().drop_back(),
+                                       b.getI64Type());
+  }
+  if (failed(fn.insertArgument(at, targetType, {}, fn.getLoc())))
+    return failure();
+  fn.setArgAttr(at, "pcc.name", b.getStringAttr("target"));
+  Value target = fn.getArgument(at);
+  if (o.loss == LossKind::Mse) {
+    Value diff = g.sub(y, target);
+    return mean(g.mul(diff, diff));
+  }
+  // -log_softmax(y)[target], averaged: the one-hot product keeps it a
+  // pointwise chain and a reduction the partitioner splits like any other.
+  int64_t last = yType.getRank() - 1;
+  Value logp = g.op<LogSoftmaxOp>({y}, {g.i64("axis", last)});
+  SmallVector<int64_t> column(yType.getShape());
+  column.back() = 1;
+  Value t = g.reshape(target, column);
+  SmallVector<int64_t> shape(yType.getRank(), 1);
+  shape.back() = classes;
+  SmallVector<APInt> iota;
+  for (int64_t c = 0; c < classes; ++c)
+    iota.push_back(APInt(64, c));
+  Value positions = g.op<ConstantOp>(
+      {}, {g.named("value", DenseElementsAttr::get(
+                                RankedTensorType::get(shape, b.getI64Type()),
+                                iota))});
+  Value onehot = g.op<CastOp>(
+      {g.op<EqualOp>({t, positions})},
+      {g.named("to", TypeAttr::get(yType.getElementType()))});
+  Value picked = g.reduceSum(g.mul(logp, onehot), {last}, /*keepdims=*/false);
+  return g.neg(mean(picked));
+}
+
+void StepBuilder::accumulate(Value v, Value grad) {
+  if (!grad || !active.contains(v))
+    return;
+  Value &slot = grads[v];
+  slot = slot ? g.add(slot, grad) : grad;
+}
+
+LogicalResult StepBuilder::differentiate(Value loss) {
+  SmallVector<Operation *> forward;
+  for (Operation &op : fn.getBody().front().without_terminator())
+    forward.push_back(&op);
+  grads[loss] = g.fill(loss, 1.0);
+  for (Operation *op : llvm::reverse(forward)) {
+    if (isa<WeightOp, ConstantOp>(op))
+      continue;
+    SmallVector<Value> dy;
+    bool any = false;
+    for (Value r : op->getResults()) {
+      dy.push_back(grads.lookup(r));
+      any |= bool(dy.back());
+    }
+    if (!any)
+      continue;
+    if (llvm::none_of(op->getOperands(),
+                      [&](Value v) { return active.contains(v); }))
+      continue;
+    auto rule = dyn_cast<GradientOpInterface>(op);
+    if (!rule)
+      return op->emitError() << "training needs the gradient of '"
+                             << op->getName()
+                             << "', which pcc does not have yet";
+    g.setLocation(op->getLoc());
+    SmallVector<Value> dx;
+    if (failed(rule.buildGradients(g, dy, dx)) || g.failed())
+      return failure();
+    if (dx.size() != op->getNumOperands())
+      return op->emitError() << "internal error: its gradient rule gave "
+                             << dx.size() << " gradients for "
+                             << op->getNumOperands() << " operands";
+    for (auto [v, d] : llvm::zip(op->getOperands(), dx))
+      accumulate(v, d);
+  }
+  return success();
+}
+
+Value StepBuilder::state(WeightOp w, StringRef suffix, Type type) {
+  std::string name = (w.getName() + "." + suffix).str();
+  auto s = WeightOp::create(b, w.getLoc(), type, b.getStringAttr(name),
+                            /*external=*/nullptr, /*source_type=*/nullptr,
+                            b.getUnitAttr());
+  counts.stateElements += typeOf(s).getNumElements();
+  return s.getResult();
+}
+
+/// The step number this step runs (1 for the first), from a state that
+/// counts them.
+Value StepBuilder::stepCount() {
+  if (nextStep)
+    return nextStep;
+  auto type = RankedTensorType::get({}, b.getF32Type());
+  auto count = WeightOp::create(b, fn.getLoc(), type,
+                                b.getStringAttr("pcc.step"), nullptr, nullptr,
+                                b.getUnitAttr());
+  nextStep = g.add(count.getResult(), g.scalar(b.getF32Type(), 1));
+  assigns.push_back({count.getResult(), nextStep});
+  return nextStep;
+}
+
+void StepBuilder::update(WeightOp w, Value grad) {
+  Value p = w.getResult();
+  Type type = p.getType();
+  g.setLocation(w.getLoc());
+  if (o.optimizer == Optimizer::Sgd) {
+    // torch.optim.SGD: d = g + wd p; buf = momentum buf + d (buf = d at
+    // the first step, which a zero buffer gives); p -= lr buf.
+    double wd = o.weightDecay.value_or(0.0);
+    Value d = wd ? g.add(grad, g.scale(p, wd)) : grad;
+    if (o.momentum) {
+      Value buf = state(w, "momentum_buffer", type);
+      d = g.add(g.scale(buf, o.momentum), d);
+      assigns.push_back({buf, d});
+    }
+    assigns.push_back({p, g.sub(p, g.scale(d, o.lr))});
+    return;
+  }
+  // torch.optim.AdamW (single-tensor form): p *= 1 - lr wd; m, v moments;
+  // p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps).
+  double wd = o.weightDecay.value_or(0.01);
+  Value t = stepCount();
+  Value decayed = wd ? g.scale(p, 1.0 - o.lr * wd) : p;
+  Value m = state(w, "exp_avg", type), v = state(w, "exp_avg_sq", type);
+  Value m1 = g.add(g.scale(m, o.beta1), g.scale(grad, 1.0 - o.beta1));
+  Value v1 = g.add(g.scale(v, o.beta2),
+                   g.scale(g.mul(grad, grad), 1.0 - o.beta2));
+  auto correction = [&](double beta) {
+    Value one = g.scalarLike(t, 1);
+    return g.sub(one, g.op<PowOp>({g.scalarLike(t, beta), t}));
+  };
+  Value stepSize = g.div(g.scalarLike(t, o.lr), correction(o.beta1));
+  Value root2 = g.op<SqrtOp>({correction(o.beta2)});
+  Value denom = g.add(g.div(g.op<SqrtOp>({v1}), root2), g.scalarLike(p, o.eps));
+  Value next = g.sub(decayed, g.mul(stepSize, g.div(m1, denom)));
+  assigns.push_back({m, m1});
+  assigns.push_back({v, v1});
+  assigns.push_back({p, next});
+}
+
+LogicalResult StepBuilder::run(TrainStepReport *report) {
+  if (failed(mergeDuplicateWeights()))
+    return failure();
+  Block &body = fn.getBody().front();
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  if (ret.getNumOperands() == 0)
+    return fn.emitError("the model has no outputs to train on");
+  llvm::StringSet<> frozen;
+  for (const std::string &n : o.freeze)
+    frozen.insert(n);
+  llvm::StringSet<> named;
+  for (auto w : fn.getOps<WeightOp>()) {
+    named.insert(w.getName());
+    bool isFloat = isa<FloatType>(typeOf(w).getElementType());
+    if (!isFloat || frozen.contains(w.getName()))
+      continue;
+    if (!typeOf(w).getElementType().isF32() || w.getSourceTypeAttr())
+      return w.emitError() << "training stores '" << w.getName()
+                           << "' as " << typeOf(w).getElementType()
+                           << "; training is fp32 only for now";
+    active.insert(w.getResult());
+  }
+  for (const std::string &n : o.freeze)
+    if (!named.contains(n))
+      return fn.emitError() << "--freeze names '" << n
+                            << "', which is not an initializer of the model";
+  for (Operation &op : body.without_terminator())
+    if (llvm::any_of(op.getOperands(),
+                     [&](Value v) { return active.contains(v); }))
+      for (Value r : op.getResults())
+        if (isa<FloatType>(typeOf(r).getElementType()))
+          active.insert(r);
+
+  b.setInsertionPoint(ret);
+  g.setLocation(ret.getLoc());
+  auto loss = buildLoss(ret.getOperand(0));
+  if (failed(loss) || g.failed())
+    return failure();
+  if (!active.contains(*loss))
+    return fn.emitError("the loss depends on no trainable initializer");
+  if (failed(differentiate(*loss)))
+    return failure();
+  for (auto w : llvm::to_vector(fn.getOps<WeightOp>()))
+    if (Value grad = grads.lookup(w.getResult())) {
+      ++counts.parameters;
+      counts.parameterElements += typeOf(w).getNumElements();
+      update(w, grad);
+    }
+  if (g.failed())
+    return failure();
+  for (auto [target, value] : assigns)
+    AssignOp::create(b, target.getLoc(), target, value);
+  func::ReturnOp::create(b, ret.getLoc(), ValueRange{*loss});
+  ret.erase();
+  // The step returns the loss alone; its name says so.
+  auto type = FunctionType::get(fn.getContext(), body.getArgumentTypes(),
+                                {loss->getType()});
+  fn.setType(type);
+  fn.setAllResultAttrs(ArrayRef<DictionaryAttr>{
+      DictionaryAttr::get(fn.getContext(),
+                          {b.getNamedAttr("pcc.name", b.getStringAttr("loss"))})});
+  // Gradients no one needs (of inputs, of constant exponents) go.
+  IRRewriter rewriter(fn.getContext());
+  (void)runRegionDCE(rewriter, fn->getRegions());
+  if (report)
+    *report = counts;
+  return success();
+}
+
+} // namespace
+
+LogicalResult buildTrainingStep(ModuleOp module, const TrainOptions &options,
+                                TrainStepReport *report) {
+  auto fn = module.lookupSymbol<func::FuncOp>("main");
+  if (!fn)
+    return module.emitError("module has no func.func @main");
+  StepBuilder step(fn, options);
+  if (failed(step.run(report)))
+    return failure();
+  module->setAttr(kTrainStepAttr, UnitAttr::get(module.getContext()));
+  return success();
+}
+
+} // namespace pcc

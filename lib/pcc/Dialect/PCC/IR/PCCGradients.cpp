@@ -1,0 +1,642 @@
+//===- PCCGradients.cpp - the gradient rule of each op --------------------===//
+//
+// GradientOpInterface: each rule maps the gradient of a scalar loss with
+// respect to an op's results to the gradients with respect to its operands,
+// as pcc ops (GradientBuilder.h), on the op's own global shapes. Operands
+// that were broadcast get their gradient summed back (sumTo). The rules
+// recompute what they need from the op's operands and results instead of
+// keeping intermediates: attention's backward rebuilds the scores, layer
+// norm its statistics. Every rule is checked against finite differences in
+// test/unit/GradientTest.cpp and, in whole training steps, against PyTorch.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pcc/Dialect/PCC/IR/GradientBuilder.h"
+#include "pcc/Dialect/PCC/IR/PCCOps.h"
+#include "pcc/Dialect/PCC/IR/TensorUtils.h"
+
+#include <cmath>
+
+using namespace mlir;
+
+namespace pcc {
+namespace {
+
+using Grads = SmallVectorImpl<Value>;
+
+/// Ends a rule: success unless a step failed to build.
+LogicalResult done(GradientBuilder &g) { return failure(g.failed()); }
+
+bool isFloatTensor(Value v) {
+  return isa<FloatType>(typeOf(v).getElementType());
+}
+
+Value whereZero(GradientBuilder &g, Value cond, Value keep, bool keepWhere) {
+  Value zero = g.scalarLike(keep, 0);
+  return keepWhere ? g.op<WhereOp>({cond, keep, zero})
+                   : g.op<WhereOp>({cond, zero, keep});
+}
+
+/// Rules of unary ops whose derivative is a formula of x and y.
+template <typename F>
+LogicalResult unary(GradientBuilder &g, Operation *op, ArrayRef<Value> dy,
+                    Grads &dx, F derivativeTimes) {
+  Value x = op->getOperand(0), y = op->getResult(0);
+  dx.push_back(derivativeTimes(x, y, dy[0]));
+  return done(g);
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+LogicalResult NegOp::buildGradients(GradientBuilder &g, ArrayRef<Value> dy,
+                                    Grads &dx) {
+  dx.push_back(g.neg(dy[0]));
+  return done(g);
+}
+
+LogicalResult AbsOp::buildGradients(GradientBuilder &g, ArrayRef<Value> dy,
+                                    Grads &dx) {
+  return unary(g, *this, dy, dx, [&](Value x, Value, Value d) {
+    Value zero = g.scalarLike(x, 0);
+    Value negD = g.neg(d);
+    Value inner = g.op<WhereOp>({g.op<LessOp>({x, zero}), negD, zero});
+    return g.op<WhereOp>({g.op<GreaterOp>({x, zero}), d, inner});
+  });
+}
+
+LogicalResult ExpOp::buildGradients(GradientBuilder &g, ArrayRef<Value> dy,
+                                    Grads &dx) {
+  return unary(g, *this, dy, dx,
+               [&](Value, Value y, Value d) { return g.mul(d, y); });
+}
+
+LogicalResult LogOp::buildGradients(GradientBuilder &g, ArrayRef<Value> dy,
+                                    Grads &dx) {
+  return unary(g, *this, dy, dx,
+               [&](Value x, Value, Value d) { return g.div(d, x); });
+}
+
+LogicalResult SqrtOp::buildGradients(GradientBuilder &g, ArrayRef<Value> dy,
+                                     Grads &dx) {
+  return unary(g, *this, dy, dx, [&](Value, Value y, Value d) {
+    return g.div(g.scale(d, 0.5), y);
+  });
+}
+
+LogicalResult ReciprocalOp::buildGradients(GradientBuilder &g,
+                                           ArrayRef<Value> dy, Grads &dx) {
+  return unary(g, *this, dy, dx, [&](Value, Value y, Value d) {
+    return g.neg(g.mul(d, g.mul(y, y)));
+  });
+}
+
+LogicalResult FloorOp::buildGradients(GradientBuilder &g, ArrayRef<Value>,
+                                      Grads &dx) {
+  dx.push_back(Value()); // zero almost everywhere
+  return done(g);
+}
+
+LogicalResult CeilOp::buildGradients(GradientBuilder &g, ArrayRef<Value>,
+                                     Grads &dx) {
+  dx.push_back(Value());
+  return done(g);
+}
+
+LogicalResult TanhOp::buildGradients(GradientBuilder &g, ArrayRef<Value> dy,
+                                     Grads &dx) {
+  return unary(g, *this, dy, dx, [&](Value, Value y, Value d) {
+    return g.mul(d, g.sub(g.scalarLike(y, 1), g.mul(y, y)));
+  });
+}
+
+LogicalResult ErfOp::buildGradients(GradientBuilder &g, ArrayRef<Value> dy,
+                                    Grads &dx) {
+  return unary(g, *this, dy, dx, [&](Value x, Value, Value d) {
+    Value e = g.op<ExpOp>({g.neg(g.mul(x, x))});
+    return g.mul(d, g.scale(e, 2.0 / std::sqrt(M_PI)));
+  });
+}
+
+LogicalResult SigmoidOp::buildGradients(GradientBuilder &g, ArrayRef<Value> dy,
+                                        Grads &dx) {
+  return unary(g, *this, dy, dx, [&](Value, Value y, Value d) {
+    return g.mul(d, g.mul(y, g.sub(g.scalarLike(y, 1), y)));
+  });
+}
+
+LogicalResult ReluOp::buildGradients(GradientBuilder &g, ArrayRef<Value> dy,
+                                     Grads &dx) {
+  return unary(g, *this, dy, dx, [&](Value x, Value, Value d) {
+    return whereZero(g, g.op<GreaterOp>({x, g.scalarLike(x, 0)}), d, true);
+  });
+}
+
+LogicalResult SinOp::buildGradients(GradientBuilder &g, ArrayRef<Value> dy,
+                                    Grads &dx) {
+  return unary(g, *this, dy, dx, [&](Value x, Value, Value d) {
+    return g.mul(d, g.op<CosOp>({x}));
+  });
+}
+
+LogicalResult CosOp::buildGradients(GradientBuilder &g, ArrayRef<Value> dy,
+                                    Grads &dx) {
+  return unary(g, *this, dy, dx, [&](Value x, Value, Value d) {
+    return g.neg(g.mul(d, g.op<SinOp>({x})));
+  });
+}
+
+LogicalResult NotOp::buildGradients(GradientBuilder &g, ArrayRef<Value>,
+                                    Grads &dx) {
+  dx.push_back(Value());
+  return done(g);
+}
+
+LogicalResult GeluOp::buildGradients(GradientBuilder &g, ArrayRef<Value> dy,
+                                     Grads &dx) {
+  bool tanhForm = getApproximate() == "tanh";
+  return unary(g, *this, dy, dx, [&](Value x, Value, Value d) -> Value {
+    if (!tanhForm) {
+      // Phi(x) + x phi(x).
+      Value cdf = g.scale(
+          g.add(g.scalarLike(x, 1), g.op<ErfOp>({g.scale(x, M_SQRT1_2)})),
+          0.5);
+      Value pdf = g.scale(g.op<ExpOp>({g.scale(g.mul(x, x), -0.5)}),
+                          1.0 / std::sqrt(2 * M_PI));
+      return g.mul(d, g.add(cdf, g.mul(x, pdf)));
+    }
+    // t = tanh(c (x + a x^3)): 0.5 (1 + t) + 0.5 x (1 - t^2) c (1 + 3 a x^2).
+    const double c = std::sqrt(2.0 / M_PI), a = 0.044715;
+    Value x2 = g.mul(x, x);
+    Value inner = g.scale(g.add(x, g.scale(g.mul(x2, x), a)), c);
+    Value t = g.op<TanhOp>({inner});
+    Value one = g.scalarLike(x, 1);
+    Value left = g.scale(g.add(one, t), 0.5);
+    Value slope = g.scale(g.add(one, g.scale(x2, 3 * a)), c);
+    Value right =
+        g.mul(g.scale(x, 0.5), g.mul(g.sub(one, g.mul(t, t)), slope));
+    return g.mul(d, g.add(left, right));
+  });
+}
+
+LogicalResult LeakyReluOp::buildGradients(GradientBuilder &g,
+                                          ArrayRef<Value> dy, Grads &dx) {
+  double alpha = getAlpha().convertToFloat();
+  return unary(g, *this, dy, dx, [&](Value x, Value, Value d) {
+    return g.op<WhereOp>(
+        {g.op<GreaterOp>({x, g.scalarLike(x, 0)}), d, g.scale(d, alpha)});
+  });
+}
+
+LogicalResult ClipOp::buildGradients(GradientBuilder &g, ArrayRef<Value> dy,
+                                     Grads &dx) {
+  double lo = getMin().convertToFloat(), hi = getMax().convertToFloat();
+  return unary(g, *this, dy, dx, [&](Value x, Value, Value d) {
+    Value inside = g.op<AndOp>({g.op<GreaterEqualOp>({x, g.scalarLike(x, lo)}),
+                                g.op<LessEqualOp>({x, g.scalarLike(x, hi)})});
+    return whereZero(g, inside, d, true);
+  });
+}
+
+LogicalResult CastOp::buildGradients(GradientBuilder &g, ArrayRef<Value> dy,
+                                     Grads &dx) {
+  Value x = getInput();
+  if (!isFloatTensor(x) || !isFloatTensor(getResult())) {
+    dx.push_back(Value());
+    return done(g);
+  }
+  dx.push_back(g.op<CastOp>(
+      {dy[0]}, {g.named("to", TypeAttr::get(typeOf(x).getElementType()))}));
+  return done(g);
+}
+
+LogicalResult AddOp::buildGradients(GradientBuilder &g, ArrayRef<Value> dy,
+                                    Grads &dx) {
+  dx.push_back(g.sumTo(dy[0], getLhs()));
+  dx.push_back(g.sumTo(dy[0], getRhs()));
+  return done(g);
+}
+
+LogicalResult SubOp::buildGradients(GradientBuilder &g, ArrayRef<Value> dy,
+                                    Grads &dx) {
+  dx.push_back(g.sumTo(dy[0], getLhs()));
+  dx.push_back(g.sumTo(g.neg(dy[0]), getRhs()));
+  return done(g);
+}
+
+LogicalResult MulOp::buildGradients(GradientBuilder &g, ArrayRef<Value> dy,
+                                    Grads &dx) {
+  dx.push_back(g.sumTo(g.mul(dy[0], getRhs()), getLhs()));
+  dx.push_back(g.sumTo(g.mul(dy[0], getLhs()), getRhs()));
+  return done(g);
+}
+
+LogicalResult DivOp::buildGradients(GradientBuilder &g, ArrayRef<Value> dy,
+                                    Grads &dx) {
+  if (!isFloatTensor(getResult())) {
+    dx.append({Value(), Value()});
+    return done(g);
+  }
+  Value da = g.div(dy[0], getRhs());
+  dx.push_back(g.sumTo(da, getLhs()));
+  dx.push_back(g.sumTo(g.neg(g.mul(da, getResult())), getRhs()));
+  return done(g);
+}
+
+LogicalResult PowOp::buildGradients(GradientBuilder &g, ArrayRef<Value> dy,
+                                    Grads &dx) {
+  Value a = getLhs(), b = getRhs();
+  Value bMinus1 = g.sub(b, g.scalarLike(b, 1));
+  Value da = g.mul(dy[0], g.mul(b, g.op<PowOp>({a, bMinus1})));
+  dx.push_back(g.sumTo(da, a));
+  // Unused (and removed) when the exponent is a constant.
+  Value db = g.mul(dy[0], g.mul(getResult(), g.op<LogOp>({a})));
+  dx.push_back(g.sumTo(db, b));
+  return done(g);
+}
+
+namespace {
+
+/// max/min: the gradient goes to the operand selected (the left on ties).
+LogicalResult selected(GradientBuilder &g, Operation *op, ArrayRef<Value> dy,
+                       Grads &dx, bool isMax) {
+  Value a = op->getOperand(0), b = op->getOperand(1);
+  Value pickA = isMax ? g.op<GreaterEqualOp>({a, b})
+                      : g.op<LessEqualOp>({a, b});
+  dx.push_back(g.sumTo(whereZero(g, pickA, dy[0], true), a));
+  dx.push_back(g.sumTo(whereZero(g, pickA, dy[0], false), b));
+  return done(g);
+}
+
+/// Comparisons and logic: no gradient.
+LogicalResult none(GradientBuilder &g, Operation *op, Grads &dx) {
+  dx.append(op->getNumOperands(), Value());
+  return done(g);
+}
+
+} // namespace
+
+LogicalResult MaxOp::buildGradients(GradientBuilder &g, ArrayRef<Value> dy,
+                                    Grads &dx) {
+  return selected(g, *this, dy, dx, true);
+}
+LogicalResult MinOp::buildGradients(GradientBuilder &g, ArrayRef<Value> dy,
+                                    Grads &dx) {
+  return selected(g, *this, dy, dx, false);
+}
+LogicalResult EqualOp::buildGradients(GradientBuilder &g, ArrayRef<Value>,
+                                      Grads &dx) {
+  return none(g, *this, dx);
+}
+LogicalResult LessOp::buildGradients(GradientBuilder &g, ArrayRef<Value>,
+                                     Grads &dx) {
+  return none(g, *this, dx);
+}
+LogicalResult LessEqualOp::buildGradients(GradientBuilder &g, ArrayRef<Value>,
+                                          Grads &dx) {
+  return none(g, *this, dx);
+}
+LogicalResult GreaterOp::buildGradients(GradientBuilder &g, ArrayRef<Value>,
+                                        Grads &dx) {
+  return none(g, *this, dx);
+}
+LogicalResult GreaterEqualOp::buildGradients(GradientBuilder &g,
+                                             ArrayRef<Value>, Grads &dx) {
+  return none(g, *this, dx);
+}
+LogicalResult AndOp::buildGradients(GradientBuilder &g, ArrayRef<Value>,
+                                    Grads &dx) {
+  return none(g, *this, dx);
+}
+LogicalResult OrOp::buildGradients(GradientBuilder &g, ArrayRef<Value>,
+                                   Grads &dx) {
+  return none(g, *this, dx);
+}
+LogicalResult XorOp::buildGradients(GradientBuilder &g, ArrayRef<Value>,
+                                    Grads &dx) {
+  return none(g, *this, dx);
+}
+
+LogicalResult WhereOp::buildGradients(GradientBuilder &g, ArrayRef<Value> dy,
+                                      Grads &dx) {
+  Value c = getCondition();
+  dx.push_back(Value());
+  dx.push_back(g.sumTo(whereZero(g, c, dy[0], true), getLhs()));
+  dx.push_back(g.sumTo(whereZero(g, c, dy[0], false), getRhs()));
+  return done(g);
+}
+
+//===----------------------------------------------------------------------===//
+// Contractions
+//===----------------------------------------------------------------------===//
+
+LogicalResult MatMulOp::buildGradients(GradientBuilder &g, ArrayRef<Value> dy,
+                                       Grads &dx) {
+  Value a = getLhs(), b = getRhs(), d = dy[0];
+  ArrayRef<int64_t> as = shapeOf(a), bs = shapeOf(b);
+  // x W with a 2-D W (every linear layer): one GEMM per gradient on the
+  // rows of x flattened, no transposes.
+  if (as.size() >= 2 && bs.size() == 2) {
+    int64_t m = numElements(as) / as.back();
+    Value a2 = g.reshape(a, {m, as.back()});
+    Value d2 = g.reshape(d, {m, bs[1]});
+    dx.push_back(g.reshape(g.gemm(d2, b, false, true), as));
+    dx.push_back(g.gemm(a2, d2, true, false));
+    return done(g);
+  }
+  // Vectors are promoted to matrices (numpy) and the gradients reshaped back.
+  Value a2 = as.size() == 1 ? g.reshape(a, {1, as[0]}) : a;
+  Value b2 = bs.size() == 1 ? g.reshape(b, {bs[0], 1}) : b;
+  Value y2 = g.op<MatMulOp>({a2, b2});
+  if (!y2)
+    return failure();
+  Value d2 = g.reshape(d, shapeOf(y2));
+  Value da = g.sumTo(g.op<MatMulOp>({d2, g.transposeLast2(b2)}), a2);
+  Value db = g.sumTo(g.op<MatMulOp>({g.transposeLast2(a2), d2}), b2);
+  y2.getDefiningOp()->erase();
+  dx.push_back(g.reshape(da, as));
+  dx.push_back(g.reshape(db, bs));
+  return done(g);
+}
+
+LogicalResult GemmOp::buildGradients(GradientBuilder &g, ArrayRef<Value> dy,
+                                     Grads &dx) {
+  Value a = getA(), b = getB(), d = dy[0];
+  bool ta = getTransA(), tb = getTransB();
+  double alpha = getAlpha().convertToFloat();
+  auto gemm = [&](Value l, Value r, bool tl, bool tr) {
+    return g.gemm(l, r, tl, tr, alpha);
+  };
+  // Y = alpha op(A) op(B) + beta C.
+  dx.push_back(ta ? gemm(b, d, tb, true) : gemm(d, b, false, !tb));
+  dx.push_back(tb ? gemm(d, a, true, ta) : gemm(a, d, !ta, false));
+  if (Value c = getC())
+    dx.push_back(g.sumTo(g.scale(d, getBeta().convertToFloat()), c));
+  return done(g);
+}
+
+LogicalResult AttentionOp::buildGradients(GradientBuilder &g,
+                                          ArrayRef<Value> dy, Grads &dx) {
+  // The forward's chain, rebuilt (scores are materialized here; the forward
+  // kernel never holds them).
+  Value q = getQuery(), k = getKey(), v = getValue(), d = dy[0];
+  double s = getScale().convertToDouble();
+  double factor = getDivide() ? 1.0 / s : s;
+  Value scores = g.scale(g.op<MatMulOp>({q, g.transposeLast2(k)}), factor);
+  if (Value hide = getHide())
+    scores = g.op<WhereOp>(
+        {hide, g.scalarLike(scores, getFill().convertToDouble()), scores});
+  if (Value mask = getMask())
+    scores = g.add(scores, mask);
+  int64_t last = typeOf(q).getRank() - 1;
+  Value p = g.op<SoftmaxOp>({scores}, {g.i64("axis", last)});
+  Value dv = g.op<MatMulOp>({g.transposeLast2(p), d});
+  Value dp = g.op<MatMulOp>({d, g.transposeLast2(v)});
+  Value rowDot = g.reduceSum(g.mul(dp, p), {last}, /*keepdims=*/true);
+  Value ds = g.mul(p, g.sub(dp, rowDot));
+  if (Value hide = getHide())
+    ds = whereZero(g, hide, ds, false);
+  Value dsScaled = g.scale(ds, factor);
+  dx.push_back(g.sumTo(g.op<MatMulOp>({dsScaled, k}), q));
+  dx.push_back(g.sumTo(g.op<MatMulOp>({g.transposeLast2(dsScaled), q}), k));
+  dx.push_back(g.sumTo(dv, v));
+  if (Value mask = getMask())
+    dx.push_back(g.sumTo(ds, mask));
+  if (getHide())
+    dx.push_back(Value());
+  return done(g);
+}
+
+//===----------------------------------------------------------------------===//
+// Normalizations and reductions
+//===----------------------------------------------------------------------===//
+
+LogicalResult SoftmaxOp::buildGradients(GradientBuilder &g, ArrayRef<Value> dy,
+                                        Grads &dx) {
+  Value y = getResult(), d = dy[0];
+  int64_t axis = normalizeAxis(getAxis(), typeOf(y).getRank());
+  Value dot = g.reduceSum(g.mul(d, y), {axis}, true);
+  dx.push_back(g.mul(y, g.sub(d, dot)));
+  return done(g);
+}
+
+LogicalResult LogSoftmaxOp::buildGradients(GradientBuilder &g,
+                                           ArrayRef<Value> dy, Grads &dx) {
+  Value y = getResult(), d = dy[0];
+  int64_t axis = normalizeAxis(getAxis(), typeOf(y).getRank());
+  Value sum = g.reduceSum(d, {axis}, true);
+  dx.push_back(g.sub(d, g.mul(g.op<ExpOp>({y}), sum)));
+  return done(g);
+}
+
+LogicalResult LayerNormOp::buildGradients(GradientBuilder &g,
+                                          ArrayRef<Value> dy, Grads &dx) {
+  Value x = getInput(), d = dy[0];
+  int64_t rank = typeOf(x).getRank();
+  SmallVector<int64_t> axes;
+  for (int64_t a = normalizeAxis(getAxis(), rank); a < rank; ++a)
+    axes.push_back(a);
+  OpBuilder &ob = g.builder();
+  auto mean = [&](Value v) {
+    return g.op<ReduceMeanOp>(
+        {v}, {g.i64s("axes", axes), g.named("keepdims", ob.getBoolAttr(true))});
+  };
+  Value centred = g.sub(x, mean(x));
+  Value var = mean(g.mul(centred, centred));
+  Value rstd = g.op<ReciprocalOp>({g.op<SqrtOp>(
+      {g.add(var, g.scalarLike(var, getEpsilon().convertToFloat()))})});
+  Value xhat = g.mul(centred, rstd);
+  Value dxhat = g.mul(d, getScale());
+  Value inner = g.sub(g.sub(dxhat, mean(dxhat)),
+                      g.mul(xhat, mean(g.mul(dxhat, xhat))));
+  dx.push_back(g.mul(rstd, inner));
+  dx.push_back(g.sumTo(g.mul(d, xhat), getScale()));
+  if (Value bias = getBias())
+    dx.push_back(g.sumTo(d, bias));
+  return done(g);
+}
+
+namespace {
+
+LogicalResult reduction(GradientBuilder &g, Operation *op, ArrayRef<Value> dy,
+                        Grads &dx, ArrayRef<int64_t> axes) {
+  Value x = op->getOperand(0), y = op->getResult(0), d = dy[0];
+  if (!isFloatTensor(x)) {
+    dx.push_back(Value());
+    return done(g);
+  }
+  Value spreadD = g.spread(d, x, axes);
+  if (isa<ReduceSumOp>(op)) {
+    dx.push_back(spreadD);
+  } else if (isa<ReduceMeanOp>(op)) {
+    int64_t count = 1;
+    for (int64_t a : axes)
+      count *= shapeOf(x)[a];
+    dx.push_back(g.scale(spreadD, 1.0 / double(count)));
+  } else if (isa<ReduceProdOp>(op)) {
+    dx.push_back(g.div(g.mul(spreadD, g.spread(y, x, axes)), x));
+  } else { // max, min: to the elements equal to the result
+    Value hit = g.op<EqualOp>({x, g.spread(y, x, axes)});
+    dx.push_back(whereZero(g, hit, spreadD, true));
+  }
+  return done(g);
+}
+
+} // namespace
+
+LogicalResult ReduceSumOp::buildGradients(GradientBuilder &g,
+                                          ArrayRef<Value> dy, Grads &dx) {
+  return reduction(g, *this, dy, dx, getAxes());
+}
+LogicalResult ReduceMeanOp::buildGradients(GradientBuilder &g,
+                                           ArrayRef<Value> dy, Grads &dx) {
+  return reduction(g, *this, dy, dx, getAxes());
+}
+LogicalResult ReduceMaxOp::buildGradients(GradientBuilder &g,
+                                          ArrayRef<Value> dy, Grads &dx) {
+  return reduction(g, *this, dy, dx, getAxes());
+}
+LogicalResult ReduceMinOp::buildGradients(GradientBuilder &g,
+                                          ArrayRef<Value> dy, Grads &dx) {
+  return reduction(g, *this, dy, dx, getAxes());
+}
+LogicalResult ReduceProdOp::buildGradients(GradientBuilder &g,
+                                           ArrayRef<Value> dy, Grads &dx) {
+  return reduction(g, *this, dy, dx, getAxes());
+}
+
+//===----------------------------------------------------------------------===//
+// Data movement
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReshapeOp::buildGradients(GradientBuilder &g, ArrayRef<Value> dy,
+                                        Grads &dx) {
+  dx.push_back(g.reshape(dy[0], shapeOf(getInput())));
+  return done(g);
+}
+
+LogicalResult TransposeOp::buildGradients(GradientBuilder &g,
+                                          ArrayRef<Value> dy, Grads &dx) {
+  ArrayRef<int64_t> perm = getPerm();
+  SmallVector<int64_t> inverse(perm.size());
+  for (auto [i, p] : llvm::enumerate(perm))
+    inverse[p] = i;
+  dx.push_back(g.transpose(dy[0], inverse));
+  return done(g);
+}
+
+LogicalResult ExpandOp::buildGradients(GradientBuilder &g, ArrayRef<Value> dy,
+                                       Grads &dx) {
+  dx.push_back(g.sumTo(dy[0], getInput()));
+  return done(g);
+}
+
+LogicalResult ConcatOp::buildGradients(GradientBuilder &g, ArrayRef<Value> dy,
+                                       Grads &dx) {
+  Value d = dy[0];
+  int64_t rank = typeOf(d).getRank();
+  int64_t axis = normalizeAxis(getAxis(), rank);
+  int64_t at = 0;
+  for (Value in : getInputs()) {
+    SmallVector<int64_t> starts(rank, 0), steps(rank, 1);
+    starts[axis] = at;
+    at += shapeOf(in)[axis];
+    dx.push_back(g.op<SliceOp>({d}, {g.i64s("starts", starts),
+                                     g.i64s("sizes", shapeOf(in)),
+                                     g.i64s("steps", steps)}));
+  }
+  return done(g);
+}
+
+LogicalResult SplitOp::buildGradients(GradientBuilder &g, ArrayRef<Value> dy,
+                                      Grads &dx) {
+  SmallVector<Value> parts;
+  for (auto [r, d] : llvm::zip(getResults(), dy))
+    parts.push_back(d ? d : g.fill(r, 0));
+  int64_t axis = normalizeAxis(getAxis(), typeOf(getInput()).getRank());
+  dx.push_back(parts.size() == 1 ? parts[0]
+                                 : g.op<ConcatOp>(parts, {g.i64("axis", axis)}));
+  return done(g);
+}
+
+LogicalResult SliceOp::buildGradients(GradientBuilder &g, ArrayRef<Value> dy,
+                                      Grads &dx) {
+  if (llvm::any_of(getSteps(), [](int64_t s) { return s != 1; }))
+    return emitError() << "training through a slice with steps other than 1 "
+                          "is not supported yet";
+  // The slice put back among zeros, one axis at a time.
+  Value d = dy[0];
+  ArrayRef<int64_t> in = shapeOf(getInput());
+  for (auto [axis, start] : llvm::enumerate(getStarts())) {
+    int64_t size = shapeOf(d)[axis];
+    int64_t after = in[axis] - start - size;
+    if (start == 0 && after == 0)
+      continue;
+    SmallVector<Value> parts;
+    auto zeros = [&](int64_t n) {
+      SmallVector<int64_t> shape(shapeOf(d));
+      shape[axis] = n;
+      return g.expand(g.scalarLike(d, 0), shape);
+    };
+    if (start > 0)
+      parts.push_back(zeros(start));
+    parts.push_back(d);
+    if (after > 0)
+      parts.push_back(zeros(after));
+    d = g.op<ConcatOp>(parts, {g.i64("axis", axis)});
+  }
+  dx.push_back(d);
+  return done(g);
+}
+
+LogicalResult GatherOp::buildGradients(GradientBuilder &g, ArrayRef<Value> dy,
+                                       Grads &dx) {
+  Value table = getInput(), idx = getIndices(), d = dy[0];
+  ArrayRef<int64_t> ts = shapeOf(table);
+  int64_t axis = normalizeAxis(getAxis(), ts.size());
+  if (!isFloatTensor(table)) {
+    dx.append({Value(), Value()});
+    return done(g);
+  }
+  if (axis != 0)
+    return emitError() << "training through a gather on axis " << axis
+                       << " is not supported yet (axis 0 is: embeddings)";
+  // Rows of the table each index picked, summed: onehot(indices)^T dY, a
+  // GEMM the partitioner splits like any other.
+  int64_t n = numElements(shapeOf(idx)), rows = ts[0],
+          width = numElements(ts) / rows;
+  Type it = typeOf(idx).getElementType();
+  Value flat = g.reshape(idx, {n, 1});
+  Value wrapped = g.op<WhereOp>({g.op<LessOp>({flat, g.scalar(it, 0)}),
+                                 g.add(flat, g.scalar(it, double(rows))),
+                                 flat});
+  SmallVector<int64_t> iota(rows);
+  for (int64_t i = 0; i < rows; ++i)
+    iota[i] = i;
+  auto iotaType = RankedTensorType::get({1, rows}, it);
+  SmallVector<APInt> values;
+  for (int64_t i : iota)
+    values.push_back(APInt(it.getIntOrFloatBitWidth(), i));
+  Value positions = g.op<ConstantOp>(
+      {}, {g.named("value", DenseElementsAttr::get(iotaType, values))});
+  Value hit = g.op<EqualOp>({wrapped, positions});
+  Value onehot = g.op<CastOp>(
+      {hit}, {g.named("to", TypeAttr::get(typeOf(table).getElementType()))});
+  Value d2 = g.reshape(d, {n, width});
+  Value dt = g.gemm(onehot, d2, true, false);
+  dx.push_back(g.reshape(dt, ts));
+  dx.push_back(Value());
+  return done(g);
+}
+
+LogicalResult TriluOp::buildGradients(GradientBuilder &g, ArrayRef<Value> dy,
+                                      Grads &dx) {
+  dx.push_back(g.op<TriluOp>({dy[0]}, {g.named("upper", getUpperAttr()),
+                                       g.named("k", getKAttr())}));
+  return done(g);
+}
+
+} // namespace pcc

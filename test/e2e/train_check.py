@@ -1,0 +1,214 @@
+#!/usr/bin/env python3
+"""Train a torch-exported model with `pcc --train` under several strategies
+and compare every step's loss with PyTorch's own training of the same model.
+
+Usage: train_check.py WORKDIR --model mlp|gpt --mpirun CMD
+                      --optimizer sgd|adamw [--steps N] STRATEGY...
+  STRATEGY as run_strategies.py takes it: "1" (one rank), "dp=2", "tp=2",
+  "dp=2,tp=2", ...
+
+The model is exported returning its loss (training mode, no constant
+folding, so parameters keep their names); N batches are written as
+WORKDIR/<model>/batches/batch_K/input_*.pb; PyTorch trains a copy with the
+same optimizer for N steps. For each strategy prints one line:
+  dp=2 ranks=2: losses PASS max_rel_err=3.1e-07 (4 steps)
+and, on a mismatch, both loss sequences. Losses must agree to --rtol
+(atol 1e-6; default --rtol 2e-5, far inside the rtol 1e-3 asked of pcc)
+at every step: step k's loss is computed from the parameters after k
+updates, so this checks the gradients and the optimizer too.
+"""
+import argparse
+import copy
+import json
+import os
+import shlex
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from onnx import numpy_helper
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from run_strategies import strategy_flags  # noqa: E402
+
+OPTIMIZERS = {
+    "sgd": dict(flags=["--optimizer", "sgd", "--lr", "0.05", "--momentum",
+                       "0.9", "--weight-decay", "0.01"],
+                make=lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9,
+                                               weight_decay=0.01)),
+    "adamw": dict(flags=["--optimizer", "adamw", "--lr", "0.01"],
+                  make=lambda p: torch.optim.AdamW(p, lr=0.01)),
+}
+
+
+class Mlp(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(16, 32)
+        self.fc2 = nn.Linear(32, 32)
+        self.fc3 = nn.Linear(32, 4)
+
+    def forward(self, x, y):
+        h = torch.tanh(self.fc2(F.gelu(self.fc1(x))))
+        # torch 1.13 does not export F.mse_loss; this is its definition.
+        return ((self.fc3(h) - y) ** 2).mean()
+
+
+def mlp_batches(steps, rng):
+    return [(rng.standard_normal((8, 16)).astype(np.float32),
+             rng.standard_normal((8, 4)).astype(np.float32))
+            for _ in range(steps)]
+
+
+class Block(nn.Module):
+    """A GPT-2 block: fused QKV, causal mask by masked_fill on a tril
+    buffer, scaling by division, tanh GELU."""
+
+    def __init__(self, d, heads):
+        super().__init__()
+        self.heads = heads
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.fc, self.out = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+
+    def forward(self, x, causal):
+        b, s, d = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(d, dim=2)
+        q, k, v = (t.view(b, s, self.heads, d // self.heads).transpose(1, 2)
+                   for t in (q, k, v))
+        att = (q @ k.transpose(-2, -1)) / (d // self.heads) ** 0.5
+        att = att.masked_fill(causal == 0, float("-inf")).softmax(dim=-1)
+        y = (att @ v).transpose(1, 2).reshape(b, s, d)
+        x = x + self.proj(y)
+        return x + self.out(F.gelu(self.fc(self.ln2(x)), approximate="tanh"))
+
+
+class Gpt(nn.Module):
+    """A character GPT returning its cross-entropy loss; the head is tied to
+    the token embedding."""
+
+    def __init__(self, vocab=32, d=32, heads=2, layers=2, seq=16):
+        super().__init__()
+        self.wte, self.wpe = nn.Embedding(vocab, d), nn.Embedding(seq, d)
+        self.blocks = nn.ModuleList(Block(d, heads) for _ in range(layers))
+        self.ln = nn.LayerNorm(d)
+        self.register_buffer("causal", torch.tril(torch.ones(seq, seq)))
+        for e in (self.wte, self.wpe):
+            nn.init.normal_(e.weight, std=0.02)  # GPT-2's
+
+    def forward(self, idx, targets):
+        s = idx.shape[1]
+        x = self.wte(idx) + self.wpe(torch.arange(s))
+        for block in self.blocks:
+            x = block(x, self.causal)
+        logits = self.ln(x) @ self.wte.weight.t()
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]),
+                               targets.reshape(-1))
+
+
+def gpt_batches(steps, rng):
+    return [(rng.integers(0, 32, (4, 16)).astype(np.int64),
+             rng.integers(0, 32, (4, 16)).astype(np.int64))
+            for _ in range(steps)]
+
+
+MODELS = {"mlp": (Mlp, mlp_batches), "gpt": (Gpt, gpt_batches)}
+# Initializers that PyTorch does not train (buffers).
+FROZEN = {"gpt": ["causal"]}
+
+
+def export(workdir, name, steps):
+    """The model as ONNX, its batches, and the module to train in torch."""
+    torch.manual_seed(0)
+    make, batches_of = MODELS[name]
+    model = make()
+    batches = batches_of(steps, np.random.default_rng(0))
+    path = os.path.join(workdir, "model.onnx")
+    example = tuple(torch.from_numpy(a) for a in batches[0])
+    torch.onnx.export(model, example, path, opset_version=14,
+                      training=torch.onnx.TrainingMode.TRAINING,
+                      do_constant_folding=False,
+                      input_names=[f"input_{i}" for i in range(len(example))],
+                      output_names=["loss"])
+    for k, batch in enumerate(batches):
+        d = os.path.join(workdir, "batches", f"batch_{k}")
+        os.makedirs(d, exist_ok=True)
+        for i, a in enumerate(batch):
+            t = numpy_helper.from_array(a, f"input_{i}")
+            with open(os.path.join(d, f"input_{i}.pb"), "wb") as f:
+                f.write(t.SerializeToString())
+    return model, batches
+
+
+def torch_losses(model, batches, optimizer, steps):
+    model = copy.deepcopy(model)
+    opt = OPTIMIZERS[optimizer]["make"](model.parameters())
+    losses = []
+    for k in range(steps):
+        batch = [torch.from_numpy(a) for a in batches[k % len(batches)]]
+        opt.zero_grad()
+        loss = model(*batch)
+        losses.append(loss.item())
+        loss.backward()
+        opt.step()
+    return losses
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("workdir")
+    p.add_argument("--model", required=True, choices=sorted(MODELS))
+    p.add_argument("--mpirun", required=True)
+    p.add_argument("--optimizer", required=True, choices=sorted(OPTIMIZERS))
+    p.add_argument("--steps", type=int, default=4)
+    p.add_argument("--layout", default="megatron")
+    # The issue's bound is rtol 1e-3; fp32 steps agree far closer, and a
+    # tight bound catches a wrong update that moves the loss a little.
+    p.add_argument("--rtol", type=float, default=2e-5)
+    p.add_argument("--atol", type=float, default=1e-6)
+    p.add_argument("strategies", nargs="+")
+    args = p.parse_args()
+    workdir = os.path.join(args.workdir, args.model)
+    os.makedirs(workdir, exist_ok=True)
+    model, batches = export(workdir, args.model, args.steps)
+    want = torch_losses(model, batches, args.optimizer, args.steps)
+    mpirun = shlex.split(args.mpirun)
+    for strategy in args.strategies:
+        flags, ranks = ([], 1) if strategy == "1" else strategy_flags(
+            strategy, args.layout)
+        out = os.path.join(workdir, f"out-{args.optimizer}-" +
+                           strategy.replace("=", "").replace(",", "-"))
+        subprocess.run(["pcc", os.path.join(workdir, "model.onnx"), "-o", out,
+                        "--quiet", "--train", "--cluster", "dgx-a100"] +
+                       OPTIMIZERS[args.optimizer]["flags"] + flags +
+                       (["--freeze", ",".join(FROZEN[args.model])]
+                        if args.model in FROZEN else []), check=True)
+        run = subprocess.run(
+            mpirun + ["-np", str(ranks), os.path.join(out, "model"),
+                      "--train", os.path.join(workdir, "batches"),
+                      "--steps", str(args.steps), "--threads", "1"],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            timeout=300)
+        got = []
+        for line in run.stdout.splitlines():
+            if line.startswith("{"):
+                got.append(json.loads(line)["loss"])
+        ok = run.returncode == 0 and len(got) == len(want)
+        worst = 0.0
+        for g, w in zip(got, want):
+            err = abs(g - w) if g is not None else float("inf")
+            worst = max(worst, err / max(abs(w), 1e-30))
+            ok &= err <= args.atol + args.rtol * abs(w)
+        print(f"{strategy} ranks={ranks}: losses {'PASS' if ok else 'FAIL'} "
+              f"max_rel_err={worst:.1e} ({len(got)} steps)", flush=True)
+        if not ok:
+            print(f"  pcc:     {got}\n  pytorch: {want}\n{run.stdout}",
+                  flush=True)
+
+
+if __name__ == "__main__":
+    main()
