@@ -25,6 +25,7 @@
 #include "pccrt/Mesh.h"
 #include "pccrt/Model.h"
 #include "pccrt/TensorFile.h"
+#include "Checkpoint.h"
 #include "TrainLoop.h"
 #include "pccrt/WeightsFile.h"
 
@@ -48,7 +49,7 @@ using namespace pccrt;
 namespace {
 
 struct Options {
-  std::string inputs, outputs, check, weights, trace, train;
+  std::string inputs, outputs, check, weights, trace, train, save, resume;
   int bench = 0;
   /// Training steps to run (0: one per batch in the --train directory).
   long steps = 0;
@@ -104,7 +105,7 @@ const char *kUsage =
     "usage: [mpirun -np N] %s [--inputs DIR] [--outputs DIR] [--check DIR] [--bench N]\n"
     "          [--weights FILE] [--threads N] [--rtol R] [--atol A] [--trace FILE]\n"
     "          [--comm auto|nccl|mpi] [--cuda-graph on|off]\n"
-    "          [--train DIR [--steps N]]\n"
+    "          [--train DIR [--steps N] [--save DIR2] [--resume DIR2]]\n"
     "  --inputs DIR   read input_K.pb from DIR (default: the --check DIR)\n"
     "  --outputs DIR  write output_K.pb to DIR (created if missing)\n"
     "  --check DIR    compare outputs with DIR/output_K.pb; exit 0 iff all\n"
@@ -126,7 +127,12 @@ const char *kUsage =
     "                 on DIR/batch_0, batch_1, ... (input_K.pb each; step k\n"
     "                 uses batch k mod count); one JSON line per step:\n"
     "                 {\"step\": k, \"loss\": x, \"ms\": t}\n"
-    "  --steps N      training steps (default: one per batch)\n";
+    "  --steps N      training steps (default: one per batch)\n"
+    "  --save DIR2    after training, write every trained parameter and\n"
+    "                 optimizer state, whole, as DIR2/<initializer name>.pb\n"
+    "                 (and DIR2/steps.txt)\n"
+    "  --resume DIR2  start from a --save directory: its parameters, states\n"
+    "                 and step count\n";
 
 long parseNumber(const char *flag, const char *text, long lo, long hi) {
   char *end = nullptr;
@@ -168,7 +174,8 @@ Options parseOptions(int argc, char **argv) {
                                         "--weights", "--bench", "--threads",
                                         "--rtol", "--atol", "--timeout",
                                         "--trace", "--comm", "--cuda-graph",
-                                        "--train", "--steps"};
+                                        "--train", "--steps", "--save",
+                                        "--resume"};
     if (std::find(std::begin(known), std::end(known), flag) == std::end(known))
       die("unknown argument '" + a + "' (see --help)");
     if (eq != std::string::npos) {
@@ -189,6 +196,8 @@ Options parseOptions(int argc, char **argv) {
     else if (flag == "--timeout") o.timeout = parseReal("--timeout", value.c_str());
     else if (flag == "--trace") o.trace = value;
     else if (flag == "--train") o.train = value;
+    else if (flag == "--save") o.save = value;
+    else if (flag == "--resume") o.resume = value;
     else if (flag == "--steps") o.steps = parseNumber("--steps", value.c_str(), 1, 1L << 40);
     else if (flag == "--comm") {
       if (value != "auto" && value != "nccl" && value != "mpi")
@@ -207,8 +216,10 @@ Options parseOptions(int argc, char **argv) {
   if (!o.train.empty() && (!o.inputs.empty() || !o.check.empty() || o.bench))
     die("--train reads its own batches; it takes no --inputs, --check or "
         "--bench");
-  if (o.steps && o.train.empty())
-    die("--steps needs --train DIR");
+  if ((o.steps || !o.save.empty() || !o.resume.empty()) && o.train.empty())
+    die(std::string(o.steps ? "--steps" : !o.save.empty() ? "--save"
+                                                          : "--resume") +
+        " needs --train DIR");
   if (!o.train.empty())
     o.inputs = batchDir(o.train, 0);
   if (o.inputs.empty())
@@ -607,7 +618,7 @@ std::string benchmark(int iterations, int64_t devices, Run runOnce) {
 /// count each; rank 0 prints each step's loss (output 0) as it ends.
 template <typename Run>
 int trainSteps(const ModelInfo &model, const Options &o, Mesh &mesh,
-               RunBuffers &buffers, Run runOnce) {
+               const char *weights, RunBuffers &buffers, Run runOnce) {
   long batches = 0;
   phase = "reading training batches";
   together([&] {
@@ -618,15 +629,26 @@ int trainSteps(const ModelInfo &model, const Options &o, Mesh &mesh,
     if (batches == 0)
       die("'" + o.train + "' holds no batch_0 directory of inputs");
   });
-  long steps = o.steps ? o.steps : batches;
+  long steps = o.steps ? o.steps : batches, first = 0;
+  char *writable = const_cast<char *>(weights);
+  if (!o.resume.empty()) {
+    phase = "resuming a saved run";
+    together([&] {
+      std::string error = resumeTrained(model, mesh, writable, o.resume, first);
+      if (!error.empty())
+        die(error);
+    });
+  }
   StepPrinter printer(Mesh::worldRank() == 0);
-  for (long k = 0; k < steps; ++k) {
-    if (k > 0 && batches > 1) {
+  long loaded = 0; // batch_0 is read with the weights
+  for (long k = first; k < first + steps; ++k) {
+    if (k % batches != loaded) {
+      loaded = k % batches;
       phase = "reading training batches";
       together([&] {
         for (int i = 0; i < model.numInputs; ++i)
           buffers.reloadInput(
-              i, loadInput(batchDir(o.train, k % batches), i, model, mesh));
+              i, loadInput(batchDir(o.train, loaded), i, model, mesh));
       });
     }
     phase = "training";
@@ -640,6 +662,14 @@ int trainSteps(const ModelInfo &model, const Options &o, Mesh &mesh,
     if (Mesh::worldRank() == 0)
       printer.step(k, elementAsDouble(loss, 0),
                    std::chrono::duration<double, std::milli>(t1 - t0).count());
+  }
+  if (!o.save.empty()) {
+    phase = "saving the trained run";
+    std::string error = saveTrained(model, mesh, weights, o.save, first + steps);
+    together([&] {
+      if (!error.empty())
+        die(error);
+    });
   }
   return 0;
 }
@@ -728,7 +758,7 @@ int runModel(int argc, char **argv) {
     Mesh::abortWorld(1);
   };
   if (!o.train.empty()) {
-    int status = trainSteps(model, o, mesh, buffers, runOnce);
+    int status = trainSteps(model, o, mesh, weights, buffers, runOnce);
     Mesh::finalizeProcess();
     return status;
   }
