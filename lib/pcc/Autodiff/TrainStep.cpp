@@ -270,7 +270,9 @@ LogicalResult StepBuilder::run(TrainStepReport *report) {
   for (const std::string &n : o.freeze)
     if (!named.contains(n))
       return fn.emitError() << "--freeze names '" << n
-                            << "', which is not an initializer of the model";
+                            << "', which is not a trainable initializer of "
+                               "the model (float scalars and small integer "
+                               "tensors are constants, never trained)";
   for (Operation &op : body.without_terminator())
     if (llvm::any_of(op.getOperands(),
                      [&](Value v) { return active.contains(v); }))

@@ -6,8 +6,9 @@
 // that were broadcast get their gradient summed back (sumTo). The rules
 // recompute what they need from the op's operands and results instead of
 // keeping intermediates: attention's backward rebuilds the scores, layer
-// norm its statistics. Every rule is checked against finite differences in
-// test/unit/GradientTest.cpp and, in whole training steps, against PyTorch.
+// norm its statistics. Every rule is checked against finite differences
+// (test/e2e/gradients.test) and, in whole training steps, against PyTorch
+// (test/e2e/train-*.test).
 //
 //===----------------------------------------------------------------------===//
 
