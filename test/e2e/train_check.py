@@ -5,7 +5,7 @@ and compare every step's loss with PyTorch's own training of the same model.
 Usage: train_check.py WORKDIR --model mlp|gpt --mpirun CMD
                       --optimizer sgd|adamw [--steps N] STRATEGY...
   STRATEGY as run_strategies.py takes it: "1" (one rank), "dp=2", "tp=2",
-  "dp=2,tp=2", ...
+  "dp=2,tp=2", ..., plus "zero=N" for pcc's --zero N ("dp=2,zero=3").
 
 The model is exported returning its loss (training mode, no constant
 folding, so parameters keep their names); N batches are written as
@@ -209,6 +209,8 @@ def main():
     # tight bound catches a wrong update that moves the loss a little.
     p.add_argument("--rtol", type=float, default=2e-5)
     p.add_argument("--atol", type=float, default=1e-6)
+    p.add_argument("--collectives", action="store_true",
+                   help="print the compiled step's collectives (plan.json)")
     p.add_argument("--resume", action="store_true",
                    help="also run half the steps, save, and resume the rest")
     p.add_argument("strategies", nargs="+")
@@ -220,8 +222,12 @@ def main():
     mpirun = shlex.split(args.mpirun)
     batch_dir = os.path.join(workdir, "batches")
     for strategy in args.strategies:
-        flags, ranks = ([], 1) if strategy == "1" else strategy_flags(
-            strategy, args.layout)
+        parts = strategy.split(",")
+        zero = [p for p in parts if p.startswith("zero=")]
+        devices = ",".join(p for p in parts if not p.startswith("zero="))
+        flags, ranks = ([], 1) if devices == "1" else strategy_flags(
+            devices, args.layout)
+        flags += ["--zero", zero[0].split("=")[1]] if zero else []
         tag = f"{args.optimizer}-" + strategy.replace("=", "").replace(",", "-")
         out = os.path.join(workdir, "out-" + tag)
         subprocess.run(["pcc", os.path.join(workdir, "model.onnx"), "-o", out,
@@ -244,6 +250,12 @@ def main():
                 f"max_rel_err={worst:.1e} ({len(got or [])} steps) "
                 f"parameters {'PASS' if params_ok else 'FAIL'} "
                 f"max_abs_err={param_err:.1e}")
+        if args.collectives:
+            with open(os.path.join(out, "plan.json")) as f:
+                compiled = json.load(f)["collectives"]
+            line += " collectives: " + " ".join(
+                f"{k}={compiled.get(k, 0)}"
+                for k in ("all_reduce", "reduce_scatter", "all_gather"))
         if args.resume and ok:
             # Half the steps, saved; the rest resumed from the save.
             half = args.steps // 2

@@ -174,6 +174,10 @@ cl::opt<std::string> betas("betas", cl::desc("AdamW betas B1,B2 (default "
                            cl::init(""), COMPILE_ONLY);
 cl::opt<double> adamEps("eps", cl::desc("AdamW epsilon (default 1e-8)"),
                         cl::init(1e-8), COMPILE_ONLY);
+cl::opt<int> zeroStage(
+    "zero", cl::desc("Training: ZeRO stage over dp (DeepSpeed's): 1 and 2 "
+                     "split optimizer states, 3 parameters too"),
+    cl::init(0), COMPILE_ONLY);
 cl::list<std::string> freezeNames(
     "freeze", cl::desc("Training: initializers not to train"),
     cl::CommaSeparated, COMPILE_ONLY);
@@ -445,6 +449,9 @@ Expected<pcc::TrainOptions> trainOptions() {
     return err("--momentum is SGD's; AdamW takes --betas");
   for (const std::string &n : freezeNames)
     o.freeze.push_back(n);
+  if (zeroStage < 0 || zeroStage > 3)
+    return err("--zero must be a ZeRO stage 1, 2 or 3, got " +
+               Twine(int(zeroStage)));
   return o;
 }
 
@@ -452,7 +459,7 @@ Expected<pcc::TrainOptions> trainOptions() {
 std::optional<std::string> trainFlagWithoutTrain() {
   cl::Option *flags[] = {&optimizerName, &lossName, &learningRate,
                          &momentum,      &weightDecay, &betas,
-                         &adamEps, std::addressof(freezeNames)};
+                         &adamEps, std::addressof(freezeNames), &zeroStage};
   for (cl::Option *o : flags)
     if (o->getNumOccurrences())
       return "--" + o->ArgStr.str() + " needs --train";
@@ -626,6 +633,11 @@ int main(int argc, char **argv) {
   // backward pass and the update are partitioned with the rest.
   if (train && mlir::failed(pcc::buildTrainingStep(*module, *trainOpts)))
     return diagnostics.printed ? 1 : fail("building the training step failed");
+  // ZeRO is a layout of the step's stored tensors: part of the plan.
+  if (zeroStage && chosen->plan.devices() > 1) {
+    chosen->plan.zero = zeroStage;
+    pcc::writePlan(*module, chosen->plan);
+  }
   if (chosen->plan.devices() > 1 &&
       mlir::failed(pcc::applyPlan(*module, emit != Emit::Mlir)))
     return diagnostics.printed ? 1 : fail("partitioning failed");

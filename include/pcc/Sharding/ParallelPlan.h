@@ -67,6 +67,11 @@ struct ParallelPlan {
   /// A training step (forward, backward, optimizer) rather than inference.
   bool train = false;
   bool recompute = false;
+  /// ZeRO stage of a training step over the dp axis (DeepSpeed's): 1 and
+  /// 2 store optimizer states split over dp (the update runs on each
+  /// device's part: gradients reduce-scattered, parameters all-gathered),
+  /// 3 the parameters too (all-gathered before each use); 0: none.
+  int64_t zero = 0;
 
   /// A plan of the given per-role degrees (see meshForDegrees).
   static ParallelPlan withDegrees(int64_t pp, int64_t dp, int64_t sp,

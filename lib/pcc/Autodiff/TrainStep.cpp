@@ -289,6 +289,7 @@ LogicalResult StepBuilder::run(TrainStepReport *report) {
     return fn.emitError("the loss depends on no trainable initializer");
   if (failed(differentiate(*loss)))
     return failure();
+  Operation *lastBackward = ret->getPrevNode();
   for (auto w : llvm::to_vector(fn.getOps<WeightOp>()))
     if (Value grad = grads.lookup(w.getResult())) {
       ++counts.parameters;
@@ -297,6 +298,9 @@ LogicalResult StepBuilder::run(TrainStepReport *report) {
     }
   if (g.failed())
     return failure();
+  for (Operation *op = lastBackward->getNextNode(); op != ret;
+       op = op->getNextNode())
+    op->setAttr(kOptimizerAttr, UnitAttr::get(fn.getContext()));
   for (auto [target, value] : assigns)
     AssignOp::create(b, target.getLoc(), target, value);
   func::ReturnOp::create(b, ret.getLoc(), ValueRange{*loss});

@@ -10,6 +10,7 @@
 #include "pcc/Dialect/PCC/IR/PCCOps.h"
 #include "pcc/Dialect/PCC/IR/TensorUtils.h"
 #include "pcc/Partition/Passes.h"
+#include "pcc/Sharding/ParallelPlan.h"
 #include "pcc/Sharding/ShardingRules.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -35,6 +36,37 @@ void propagateShardings(func::FuncOp fn, const Mesh &mesh, StrategyHook hook) {
   for (auto w : fn.getOps<WeightOp>())
     if (!w.getZeros())
       parameters[w.getName()] = w.getResult();
+  // ZeRO (the plan's stage): optimizer states, and from stage 3 the
+  // parameters, are stored split over dp as well, so the update reads each
+  // device's part of them: the partial gradients reach it by a
+  // reduce-scatter, and the new parameters their readers by all-gathers.
+  int64_t zero = 0;
+  if (auto module = fn->getParentOfType<ModuleOp>())
+    if (std::optional<ParallelPlan> plan = readPlan(module))
+      zero = plan->zero;
+  std::optional<int64_t> dpAxis;
+  for (auto [i, name] : llvm::enumerate(mesh.axisNames))
+    if (name == "dp" && mesh.shape[i] > 1)
+      dpAxis = i;
+  auto splitOverDp = [&](Value v, TensorSharding s) {
+    s.partial.clear();
+    if (!zero || !dpAxis || s.usesAxis(*dpAxis))
+      return s;
+    int64_t n = mesh.shape[*dpAxis];
+    ArrayRef<int64_t> shape = shapeOf(v);
+    // A whole dimension first; else one already split, further.
+    for (bool whole : {true, false})
+      for (auto [d, ds] : llvm::enumerate(s.dims)) {
+        int64_t blocks = ds.isSplit() ? mesh.size(ds.axes) : 1;
+        if (ds.isSplit() == whole || (ds.isSplit() && ds.groups != 1) ||
+            shape[d] % (blocks * n))
+          continue;
+        ds.axes.push_back(*dpAxis);
+        ds.groups = 1;
+        return s;
+      }
+    return s; // nothing divides: whole on dp
+  };
   llvm::DenseSet<Value> placedStates;
   auto placeState = [&](Value v) {
     auto w = v.getDefiningOp<WeightOp>();
@@ -43,13 +75,33 @@ void propagateShardings(func::FuncOp fn, const Mesh &mesh, StrategyHook hook) {
     StringRef name = w.getName();
     Value param = parameters.lookup(name.substr(0, name.rfind('.')));
     if (param && shapeOf(param) == shapeOf(v))
-      setSharding(v, mesh, shardingOf(param));
+      setSharding(v, mesh, splitOverDp(v, shardingOf(param)));
+  };
+  // ZeRO-3: a parameter the update reads is stored split over dp from
+  // then on; the ops before (forward and backward) keep the layouts they
+  // read it in, and gather it there.
+  auto placeParameter = [&](Operation *update, Value v) {
+    auto w = v.getDefiningOp<WeightOp>();
+    if (zero < 3 || !w || w.getZeros() || !placedStates.insert(v).second)
+      return;
+    for (Operation *user : v.getUsers())
+      if (user->isBeforeInBlock(update) &&
+          !user->hasAttr(kOperandShardingAttr)) {
+        SmallVector<TensorSharding> in;
+        for (Value o : user->getOperands())
+          in.push_back(shardingOf(o));
+        setOperandShardings(user, kOperandShardingAttr, mesh, in);
+      }
+    setSharding(v, mesh, splitOverDp(v, shardingOf(v)));
   };
   for (Operation &op : fn.getBody().front().without_terminator()) {
     if (isa<WeightOp, ConstantOp>(op))
       continue;
-    for (Value v : op.getOperands())
+    for (Value v : op.getOperands()) {
       placeState(v);
+      if (op.hasAttr(kOptimizerAttr))
+        placeParameter(&op, v);
+    }
     // A stored value counts as a use of its weight in the value's layout.
     if (auto assign = dyn_cast<AssignOp>(op)) {
       TensorSharding s = shardingOf(assign.getValue());
@@ -96,6 +148,18 @@ void propagateShardings(func::FuncOp fn, const Mesh &mesh, StrategyHook hook) {
       // An activation cannot be re-annotated for one user: the op keeps
       // the layouts it runs on, and the partitioner reshards to them.
       if (pinned)
+        setOperandShardings(&op, kOperandShardingAttr, mesh, in);
+    }
+    // The update reads a gradient once summed (under ZeRO, into each
+    // device's part: a reduce-scatter), not a partial sum per formula.
+    if (op.hasAttr(kOptimizerAttr)) {
+      bool summed = false;
+      for (auto [v, s] : llvm::zip(op.getOperands(), in))
+        if (!s.partial.empty()) {
+          s = splitOverDp(v, s);
+          summed = true;
+        }
+      if (summed)
         setOperandShardings(&op, kOperandShardingAttr, mesh, in);
     }
     OpSharding s = inferOpSharding(&op, in, mesh);

@@ -145,7 +145,7 @@ PlanAttr toAttr(MLIRContext *ctx, const ParallelPlan &plan) {
                        tensorLayoutsName(plan.tensorLayouts),
                        sequenceModeName(plan.sequenceMode),
                        plan.tensorDepth, plan.microbatches, plan.train,
-                       plan.recompute);
+                       plan.recompute, plan.zero);
 }
 
 ParallelPlan fromAttr(PlanAttr attr) {
@@ -165,6 +165,7 @@ ParallelPlan fromAttr(PlanAttr attr) {
   plan.microbatches = attr.getMicrobatches();
   plan.train = attr.getTrain();
   plan.recompute = attr.getRecompute();
+  plan.zero = attr.getZero();
   return plan;
 }
 

@@ -21,6 +21,9 @@ inline constexpr llvm::StringLiteral kAxisRoles[] = {"pp", "dp", "sp", "tp"};
 /// The pipeline stage an op runs in (an i64 attribute; on a function
 /// result, the stage that returns it). See pcc/Partition/Stages.h.
 inline constexpr llvm::StringLiteral kStageAttr = "pcc.stage";
+/// On the ops of a training step's optimizer update (after the backward
+/// pass): ZeRO runs them on each device's part of the states.
+inline constexpr llvm::StringLiteral kOptimizerAttr = "pcc.optimizer";
 
 } // namespace pcc
 

@@ -74,7 +74,9 @@ def PCC_PlanAttr : PCC_Attr<"Plan", "plan"> {
     attention: `ulysses` (all-to-all to a head split) or `ring` (key/value
     blocks passed around the sp group). `tensor_depth` is 2.5D's depth d
     (the tp axis is a d x q x q grid). `microbatches`, `train` (a training step rather
-    than inference) and `recompute` (activation recompute) complete it. The planner makes it, or pcc builds it from forced
+    than inference), `recompute` (activation recompute) and `zero` (a
+    training step's ZeRO stage over dp: 1 and 2 store optimizer states
+    split over dp, 3 the parameters too) complete it. The planner makes it, or pcc builds it from forced
     flags; plan.json is written from it.
 
     Example:
@@ -88,7 +90,8 @@ def PCC_PlanAttr : PCC_Attr<"Plan", "plan"> {
                         DefaultValuedParameter<"int64_t", "1">:$tensor_depth,
                         "int64_t":$microbatches,
                         "bool":$train,
-                        "bool":$recompute);
+                        "bool":$recompute,
+                        DefaultValuedParameter<"int64_t", "0">:$zero);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }

@@ -122,7 +122,10 @@ LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                ArrayAttr axes, DenseI64ArrayAttr sizes,
                                StringRef tensorMode, StringRef tensorLayout,
                                StringRef sequenceMode, int64_t tensorDepth,
-                               int64_t microbatches, bool, bool) {
+                               int64_t microbatches, bool, bool,
+                               int64_t zero) {
+  if (zero < 0 || zero > 3)
+    return emitError() << "zero must be a ZeRO stage 0 to 3, got " << zero;
   if (!sizes || int64_t(axes.size()) != sizes.size())
     return emitError() << "needs one size per axis";
   size_t next = 0;
