@@ -46,6 +46,24 @@ def erf(x):
     return np.vectorize(e)(x)
 
 
+def conv2d(x, w, strides, pads, dilations):
+    """ONNX Conv (NCHW, group 1) in float64."""
+    x = np.pad(x, ((0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])))
+    n, c, h, wd = x.shape
+    o, _, kh, kw = w.shape
+    sh, sw = strides
+    dh, dw = dilations
+    ho = (h - (kh - 1) * dh - 1) // sh + 1
+    wo = (wd - (kw - 1) * dw - 1) // sw + 1
+    y = np.zeros((n, o, ho, wo))
+    for i in range(kh):
+        for j in range(kw):
+            patch = x[:, :, i * dh:i * dh + (ho - 1) * sh + 1:sh,
+                      j * dw:j * dw + (wo - 1) * sw + 1:sw]
+            y += np.einsum("nchw,oc->nohw", patch, w[:, :, i, j])
+    return y
+
+
 def attention(q, k, v, mask):
     s = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
     s = np.where(mask, s, -np.inf)
@@ -137,6 +155,10 @@ CASES = {
                lambda w, i: w[i]),
     "GatherNegative": ("Gather", {"axis": 0}, [rand(5, 3), np.array([-1, 1, -1])],
                        lambda w, i: w[i]),
+    "GatherAxis1": ("Gather", {"axis": 1}, [rand(2, 5, 3), np.array(0)],
+                    lambda w, i: w[:, 0]),
+    "GatherAxis2": ("Gather", {"axis": -1}, [rand(2, 3, 4), np.array([3, 0, 3])],
+                    lambda w, i: w[:, :, [3, 0, 3]]),
     "Trilu": ("Trilu", {"upper": 0}, [rand(4, 4), np.array(1)],
               lambda w, k: np.tril(w, 1)),
     "LayerNorm": ("LayerNormalization", {"axis": -1, "epsilon": 1e-5},
@@ -144,6 +166,25 @@ CASES = {
     "LayerNormScale": ("LayerNormalization", {"axis": -1, "epsilon": 1e-5},
                        [rand(4), rand(3, 4), rand(4)],
                        lambda g, x, b: layer_norm(x, g, b), "scale,opset17"),
+    "Conv": ("Conv", {"strides": [2, 1], "pads": [1, 0, 0, 1],
+                      "dilations": [1, 2]},
+             [rand(3, 2, 3, 2), rand(2, 2, 7, 6), rand(3)],
+             lambda w, x, b: conv2d(x, w, (2, 1), (1, 0, 0, 1), (1, 2)) +
+             b[None, :, None, None], "scale"),
+    "ConvInput": ("Conv", {"strides": [2, 2], "pads": [1, 1, 1, 1]},
+                  [rand(2, 2, 5, 6), rand(3, 2, 3, 3)],
+                  lambda x, w: conv2d(x, w, (2, 2), (1, 1, 1, 1), (1, 1))),
+    "ConvInputDilated": ("Conv", {"strides": [1, 2], "pads": [0, 1, 2, 0],
+                                  "dilations": [2, 1]},
+                         [rand(2, 2, 7, 6), rand(3, 2, 2, 3)],
+                         lambda x, w: conv2d(x, w, (1, 2), (0, 1, 2, 0),
+                                             (2, 1))),
+    "ConvPatches": ("Conv", {"strides": [4, 4]},
+                    [rand(4, 3, 4, 4), rand(2, 3, 8, 8)],
+                    lambda w, x: conv2d(x, w, (4, 4), (0, 0, 0, 0), (1, 1)),
+                    "swap"),
+    "GlobalAveragePool": ("GlobalAveragePool", {}, [rand(2, 3, 4, 5)],
+                          lambda w: w.mean((2, 3), keepdims=True)),
     "SoftmaxCrossEntropy": ("SoftmaxCrossEntropyLoss", {},
                             [rand(4, 5), np.array([0, 3, 4, 1])],
                             lambda w, t: -np.log(softmax(w, 1))[

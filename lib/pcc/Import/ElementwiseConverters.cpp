@@ -135,8 +135,19 @@ Results convertDropout(NodeContext &c) {
     auto training = c.constScalar(2, "Dropout training_mode");
     if (failed(training))
       return failure();
-    if (*training != 0)
-      return c.error() << "Dropout in training mode is not supported";
+    // Training mode drops nothing at ratio 0 (what torch exports for
+    // dropout=0.0 under TrainingMode.TRAINING).
+    double ratio = 0.5;
+    if (*training != 0 && c.input(1)) {
+      auto r = c.constScalar(1, "Dropout ratio");
+      if (failed(r))
+        return failure();
+      ratio = *r;
+    }
+    if (*training != 0 && ratio != 0)
+      return c.error() << "Dropout in training mode (ratio " << ratio
+                       << ") is not supported yet; export with dropout 0 "
+                          "or in eval mode";
   }
   return SmallVector<Value>{c.input(0), Value()};
 }

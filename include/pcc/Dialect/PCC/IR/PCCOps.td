@@ -297,7 +297,7 @@ def PCC_GemmOp : PCC_Op<"gemm", [PCC_Differentiable, PCC_HasFactorRule, Pure, In
   let assemblyFormat = "$a `,` $b (`,` $c^)? attr-dict `:` functional-type(operands, results)";
 }
 
-def PCC_ConvOp : PCC_Op<"conv", [PCC_HasFactorRule, Pure, InferTypeOpAdaptor,
+def PCC_ConvOp : PCC_Op<"conv", [PCC_Differentiable, PCC_HasFactorRule, Pure, InferTypeOpAdaptor,
     DeclareOpInterfaceMethods<PCC_ContractionOpInterface>]> {
   let summary = "N-D grouped convolution (NCHW)";
   let description = [{
@@ -329,7 +329,7 @@ class PCC_PoolOp<string mnemonic, string desc> : PCC_Op<mnemonic, [PCC_HasFactor
 def PCC_MaxPoolOp : PCC_PoolOp<"max_pool", "Max">;
 def PCC_AveragePoolOp : PCC_PoolOp<"average_pool", "Average">;
 
-def PCC_GlobalAveragePoolOp : PCC_Op<"global_average_pool", [PCC_HasFactorRule,
+def PCC_GlobalAveragePoolOp : PCC_Op<"global_average_pool", [PCC_Differentiable, PCC_HasFactorRule,
                                                              Pure, InferTypeOpAdaptor]> {
   let summary = "Mean over all spatial axes, keeping them as size 1";
   let arguments = (ins PCC_FloatTensor:$input);

@@ -411,6 +411,130 @@ LogicalResult AttentionOp::buildGradients(GradientBuilder &g,
   return done(g);
 }
 
+namespace {
+
+/// `v` with `front` elements added before and `back` after along `axis`
+/// (zeros), or removed where negative.
+Value padAxis(GradientBuilder &g, Value v, int64_t axis, int64_t front,
+              int64_t back) {
+  SmallVector<int64_t> shape(shapeOf(v));
+  if (front < 0 || back < 0) {
+    int64_t rank = shape.size();
+    SmallVector<int64_t> starts(rank, 0), sizes(shape), steps(rank, 1);
+    starts[axis] = std::max<int64_t>(-front, 0);
+    sizes[axis] -= starts[axis] + std::max<int64_t>(-back, 0);
+    v = g.op<SliceOp>({v}, {g.i64s("starts", starts), g.i64s("sizes", sizes),
+                            g.i64s("steps", steps)});
+    shape[axis] = sizes[axis];
+  }
+  SmallVector<Value> parts;
+  auto zeros = [&](int64_t n) {
+    SmallVector<int64_t> z(shape);
+    z[axis] = n;
+    return g.expand(g.scalarLike(v, 0), z);
+  };
+  if (front > 0)
+    parts.push_back(zeros(front));
+  parts.push_back(v);
+  if (back > 0)
+    parts.push_back(zeros(back));
+  return parts.size() == 1 ? v : g.op<ConcatOp>(parts, {g.i64("axis", axis)});
+}
+
+/// `stride - 1` zeros between neighbours along `axis`.
+Value spreadAxis(GradientBuilder &g, Value v, int64_t axis, int64_t stride) {
+  if (stride == 1)
+    return v;
+  SmallVector<int64_t> shape(shapeOf(v)), column(shape);
+  int64_t n = shape[axis];
+  column.insert(column.begin() + axis + 1, 1);
+  SmallVector<int64_t> gap(column);
+  gap[axis + 1] = stride - 1;
+  Value c = g.reshape(v, column);
+  Value wide = g.op<ConcatOp>({c, g.expand(g.scalarLike(v, 0), gap)},
+                              {g.i64("axis", axis + 1)});
+  SmallVector<int64_t> flat(shape);
+  flat[axis] = n * stride;
+  return padAxis(g, g.reshape(wide, flat), axis, 0, -(stride - 1));
+}
+
+} // namespace
+
+LogicalResult ConvOp::buildGradients(GradientBuilder &g, ArrayRef<Value> dy,
+                                     Grads &dx) {
+  if (getGroup() != 1)
+    return emitError() << "training through a grouped convolution (group "
+                       << getGroup() << ") is not supported yet";
+  Value x = getInput(), w = getFilter(), d = dy[0];
+  int64_t rank = typeOf(x).getRank(), spatial = rank - 2;
+  ArrayRef<int64_t> s = getStrides(), p = getPads(), dil = getDilations();
+  ArrayRef<int64_t> xs = shapeOf(x), ws = shapeOf(w), ys = shapeOf(d);
+  SmallVector<int64_t> swap01 = {1, 0};
+  for (int64_t i = 2; i < rank; ++i)
+    swap01.push_back(i);
+  auto conv = [&](Value in, Value f, ArrayRef<int64_t> strides,
+                  ArrayRef<int64_t> pads, ArrayRef<int64_t> dilations) {
+    return g.op<ConvOp>({in, f}, {g.i64s("strides", strides),
+                                  g.i64s("pads", pads),
+                                  g.i64s("dilations", dilations),
+                                  g.i64("group", 1)});
+  };
+  // dX: dY spread by the stride, padded by the dilated window less the
+  // pads (plus the rows no window reached), convolved with the filter's
+  // channels swapped and its window flipped (a transposed convolution).
+  Value spread = d;
+  for (int64_t i = 0; i < spatial; ++i) {
+    int64_t span = (ws[i + 2] - 1) * dil[i];
+    int64_t rest = (xs[i + 2] + p[i] + p[i + spatial] - span - 1) % s[i];
+    spread = padAxis(g, spreadAxis(g, spread, i + 2, s[i]), i + 2,
+                     span - p[i], span - p[i + spatial] + rest);
+  }
+  Value flipped = g.transpose(w, swap01);
+  for (int64_t i = 0; i < spatial; ++i) {
+    int64_t k = ws[i + 2];
+    SmallVector<int64_t> starts(rank, 0), sizes(shapeOf(flipped)),
+        steps(rank, 1);
+    starts[i + 2] = k - 1;
+    steps[i + 2] = -1;
+    flipped = g.op<SliceOp>({flipped}, {g.i64s("starts", starts),
+                                        g.i64s("sizes", sizes),
+                                        g.i64s("steps", steps)});
+  }
+  SmallVector<int64_t> ones(spatial, 1), noPads(2 * spatial, 0);
+  dx.push_back(conv(spread, flipped, ones, noPads, dil));
+  // dW: X (channels as the batch) convolved with dY (images as input
+  // channels): the stride becomes the dilation and back, cropped to the
+  // window, channels swapped back.
+  Value taps = conv(g.transpose(x, swap01), g.transpose(d, swap01), dil, p, s);
+  if (!taps)
+    return failure();
+  SmallVector<int64_t> starts(rank, 0), sizes(shapeOf(taps)), steps(rank, 1);
+  for (int64_t i = 0; i < spatial; ++i)
+    sizes[i + 2] = ws[i + 2];
+  Value cropped = g.op<SliceOp>({taps}, {g.i64s("starts", starts),
+                                         g.i64s("sizes", sizes),
+                                         g.i64s("steps", steps)});
+  dx.push_back(g.transpose(cropped, swap01));
+  if (Value bias = getBias()) {
+    SmallVector<int64_t> axes = {0};
+    for (int64_t i = 2; i < int64_t(ys.size()); ++i)
+      axes.push_back(i);
+    dx.push_back(g.reduceSum(d, axes, /*keepdims=*/false));
+  }
+  return done(g);
+}
+
+LogicalResult GlobalAveragePoolOp::buildGradients(GradientBuilder &g,
+                                                  ArrayRef<Value> dy,
+                                                  Grads &dx) {
+  Value x = getInput();
+  int64_t count = 1;
+  for (int64_t n : shapeOf(x).drop_front(2))
+    count *= n;
+  dx.push_back(g.scale(g.expand(dy[0], shapeOf(x)), 1.0 / double(count)));
+  return done(g);
+}
+
 //===----------------------------------------------------------------------===//
 // Normalizations and reductions
 //===----------------------------------------------------------------------===//
@@ -602,32 +726,32 @@ LogicalResult GatherOp::buildGradients(GradientBuilder &g, ArrayRef<Value> dy,
     dx.append({Value(), Value()});
     return done(g);
   }
-  if (axis != 0)
-    return emitError() << "training through a gather on axis " << axis
-                       << " is not supported yet (axis 0 is: embeddings)";
-  // Rows of the table each index picked, summed: onehot(indices)^T dY, a
-  // GEMM the partitioner splits like any other.
-  int64_t n = numElements(shapeOf(idx)), rows = ts[0],
-          width = numElements(ts) / rows;
+  // The rows each index picked, summed: a one-hot product over the gathered
+  // axis, a GEMM (or a batched one) the partitioner splits like any other.
+  int64_t n = numElements(shapeOf(idx)), rows = ts[axis];
+  int64_t outer = numElements(ts.take_front(axis));
+  int64_t inner = numElements(ts.drop_front(axis + 1));
   Type it = typeOf(idx).getElementType();
-  Value flat = g.reshape(idx, {n, 1});
+  // Negative indices count from the end.
+  Value flat = g.reshape(idx, {1, n});
   Value wrapped = g.op<WhereOp>({g.op<LessOp>({flat, g.scalar(it, 0)}),
                                  g.add(flat, g.scalar(it, double(rows))),
                                  flat});
-  SmallVector<int64_t> iota(rows);
-  for (int64_t i = 0; i < rows; ++i)
-    iota[i] = i;
-  auto iotaType = RankedTensorType::get({1, rows}, it);
   SmallVector<APInt> values;
-  for (int64_t i : iota)
+  for (int64_t i = 0; i < rows; ++i)
     values.push_back(APInt(it.getIntOrFloatBitWidth(), i));
   Value positions = g.op<ConstantOp>(
-      {}, {g.named("value", DenseElementsAttr::get(iotaType, values))});
-  Value hit = g.op<EqualOp>({wrapped, positions});
-  Value onehot = g.op<CastOp>(
-      {hit}, {g.named("to", TypeAttr::get(typeOf(table).getElementType()))});
-  Value d2 = g.reshape(d, {n, width});
-  Value dt = g.gemm(onehot, d2, true, false);
+      {}, {g.named("value", DenseElementsAttr::get(
+                                RankedTensorType::get({rows, 1}, it), values))});
+  // [rows, n]: 1 where index k picked row r.
+  Value picked = g.op<CastOp>(
+      {g.op<EqualOp>({positions, wrapped})},
+      {g.named("to", TypeAttr::get(typeOf(table).getElementType()))});
+  Value dt;
+  if (outer == 1)
+    dt = g.gemm(picked, g.reshape(d, {n, inner}), false, false);
+  else
+    dt = g.op<MatMulOp>({picked, g.reshape(d, {outer, n, inner})});
   dx.push_back(g.reshape(dt, ts));
   dx.push_back(Value());
   return done(g);
