@@ -255,6 +255,9 @@ def main():
     p.add_argument("--atol", type=float, default=1e-6)
     p.add_argument("--collectives", action="store_true",
                    help="print the compiled step's collectives (plan.json)")
+    p.add_argument("--export", action="store_true",
+                   help="also write the trained model (pcc export) and "
+                        "compare its initializers with PyTorch's")
     p.add_argument("--resume", action="store_true",
                    help="also run half the steps, save, and resume the rest")
     p.add_argument("strategies", nargs="+")
@@ -302,6 +305,21 @@ def main():
             line += " collectives: " + " ".join(
                 f"{k}={compiled.get(k, 0)}"
                 for k in ("all_reduce", "reduce_scatter", "all_gather"))
+        if args.export and params_ok:
+            # pcc export: the model with the saved initializers, whose
+            # values are PyTorch's trained parameters.
+            trained = os.path.join(workdir, "trained-" + tag + ".onnx")
+            if os.path.exists(trained):
+                os.remove(trained)
+            subprocess.run(["pcc", "export", os.path.join(workdir, "model.onnx"),
+                            "--weights", saved, "-o", trained], check=True,
+                           stdout=subprocess.DEVNULL)
+            inits = {t.name: numpy_helper.to_array(t)
+                     for t in onnx.load(trained).graph.initializer}
+            same = all(n in inits and np.allclose(inits[n], w, rtol=1e-3,
+                                                  atol=1e-4)
+                       for n, w in params.items())
+            line += f" exported {'PASS' if same else 'FAIL'}"
         if args.resume and ok:
             # Half the steps, saved; the rest resumed from the save.
             half = args.steps // 2

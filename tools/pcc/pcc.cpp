@@ -22,6 +22,7 @@
 #include "pcc/Driver/Driver.h"
 #include "pcc/Dialect/PCC/IR/PCCDialect.h"
 #include "pcc/Import/ONNXImporter.h"
+#include "pcc/Import/TrainedModel.h"
 #include "pcc/Calibrate/Calibrate.h"
 #include "pcc/Plan/PlanReport.h"
 #include "pcc/Support/OutputFiles.h"
@@ -47,6 +48,9 @@ cl::OptionCategory pccCategory("pcc options");
 cl::SubCommand planCmd("plan",
                        "Choose how to spread a model over devices and show "
                        "why, what it costs, and what else was considered");
+cl::SubCommand exportCmd(
+    "export", "Write a model with the initializers a training run saved "
+              "(the executable's --save DIR)");
 cl::SubCommand calibrateCmd(
     "calibrate", "Measure this machine (BLAS, memory, MPI) and write the "
                  "'host' cluster spec");
@@ -57,7 +61,10 @@ cl::SubCommand calibrateCmd(
 #define PLAN_ONLY cl::sub(planCmd), cl::cat(pccCategory)
 
 cl::opt<std::string> inputFile(cl::Positional, cl::desc("<model.onnx>"),
-                               COMPILE_AND_PLAN);
+                               COMPILE_AND_PLAN, cl::sub(exportCmd));
+cl::opt<std::string> savedWeights(
+    "weights", cl::desc("The directory a training run saved (--save)"),
+    cl::sub(exportCmd), cl::cat(pccCategory));
 
 cl::opt<bool> listOps("list-ops",
                       cl::desc("Print the ONNX ops pcc imports and exit"),
@@ -90,7 +97,7 @@ cl::opt<std::string> outputPath(
              "for --emit (default: stdout), or the spec `pcc calibrate` "
              "writes (default: the host spec path)"),
     cl::value_desc("path"), cl::sub(cl::SubCommand::getTopLevel()),
-    cl::sub(calibrateCmd), cl::cat(pccCategory));
+    cl::sub(calibrateCmd), cl::sub(exportCmd), cl::cat(pccCategory));
 
 cl::opt<int> devices("devices", cl::desc("Number of devices (ranks)"),
                      cl::init(1), COMPILE_AND_PLAN);
@@ -550,12 +557,26 @@ int main(int argc, char **argv) {
       "  pcc plan MODEL.onnx --devices 8 --cluster dgx-a100 --train --explain\n"
       "                                    show the plan and why\n"
       "  pcc calibrate                     measure this machine ('host')\n"
+      "  pcc export MODEL.onnx --weights DIR -o TRAINED.onnx\n"
+      "                                    the model with a training run's "
+      "weights\n"
       "  pcc --list-ops                    the ONNX ops pcc imports\n"
       "  pcc MODEL.onnx --emit=mlir        print the imported pcc-dialect "
       "module\n");
 
   if (calibrateCmd)
     return runCalibrate();
+  if (exportCmd) {
+    if (inputFile.empty() || savedWeights.empty() || outputPath.empty())
+      return fail("usage: pcc export MODEL.onnx --weights DIR -o "
+                  "TRAINED.onnx");
+    auto n = pcc::writeTrainedModel(inputFile, savedWeights, outputPath);
+    if (!n)
+      return fail(toString(n.takeError()));
+    outs() << "pcc: wrote " << outputPath << " (" << *n
+           << " trained initializers from " << savedWeights << ")\n";
+    return 0;
+  }
   if (listOps) {
     for (const std::string &op : pcc::supportedOnnxOps())
       outs() << op << "\n";

@@ -220,6 +220,9 @@ Options parseOptions(int argc, char **argv) {
     die(std::string(o.steps ? "--steps" : !o.save.empty() ? "--save"
                                                           : "--resume") +
         " needs --train DIR");
+  if (!o.train.empty() && countBatches(o.train) == 0)
+    die("'" + o.train + "' holds no batch_0 directory of inputs "
+        "(DIR/batch_K/input_N.pb)");
   if (!o.train.empty())
     o.inputs = batchDir(o.train, 0);
   if (o.inputs.empty())
@@ -626,8 +629,6 @@ int trainSteps(const ModelInfo &model, const Options &o, Mesh &mesh,
       die("this program runs inference; compile it with pcc --train to "
           "train");
     batches = countBatches(o.train);
-    if (batches == 0)
-      die("'" + o.train + "' holds no batch_0 directory of inputs");
   });
   long steps = o.steps ? o.steps : batches, first = 0;
   char *writable = const_cast<char *>(weights);
