@@ -275,7 +275,9 @@ def main():
         flags, ranks = ([], 1) if devices == "1" else strategy_flags(
             devices, args.layout)
         flags += ["--zero", zero[0].split("=")[1]] if zero else []
-        tag = f"{args.optimizer}-" + strategy.replace("=", "").replace(",", "-")
+        tag = (f"{args.optimizer}-" +
+               ("" if args.layout == "megatron" else args.layout + "-") +
+               strategy.replace("=", "").replace(",", "-"))
         out = os.path.join(workdir, "out-" + tag)
         subprocess.run(["pcc", os.path.join(workdir, "model.onnx"), "-o", out,
                         "--quiet", "--train", "--cluster", "dgx-a100"] +
