@@ -65,6 +65,26 @@ def Partition : Pass<"pcc-partition", "mlir::ModuleOp"> {
   let dependentDialects = ["::pcc::PCCDialect", "::mlir::shard::ShardDialect"];
 }
 
+def BucketGradients : Pass<"pcc-bucket-gradients", "mlir::func::FuncOp"> {
+  let summary = "Sum a training step's gradients in few all-reduces (buckets)";
+  let description = [{
+    On the per-device program of a training step: the all-reduces that sum
+    gradients for the optimizer (their users carry `pcc.optimizer`) over
+    the same grid axes are joined into buckets of at most `bucket-bytes`:
+    each gradient flattened (a reshape, no copy) and concatenated, one
+    all-reduce per bucket placed after its last gradient, and the sums
+    sliced back out. The values are the same (each element is summed over
+    the same devices); the step makes one collective call per bucket
+    instead of one per parameter, as PyTorch DDP's buckets do, and as the
+    planner prices the gradient all-reduce.
+  }];
+  let options = [
+    Option<"bucketBytes", "bucket-bytes", "int64_t", /*default=*/"25 << 20",
+           "Largest bucket, in bytes (PyTorch DDP's default: 25 MiB)">,
+  ];
+  let dependentDialects = ["::pcc::PCCDialect", "::mlir::shard::ShardDialect"];
+}
+
 def PipelineStages : Pass<"pcc-pipeline-stages", "mlir::ModuleOp"> {
   let summary = "Make each pipeline stage of the per-device program self-contained";
   let description = [{

@@ -259,6 +259,7 @@ mlir::LogicalResult applyPlan(mlir::ModuleOp module, bool partition) {
   pm.addPass(createApplyPlan());
   if (partition) {
     pm.addPass(createPartition());
+    pm.addNestedPass<mlir::func::FuncOp>(createBucketGradients());
     pm.addPass(createPipelineStages());
   }
   return pm.run(module);

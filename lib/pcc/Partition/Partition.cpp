@@ -231,7 +231,7 @@ Operation *Partitioner::buildLocal(Operation *op, ValueRange operands,
   for (NamedAttribute a : op->getAttrs())
     if (!llvm::is_contained({kShardingAttr, kOperandShardingAttr,
                              kPlannedShardingAttr, kRingAttentionAttr,
-                             kSummaAttr, kSplitStatsAttr, kOptimizerAttr},
+                             kSummaAttr, kSplitStatsAttr},
                             a.getName().strref()))
       state.addAttribute(a.getName(), a.getValue());
   auto local = [&](unsigned i) { return cast<RankedTensorType>(types[i]); };

@@ -1,0 +1,108 @@
+//===- BucketGradients.cpp - gradients summed in few all-reduces ----------===//
+//
+// Invariant: every element is summed over the same devices as before, so
+// the step computes the same values; only the number of collective calls
+// changes. A bucket's all-reduce goes right after the last gradient it
+// holds, which precedes every optimizer op that reads any of them.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pcc/Dialect/PCC/IR/GradientBuilder.h"
+#include "pcc/Dialect/PCC/IR/PCCAttrs.h"
+#include "pcc/Dialect/PCC/IR/TensorUtils.h"
+#include "pcc/Partition/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "llvm/ADT/MapVector.h"
+
+using namespace mlir;
+
+namespace pcc {
+
+#define GEN_PASS_DEF_BUCKETGRADIENTS
+#include "pcc/Partition/Passes.h.inc"
+
+namespace {
+
+/// An all-reduce that sums a gradient for the optimizer.
+bool sumsGradient(shard::AllReduceOp op) {
+  Value in = op.getInput();
+  Operation *def = in.getDefiningOp();
+  return def && !def->hasAttr(kOptimizerAttr) && !op.getResult().use_empty() &&
+         llvm::all_of(op.getResult().getUsers(), [](Operation *u) {
+           return u->hasAttr(kOptimizerAttr);
+         }) &&
+         isa<FloatType>(typeOf(in).getElementType());
+}
+
+/// Joins `group` (same grid, axes, reduction and element type) into one
+/// all-reduce.
+void bucket(MutableArrayRef<shard::AllReduceOp> group) {
+  // After the last gradient of the bucket (all precede the optimizer).
+  Operation *last = nullptr;
+  for (shard::AllReduceOp op : group) {
+    Operation *def = op.getInput().getDefiningOp();
+    if (!last || last->isBeforeInBlock(def))
+      last = def;
+  }
+  OpBuilder b(last->getContext());
+  b.setInsertionPointAfter(last);
+  GradientBuilder g(b, group.front().getLoc());
+  SmallVector<Value> flat;
+  for (shard::AllReduceOp op : group)
+    flat.push_back(
+        g.reshape(op.getInput(), {numElements(shapeOf(op.getInput()))}));
+  Value joined = g.op<ConcatOp>(flat, {g.i64("axis", 0)});
+  shard::AllReduceOp first = group.front();
+  auto sum = shard::AllReduceOp::create(
+      b, first.getLoc(), joined.getType(), first.getGridAttr(),
+      first.getGridAxesAttr(), joined, first.getReductionAttr());
+  int64_t at = 0;
+  for (shard::AllReduceOp op : group) {
+    ArrayRef<int64_t> shape = shapeOf(op.getInput());
+    int64_t n = numElements(shape);
+    Value part = g.op<SliceOp>({sum.getResult()},
+                               {g.i64s("starts", {at}), g.i64s("sizes", {n}),
+                                g.i64s("steps", {1})});
+    at += n;
+    op.getResult().replaceAllUsesWith(g.reshape(part, shape));
+    op.erase();
+  }
+}
+
+struct BucketGradientsPass
+    : impl::BucketGradientsBase<BucketGradientsPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    // Buckets in program order per (grid, axes, reduction, element type).
+    llvm::MapVector<std::tuple<Attribute, Attribute, Attribute, Type>,
+                    SmallVector<SmallVector<shard::AllReduceOp>>>
+        groups;
+    getOperation().walk([&](shard::AllReduceOp op) {
+      if (!sumsGradient(op))
+        return;
+      auto key = std::make_tuple(Attribute(op.getGridAttr()),
+                                 Attribute(op.getGridAxesAttr()),
+                                 Attribute(op.getReductionAttr()),
+                                 typeOf(op.getInput()).getElementType());
+      auto &buckets = groups[key];
+      int64_t bytes = tensorBytes(op.getInput());
+      int64_t held = 0;
+      if (!buckets.empty())
+        for (shard::AllReduceOp o : buckets.back())
+          held += tensorBytes(o.getInput());
+      if (buckets.empty() || held + bytes > bucketBytes)
+        buckets.emplace_back();
+      buckets.back().push_back(op);
+    });
+    for (auto &[key, buckets] : groups)
+      for (auto &group : buckets)
+        if (group.size() > 1)
+          bucket(group);
+  }
+};
+
+} // namespace
+} // namespace pcc
