@@ -62,6 +62,41 @@ class Mlp(nn.Module):
         return ((self.fc3(h) - y) ** 2).mean()
 
 
+class Classifier(nn.Module):
+    """An MLP returning class scores only: pcc adds the loss (--loss
+    cross-entropy against an extra target input); PyTorch's reference is
+    F.cross_entropy of the scores."""
+
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(16, 32), nn.ReLU(),
+                                 nn.Linear(32, 5))
+
+    def forward(self, x, labels=None):
+        scores = self.net(x)
+        return scores if labels is None else F.cross_entropy(scores, labels)
+
+
+class Regressor(Classifier):
+    """The same with --loss mse: PyTorch's reference is the mean squared
+    error of the outputs."""
+
+    def forward(self, x, y=None):
+        out = self.net(x)
+        return out if y is None else ((out - y) ** 2).mean()
+
+
+def classifier_batches(steps, rng):
+    return [(rng.standard_normal((8, 16)).astype(np.float32),
+             rng.integers(0, 5, (8,)).astype(np.int64)) for _ in range(steps)]
+
+
+def regressor_batches(steps, rng):
+    return [(rng.standard_normal((8, 16)).astype(np.float32),
+             rng.standard_normal((8, 5)).astype(np.float32))
+            for _ in range(steps)]
+
+
 def mlp_batches(steps, rng):
     return [(rng.standard_normal((8, 16)).astype(np.float32),
              rng.standard_normal((8, 4)).astype(np.float32))
@@ -158,7 +193,11 @@ def vit_batches(steps, rng):
 
 
 MODELS = {"mlp": (Mlp, mlp_batches), "gpt": (Gpt, gpt_batches),
-          "vit": (Vit, vit_batches)}
+          "vit": (Vit, vit_batches),
+          "classifier": (Classifier, classifier_batches),
+          "regressor": (Regressor, regressor_batches)}
+# Models exported without their loss: the loss pcc adds (--loss).
+ADDED_LOSS = {"classifier": "cross-entropy", "regressor": "mse"}
 # Elements whose true gradient is zero: the key part of an attention's input
 # bias (softmax ignores a constant per row). AdamW turns their gradients'
 # rounding noise into steps of about lr, in PyTorch as in pcc, so they are
@@ -177,6 +216,8 @@ def export(workdir, name, steps):
     batches = batches_of(steps, np.random.default_rng(0))
     path = os.path.join(workdir, "model.onnx")
     example = tuple(torch.from_numpy(a) for a in batches[0])
+    if name in ADDED_LOSS:
+        example = example[:1]  # the target is pcc's extra input
     torch.onnx.export(model, example, path, opset_version=14,
                       training=torch.onnx.TrainingMode.TRAINING,
                       do_constant_folding=False,
@@ -283,7 +324,9 @@ def main():
                         "--quiet", "--train", "--cluster", "dgx-a100"] +
                        OPTIMIZERS[args.optimizer]["flags"] + flags +
                        (["--freeze", ",".join(FROZEN[args.model])]
-                        if args.model in FROZEN else []), check=True)
+                        if args.model in FROZEN else []) +
+                       (["--loss", ADDED_LOSS[args.model]]
+                        if args.model in ADDED_LOSS else []), check=True)
         saved = os.path.join(workdir, "saved-" + tag)
         got, log = run_steps(mpirun, ranks, out, batch_dir, args.steps,
                              ["--save", saved])

@@ -273,18 +273,18 @@ LogicalResult StepBuilder::run(TrainStepReport *report) {
                             << "', which is not a trainable initializer of "
                                "the model (float scalars and small integer "
                                "tensors are constants, never trained)";
+  b.setInsertionPoint(ret);
+  g.setLocation(ret.getLoc());
+  auto loss = buildLoss(ret.getOperand(0));
+  if (failed(loss) || g.failed())
+    return failure();
+  // Activity, the loss's own ops (--loss) included.
   for (Operation &op : body.without_terminator())
     if (llvm::any_of(op.getOperands(),
                      [&](Value v) { return active.contains(v); }))
       for (Value r : op.getResults())
         if (isa<FloatType>(typeOf(r).getElementType()))
           active.insert(r);
-
-  b.setInsertionPoint(ret);
-  g.setLocation(ret.getLoc());
-  auto loss = buildLoss(ret.getOperand(0));
-  if (failed(loss) || g.failed())
-    return failure();
   if (!active.contains(*loss))
     return fn.emitError("the loss depends on no trainable initializer");
   if (failed(differentiate(*loss)))
