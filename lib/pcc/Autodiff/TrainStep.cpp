@@ -121,19 +121,8 @@ FailureOr<Value> StepBuilder::buildLoss(Value y) {
   Value logp = g.op<LogSoftmaxOp>({y}, {g.i64("axis", last)});
   SmallVector<int64_t> column(yType.getShape());
   column.back() = 1;
-  Value t = g.reshape(target, column);
-  SmallVector<int64_t> shape(yType.getRank(), 1);
-  shape.back() = classes;
-  SmallVector<APInt> iota;
-  for (int64_t c = 0; c < classes; ++c)
-    iota.push_back(APInt(64, c));
-  Value positions = g.op<ConstantOp>(
-      {}, {g.named("value", DenseElementsAttr::get(
-                                RankedTensorType::get(shape, b.getI64Type()),
-                                iota))});
-  Value onehot = g.op<CastOp>(
-      {g.op<EqualOp>({t, positions})},
-      {g.named("to", TypeAttr::get(yType.getElementType()))});
+  Value onehot = g.oneHot(g.reshape(target, column), classes, yType.getRank(),
+                          last, yType.getElementType());
   Value picked = g.reduceSum(g.mul(logp, onehot), {last}, /*keepdims=*/false);
   return g.neg(mean(picked));
 }

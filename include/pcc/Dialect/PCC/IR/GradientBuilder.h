@@ -72,6 +72,12 @@ public:
   mlir::Value transposeLast2(mlir::Value v);
   mlir::Value reduceSum(mlir::Value v, llvm::ArrayRef<int64_t> axes,
                         bool keepdims);
+  /// 1 where `indices` (integers, broadcastable against a `classes`-long
+  /// axis `axis` of a rank-`rank` iota) equals the position on that axis,
+  /// 0 elsewhere, as `elem`: the one-hot products that pick a class
+  /// (cross-entropy) or sum gathered rows (gather's gradient).
+  mlir::Value oneHot(mlir::Value indices, int64_t classes, int64_t rank,
+                     int64_t axis, mlir::Type elem);
   /// The gradient `grad` of a broadcast result, summed back to `target`'s
   /// shape (numpy broadcasting undone).
   mlir::Value sumTo(mlir::Value grad, mlir::Value target);

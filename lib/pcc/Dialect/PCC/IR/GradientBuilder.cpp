@@ -65,6 +65,21 @@ Value GradientBuilder::reduceSum(Value v, ArrayRef<int64_t> axes,
                                named("keepdims", b.getBoolAttr(keepdims))});
 }
 
+Value GradientBuilder::oneHot(Value indices, int64_t classes, int64_t rank,
+                              int64_t axis, Type elem) {
+  Type it = typeOf(indices).getElementType();
+  SmallVector<int64_t> shape(rank, 1);
+  shape[axis] = classes;
+  SmallVector<APInt> iota;
+  for (int64_t k = 0; k < classes; ++k)
+    iota.push_back(APInt(it.getIntOrFloatBitWidth(), k));
+  Value positions = op<ConstantOp>(
+      {}, {named("value", DenseElementsAttr::get(
+                              RankedTensorType::get(shape, it), iota))});
+  return op<CastOp>({op<EqualOp>({positions, indices})},
+                    {named("to", TypeAttr::get(elem))});
+}
+
 Value GradientBuilder::sumTo(Value grad, Value target) {
   if (!grad)
     return grad;

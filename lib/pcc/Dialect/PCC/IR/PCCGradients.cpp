@@ -737,16 +737,9 @@ LogicalResult GatherOp::buildGradients(GradientBuilder &g, ArrayRef<Value> dy,
   Value wrapped = g.op<WhereOp>({g.op<LessOp>({flat, g.scalar(it, 0)}),
                                  g.add(flat, g.scalar(it, double(rows))),
                                  flat});
-  SmallVector<APInt> values;
-  for (int64_t i = 0; i < rows; ++i)
-    values.push_back(APInt(it.getIntOrFloatBitWidth(), i));
-  Value positions = g.op<ConstantOp>(
-      {}, {g.named("value", DenseElementsAttr::get(
-                                RankedTensorType::get({rows, 1}, it), values))});
   // [rows, n]: 1 where index k picked row r.
-  Value picked = g.op<CastOp>(
-      {g.op<EqualOp>({positions, wrapped})},
-      {g.named("to", TypeAttr::get(typeOf(table).getElementType()))});
+  Value picked = g.oneHot(wrapped, rows, /*rank=*/2, /*axis=*/0,
+                          typeOf(table).getElementType());
   Value dt;
   if (outer == 1)
     dt = g.gemm(picked, g.reshape(d, {n, inner}), false, false);
