@@ -28,6 +28,17 @@ namespace pcc {
 
 namespace {
 
+/// A parameter matrix as a product reads it: a weight, or a 2-D weight
+/// transposed (what exports without constant folding, such as training
+/// exports, write for nn.Linear: MatMul(x, Transpose(W))).
+bool isWeightMatrix(Value v) {
+  if (v.getDefiningOp<WeightOp>())
+    return true;
+  auto t = v.getDefiningOp<TransposeOp>();
+  return t && t.getInput().getDefiningOp<WeightOp>() &&
+         t.getPerm() == ArrayRef<int64_t>{1, 0};
+}
+
 /// Number of equal pieces the last axis of `v` is later cut into (a fused
 /// Q|K|V projection is split in 3, by a split or by slices), looking through
 /// a bias add; 1 if none.
@@ -139,7 +150,7 @@ struct MegatronHook {
   /// Megatron-SP: a linear layer's input arrives with the sequence split;
   /// the column-parallel layer all-gathers it first.
   void gatherSequence(Value w, TensorSharding &x) const {
-    if (!sequence || !w.getDefiningOp<WeightOp>() || x.dims.size() < 2)
+    if (!sequence || !isWeightMatrix(w) || x.dims.size() < 2)
       return;
     DimSharding &seq = x.dims[x.dims.size() - 2];
     if (!llvm::is_contained(seq.axes, tp))
@@ -154,7 +165,7 @@ struct MegatronHook {
   /// when x is whole on the tp axis.
   void linear(const TensorSharding &x, Value w, TensorSharding &wLayout,
               int64_t nDim, Value y) const {
-    if (!w.getDefiningOp<WeightOp>() || !wLayout.isReplicated() ||
+    if (!isWeightMatrix(w) || !wLayout.isReplicated() ||
         x.usesAxis(tp))
       return;
     int64_t cols = shapeOf(w)[nDim];
