@@ -26,29 +26,55 @@ namespace pcc {
 #define GEN_PASS_DEF_PROPAGATESHARDING
 #include "pcc/Partition/Passes.h.inc"
 
-void propagateShardings(func::FuncOp fn, const Mesh &mesh, StrategyHook hook) {
-  // Layouts each weight is used with (to annotate single-layout weights).
-  llvm::DenseMap<Operation *, SmallVector<TensorSharding>> weightUses;
-  // A training step's optimizer states ("<param>.exp_avg") are stored like
-  // their parameter, as the parameter stands when the update first reads
-  // them (after the forward pass has placed it).
-  llvm::StringMap<Value> parameters;
-  for (auto w : fn.getOps<WeightOp>())
-    if (!w.getZeros())
-      parameters[w.getName()] = w.getResult();
-  // ZeRO (the plan's stage): optimizer states, and from stage 3 the
-  // parameters, are stored split over dp as well, so the update reads each
-  // device's part of them: the partial gradients reach it by a
-  // reduce-scatter, and the new parameters their readers by all-gathers.
-  int64_t zero = 0;
-  if (auto module = fn->getParentOfType<ModuleOp>())
-    if (std::optional<ParallelPlan> plan = readPlan(module))
-      zero = plan->zero;
-  std::optional<int64_t> dpAxis;
-  for (auto [i, name] : llvm::enumerate(mesh.axisNames))
-    if (name == "dp" && mesh.shape[i] > 1)
-      dpAxis = i;
-  auto splitOverDp = [&](Value v, TensorSharding s) {
+namespace {
+
+/// The layouts a training step stores its tensors in (pcc/Autodiff): the
+/// optimizer states like their parameter, and under ZeRO (the plan's stage)
+/// the states, and from stage 3 the parameters, split over dp as well, so
+/// the update reads each device's part of them: the partial gradients reach
+/// it by a reduce-scatter, and the new parameters their readers by
+/// all-gathers. Nothing here acts on a program without optimizer ops.
+class TrainingLayouts {
+public:
+  TrainingLayouts(func::FuncOp fn, const Mesh &mesh) : mesh(mesh) {
+    for (auto w : fn.getOps<WeightOp>())
+      if (!w.getZeros())
+        parameters[w.getName()] = w.getResult();
+    if (auto module = fn->getParentOfType<ModuleOp>())
+      if (std::optional<ParallelPlan> plan = readPlan(module))
+        zero = plan->zero;
+    for (auto [i, name] : llvm::enumerate(mesh.axisNames))
+      if (name == "dp" && mesh.shape[i] > 1)
+        dpAxis = i;
+  }
+
+  /// Places the stored tensors `op` reads, before its layouts are chosen.
+  void placeStored(Operation &op) {
+    for (Value v : op.getOperands()) {
+      placeState(v);
+      if (op.hasAttr(kOptimizerAttr))
+        placeParameter(&op, v);
+    }
+  }
+
+  /// The update reads a gradient once summed (under ZeRO, into each
+  /// device's part: a reduce-scatter), not a partial sum per formula.
+  void sumGradients(Operation &op, SmallVectorImpl<TensorSharding> &in) {
+    if (!op.hasAttr(kOptimizerAttr))
+      return;
+    bool summed = false;
+    for (auto [v, s] : llvm::zip(op.getOperands(), in))
+      if (!s.partial.empty()) {
+        s = splitOverDp(v, s);
+        summed = true;
+      }
+    if (summed)
+      setOperandShardings(&op, kOperandShardingAttr, mesh, in);
+  }
+
+private:
+  /// `s` (partial sums dropped) split over dp too, under ZeRO.
+  TensorSharding splitOverDp(Value v, TensorSharding s) const {
     s.partial.clear();
     if (!zero || !dpAxis || s.usesAxis(*dpAxis))
       return s;
@@ -66,23 +92,26 @@ void propagateShardings(func::FuncOp fn, const Mesh &mesh, StrategyHook hook) {
         return s;
       }
     return s; // nothing divides: whole on dp
-  };
-  llvm::DenseSet<Value> placedStates;
-  auto placeState = [&](Value v) {
+  }
+
+  /// An optimizer state ("<param>.exp_avg") is stored like its parameter,
+  /// as the parameter stands when the update first reads it.
+  void placeState(Value v) {
     auto w = v.getDefiningOp<WeightOp>();
-    if (!w || !w.getZeros() || !placedStates.insert(v).second)
+    if (!w || !w.getZeros() || !placed.insert(v).second)
       return;
     StringRef name = w.getName();
     Value param = parameters.lookup(name.substr(0, name.rfind('.')));
     if (param && shapeOf(param) == shapeOf(v))
       setSharding(v, mesh, splitOverDp(v, shardingOf(param)));
-  };
-  // ZeRO-3: a parameter the update reads is stored split over dp from
-  // then on; the ops before (forward and backward) keep the layouts they
-  // read it in, and gather it there.
-  auto placeParameter = [&](Operation *update, Value v) {
+  }
+
+  /// ZeRO-3: a parameter the update reads is stored split over dp from
+  /// then on; the ops before (forward and backward) keep the layouts they
+  /// read it in, and gather it there.
+  void placeParameter(Operation *update, Value v) {
     auto w = v.getDefiningOp<WeightOp>();
-    if (zero < 3 || !w || w.getZeros() || !placedStates.insert(v).second)
+    if (zero < 3 || !w || w.getZeros() || !placed.insert(v).second)
       return;
     for (Operation *user : v.getUsers())
       if (user->isBeforeInBlock(update) &&
@@ -93,15 +122,25 @@ void propagateShardings(func::FuncOp fn, const Mesh &mesh, StrategyHook hook) {
         setOperandShardings(user, kOperandShardingAttr, mesh, in);
       }
     setSharding(v, mesh, splitOverDp(v, shardingOf(v)));
-  };
+  }
+
+  const Mesh &mesh;
+  llvm::StringMap<Value> parameters;
+  int64_t zero = 0;
+  std::optional<int64_t> dpAxis;
+  llvm::DenseSet<Value> placed;
+};
+
+} // namespace
+
+void propagateShardings(func::FuncOp fn, const Mesh &mesh, StrategyHook hook) {
+  // Layouts each weight is used with (to annotate single-layout weights).
+  llvm::DenseMap<Operation *, SmallVector<TensorSharding>> weightUses;
+  TrainingLayouts training(fn, mesh);
   for (Operation &op : fn.getBody().front().without_terminator()) {
     if (isa<WeightOp, ConstantOp>(op))
       continue;
-    for (Value v : op.getOperands()) {
-      placeState(v);
-      if (op.hasAttr(kOptimizerAttr))
-        placeParameter(&op, v);
-    }
+    training.placeStored(op);
     // A stored value counts as a use of its weight in the value's layout.
     if (auto assign = dyn_cast<AssignOp>(op)) {
       TensorSharding s = shardingOf(assign.getValue());
@@ -150,18 +189,7 @@ void propagateShardings(func::FuncOp fn, const Mesh &mesh, StrategyHook hook) {
       if (pinned)
         setOperandShardings(&op, kOperandShardingAttr, mesh, in);
     }
-    // The update reads a gradient once summed (under ZeRO, into each
-    // device's part: a reduce-scatter), not a partial sum per formula.
-    if (op.hasAttr(kOptimizerAttr)) {
-      bool summed = false;
-      for (auto [v, s] : llvm::zip(op.getOperands(), in))
-        if (!s.partial.empty()) {
-          s = splitOverDp(v, s);
-          summed = true;
-        }
-      if (summed)
-        setOperandShardings(&op, kOperandShardingAttr, mesh, in);
-    }
+    training.sumGradients(op, in);
     OpSharding s = inferOpSharding(&op, in, mesh);
     for (auto [r, layout] : llvm::zip(op.getResults(), s.results))
       setSharding(r, mesh, layout);
