@@ -10,11 +10,11 @@
 // CHECK: %[[W0:.*]] = pcc.weight "w" {pcc.stage = 0 : i64}
 // CHECK: %[[H:.*]] = pcc.matmul %[[X]], %[[W0]] {pcc.stage = 0 : i64}
 // CHECK: %[[A:.*]] = pcc.relu %[[H]] {pcc.stage = 0 : i64}
-// The weight both stages read: each has a copy.
-// CHECK: %[[W1:.*]] = pcc.weight "w" {pcc.stage = 1 : i64}
 // Two values cross: sent at the end of stage 0 in tag order ...
 // CHECK: pcc.send %[[A]] {grid = @mesh, grid_axis = 0 : i64, pcc.stage = 0 : i64, tag = 0 : i64, to_stage = 1 : i64}
 // CHECK-NEXT: pcc.send %[[H]] {grid = @mesh, grid_axis = 0 : i64, pcc.stage = 0 : i64, tag = 1 : i64, to_stage = 1 : i64}
+// The weight both stages read: each has a copy.
+// CHECK-NEXT: %[[W1:.*]] = pcc.weight "w" {pcc.stage = 1 : i64}
 // ... and received at the start of stage 1 in the same order.
 // CHECK-NEXT: %[[RA:.*]] = pcc.recv {from_stage = 0 : i64, grid = @mesh, grid_axis = 0 : i64, pcc.stage = 1 : i64, tag = 0 : i64}
 // CHECK-NEXT: %[[RH:.*]] = pcc.recv {from_stage = 0 : i64, grid = @mesh, grid_axis = 0 : i64, pcc.stage = 1 : i64, tag = 1 : i64}

@@ -85,6 +85,23 @@ def BucketGradients : Pass<"pcc-bucket-gradients", "mlir::func::FuncOp"> {
   let dependentDialects = ["::pcc::PCCDialect", "::mlir::shard::ShardDialect"];
 }
 
+def AccumulateMicrobatches : Pass<"pcc-accumulate-microbatches", "mlir::ModuleOp"> {
+  let summary = "Sum a training step's gradients over the microbatches of a pipeline";
+  let description = [{
+    For a training step on a grid with a microbatch axis, after
+    pcc-partition: a collective over the microbatch axis alone accumulates
+    across the runs of a step (a sum, or each microbatch's block in its
+    place) and holds the whole batch's result after the last run; a
+    collective over that axis and others is split in two around it. The ops
+    that read such results, and the optimizer update, carry
+    `pcc.once_per_step` and move to the end of the program: the runtime runs
+    them after the last microbatch only. An op that would run once per step
+    but reads a single microbatch's value is an error. Without a microbatch
+    axis, or for inference, it does nothing.
+  }];
+  let dependentDialects = ["::pcc::PCCDialect", "::mlir::shard::ShardDialect"];
+}
+
 def PipelineStages : Pass<"pcc-pipeline-stages", "mlir::ModuleOp"> {
   let summary = "Make each pipeline stage of the per-device program self-contained";
   let description = [{

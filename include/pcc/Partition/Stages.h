@@ -1,7 +1,9 @@
 //===- Stages.h - pipeline stages of a program ------------------*- C++ -*-===//
 //
-// A pipelined program is cut into contiguous runs of ops in program order,
-// one per coordinate of the grid's pp axis; each op carries its stage as
+// A pipelined program is cut into runs of ops in program order (an
+// inference program: one per coordinate of the grid's pp axis; a training
+// step's backward pass runs the stages back in reverse order); each op
+// carries its stage as
 // `pcc.stage`. pcc-apply-plan cuts the global program (at the planner's
 // boundaries when it recorded them, else balancing the ops' work);
 // pcc-partition keeps the attribute; pcc-pipeline-stages then makes each
@@ -30,7 +32,13 @@ std::optional<int64_t> stageOf(mlir::Operation *op);
 /// (kPlannedStageAttr on every compute op) or balanced by work. Fails with an
 /// error when `fn` has fewer compute ops than stages or the planner's
 /// stages are not contiguous.
+/// A training step's backward ops go in the stage of the op they
+/// differentiate, its update in the stage of the parameter it updates.
 mlir::LogicalResult assignStages(mlir::func::FuncOp fn, int64_t stages);
+
+/// Gives the ops the partitioner added (without a stage) the stage of the
+/// next staged op, the one they feed.
+void stageAddedOps(mlir::func::FuncOp fn, int64_t stages);
 
 } // namespace pcc
 

@@ -138,8 +138,19 @@ LogicalResult StepBuilder::differentiate(Value loss) {
   SmallVector<Operation *> forward;
   for (Operation &op : fn.getBody().front().without_terminator())
     forward.push_back(&op);
+  Operation *ret = fn.getBody().front().getTerminator();
+  // The ops a rule made (and the seed, with the first rule's) are tagged
+  // with the op they differentiate: a pipeline runs them in its stage.
+  Operation *tagged = ret->getPrevNode();
+  auto tagSince = [&](Operation *op, int64_t id) {
+    op->setAttr(kForwardIdAttr, b.getI64IntegerAttr(id));
+    for (Operation *o = tagged->getNextNode(); o != ret; o = o->getNextNode())
+      o->setAttr(kGradientOfAttr, b.getI64IntegerAttr(id));
+    tagged = ret->getPrevNode();
+  };
   grads[loss] = g.fill(loss, 1.0);
-  for (Operation *op : llvm::reverse(forward)) {
+  for (int64_t position = forward.size() - 1; position >= 0; --position) {
+    Operation *op = forward[position];
     if (isa<WeightOp, ConstantOp>(op))
       continue;
     SmallVector<Value> dy;
@@ -168,6 +179,7 @@ LogicalResult StepBuilder::differentiate(Value loss) {
                              << op->getNumOperands() << " operands";
     for (auto [v, d] : llvm::zip(op->getOperands(), dx))
       accumulate(v, d);
+    tagSince(op, position);
   }
   return success();
 }

@@ -260,6 +260,7 @@ mlir::LogicalResult applyPlan(mlir::ModuleOp module, bool partition) {
   if (partition) {
     pm.addPass(createPartition());
     pm.addNestedPass<mlir::func::FuncOp>(createBucketGradients());
+    pm.addPass(createAccumulateMicrobatches());
     pm.addPass(createPipelineStages());
   }
   return pm.run(module);

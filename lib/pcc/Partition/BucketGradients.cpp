@@ -59,6 +59,7 @@ void bucket(MutableArrayRef<shard::AllReduceOp> group) {
       b, first.getLoc(), joined.getType(), first.getGridAttr(),
       first.getGridAxesAttr(), joined, first.getReductionAttr());
   int64_t at = 0;
+  Operation *lastCreated = nullptr;
   for (shard::AllReduceOp op : group) {
     ArrayRef<int64_t> shape = shapeOf(op.getInput());
     int64_t n = numElements(shape);
@@ -66,9 +67,19 @@ void bucket(MutableArrayRef<shard::AllReduceOp> group) {
                                {g.i64s("starts", {at}), g.i64s("sizes", {n}),
                                 g.i64s("steps", {1})});
     at += n;
-    op.getResult().replaceAllUsesWith(g.reshape(part, shape));
+    Value whole = g.reshape(part, shape);
+    lastCreated = whole.getDefiningOp() ? whole.getDefiningOp()
+                                        : part.getDefiningOp();
+    op.getResult().replaceAllUsesWith(whole);
     op.erase();
   }
+  // A pipeline's bucket runs in the stage of its gradients.
+  if (Attribute stage = last->getAttr(kStageAttr))
+    for (Operation *o = last->getNextNode(); o; o = o->getNextNode()) {
+      o->setAttr(kStageAttr, stage);
+      if (o == lastCreated)
+        break;
+    }
 }
 
 struct BucketGradientsPass
@@ -76,8 +87,9 @@ struct BucketGradientsPass
   using Base::Base;
 
   void runOnOperation() override {
-    // Buckets in program order per (grid, axes, reduction, element type).
-    llvm::MapVector<std::tuple<Attribute, Attribute, Attribute, Type>,
+    // Buckets in program order per (grid, axes, reduction, element type,
+    // pipeline stage).
+    llvm::MapVector<std::tuple<Attribute, Attribute, Attribute, Type, Attribute>,
                     SmallVector<SmallVector<shard::AllReduceOp>>>
         groups;
     getOperation().walk([&](shard::AllReduceOp op) {
@@ -86,7 +98,9 @@ struct BucketGradientsPass
       auto key = std::make_tuple(Attribute(op.getGridAttr()),
                                  Attribute(op.getGridAxesAttr()),
                                  Attribute(op.getReductionAttr()),
-                                 typeOf(op.getInput()).getElementType());
+                                 typeOf(op.getInput()).getElementType(),
+                                 op.getInput().getDefiningOp()->getAttr(
+                                     kStageAttr));
       auto &buckets = groups[key];
       int64_t bytes = tensorBytes(op.getInput());
       int64_t held = 0;

@@ -1,16 +1,19 @@
 //===- Stages.cpp - pipeline stages of a program --------------------------===//
 //
 // Invariants after pcc-pipeline-stages:
-// - every op of @main but the terminator has a `pcc.stage`, non-decreasing in
-//   program order;
+// - every op of @main but the terminator has a `pcc.stage`; an inference
+//   program's stages are non-decreasing in program order, a training step's
+//   run forward in order, back in reverse order (each backward op in the
+//   stage of the op it differentiates), then the update (each parameter's in
+//   the stage that uses it);
 // - an op uses only values of its own stage, model inputs, or weights and
 //   constants of its own stage;
 // - a value one stage needs from another arrives by a pcc.recv at the start
-//   of the receiving stage, sent by a pcc.send at the end of the producing
-//   stage; receives are ordered by (source stage, tag) and sends by
-//   (destination stage, tag), so for every microbatch each stage's waits are
-//   on lower stages' sends or on higher stages' receives that are already
-//   posted: the exchange cannot deadlock.
+//   of the receiving segment (a maximal run of ops of one stage in program
+//   order), sent by a pcc.send at the end of the producing segment. Every
+//   device runs its ops in program order, a send never waits for its
+//   receiver (the runtime buffers it) and a receive waits only for a send
+//   earlier in program order: the exchange cannot deadlock.
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,6 +28,8 @@
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/SmallBitVector.h"
 
 
 using namespace mlir;
@@ -76,11 +81,85 @@ std::optional<int64_t> stageOf(Operation *op) {
   return std::nullopt;
 }
 
+namespace {
+
+/// Stages of a training step's backward and update ops, after its forward
+/// ops' (`forward`, in program order).
+LogicalResult stageTrainingOps(func::FuncOp fn, ArrayRef<Operation *> forward) {
+  // A parameter's stages: those of the forward ops that read it.
+  llvm::DenseMap<Value, llvm::SmallSetVector<int64_t, 2>> readers;
+  llvm::DenseMap<int64_t, int64_t> stageOfForward;
+  for (Operation *op : forward)
+    if (std::optional<int64_t> s = stageOf(op)) {
+      if (auto id = op->getAttrOfType<IntegerAttr>(kForwardIdAttr))
+        stageOfForward[id.getInt()] = *s;
+      for (Value v : op->getOperands())
+        if (Operation *def = v.getDefiningOp(); def && isa<WeightOp>(def))
+          readers[v].insert(*s);
+    }
+  Block &block = fn.getBody().front();
+  SmallVector<Operation *> unstaged;
+  for (Operation &op : block.without_terminator()) {
+    if (isParameter(&op) || stageOf(&op))
+      continue;
+    if (auto at = op.getAttrOfType<IntegerAttr>(kGradientOfAttr)) {
+      setStage(&op, stageOfForward.lookup(at.getInt()));
+      continue;
+    }
+    // The update: in its parameter's stage (its gradient's, which the
+    // backward pass computed there).
+    std::optional<int64_t> stage;
+    for (Value v : op.getOperands()) {
+      Operation *def = v.getDefiningOp();
+      if (!def)
+        continue;
+      if (auto it = readers.find(v); it != readers.end()) {
+        if (it->second.size() > 1 && isa<AssignOp>(op))
+          return op.emitError()
+                 << "pipeline training: the weight '"
+                 << cast<WeightOp>(def).getName()
+                 << "' is read by stages " << it->second[0] << " and "
+                 << it->second[1]
+                 << " (a tied weight); train it without --pp, or untie it";
+        stage = std::max(stage.value_or(0), it->second.back());
+      } else if (std::optional<int64_t> s = stageOf(def)) {
+        stage = std::max(stage.value_or(0), *s);
+      }
+    }
+    if (stage)
+      setStage(&op, *stage);
+    else
+      unstaged.push_back(&op);
+  }
+  // What no parameter decides (the step count, its bias corrections): the
+  // first stage that needs it.
+  for (Operation *op : llvm::reverse(unstaged)) {
+    std::optional<int64_t> stage;
+    for (Operation *user : op->getUsers())
+      if (std::optional<int64_t> s = stageOf(user))
+        stage = std::min(stage.value_or(*s), *s);
+    setStage(op, stage.value_or(0));
+  }
+  return success();
+}
+
+} // namespace
+
 LogicalResult assignStages(func::FuncOp fn, int64_t stages) {
-  SmallVector<Operation *> ops;
-  for (Operation &op : fn.getBody().front().without_terminator())
+  // A training step's forward ops are cut; its backward and update follow.
+  SmallVector<Operation *> forward, ops;
+  for (Operation &op : fn.getBody().front().without_terminator()) {
+    if (op.hasAttr(kGradientOfAttr) || op.hasAttr(kOptimizerAttr) ||
+        isa<AssignOp>(op))
+      continue;
+    forward.push_back(&op);
     if (!isParameter(&op))
       ops.push_back(&op);
+  }
+  bool training = forward.size() + 1 < fn.getBody().front().getOperations().size();
+  auto finish = [&] {
+    return training ? stageTrainingOps(fn, forward) : success();
+  };
   if (int64_t(ops.size()) < stages)
     return fn.emitError() << "the model has " << ops.size()
                           << " operations, fewer than " << stages
@@ -101,7 +180,7 @@ LogicalResult assignStages(func::FuncOp fn, int64_t stages) {
       setStage(op, s);
       op->removeAttr(kPlannedStageAttr);
     }
-    return success();
+    return finish();
   }
   std::vector<double> work;
   for (Operation *op : ops)
@@ -112,7 +191,21 @@ LogicalResult assignStages(func::FuncOp fn, int64_t stages) {
     for (size_t i = starts[s]; i < end; ++i)
       setStage(ops[i], s);
   }
-  return success();
+  return finish();
+}
+
+void stageAddedOps(func::FuncOp fn, int64_t stages) {
+  // Ops the partitioner added (collectives, reshards) run with the next
+  // staged op, the one they feed.
+  int64_t next = stages - 1;
+  for (Operation &op : llvm::reverse(fn.getBody().front().without_terminator())) {
+    if (isParameter(&op))
+      continue;
+    if (std::optional<int64_t> s = stageOf(&op))
+      next = *s;
+    else
+      setStage(&op, next);
+  }
 }
 
 namespace {
@@ -126,8 +219,9 @@ public:
   LogicalResult run();
 
 private:
-  LogicalResult stageEveryOp();
-  /// The value `v` (of stage `from`) as stage `to` sees it: a receive.
+  LogicalResult findSegments();
+  /// The value `v` (of segment `from`) as segment `to` sees it: a receive,
+  /// shared by the later segments of `to`'s stage.
   Value received(Value v, int64_t from, int64_t to);
   /// Stage `to`'s own copy of the weight or constant `def`.
   Value ownCopy(Operation *def, int64_t to, Operation *user);
@@ -137,8 +231,13 @@ private:
   OpBuilder b;
   StringRef grid;
   int64_t axis, stages;
-  /// First op of each stage, in program order.
-  SmallVector<Operation *> firstOp;
+  /// Maximal runs of ops of one stage, in program order.
+  struct Segment {
+    Operation *first, *last;
+    int64_t stage;
+  };
+  SmallVector<Segment> segments;
+  llvm::DenseMap<Operation *, int64_t> segmentOf;
   struct Transfer {
     Value value;
     int64_t from, to, tag;
@@ -148,45 +247,40 @@ private:
   llvm::DenseMap<std::pair<void *, int64_t>, Value> receivedAt, copiedAt;
 };
 
-LogicalResult StageCutter::stageEveryOp() {
-  Block &block = fn.getBody().front();
-  // Ops the partitioner added (collectives, reshards) run with the next
-  // staged op, the one they feed.
-  int64_t next = stages - 1;
-  for (Operation &op : llvm::reverse(block.without_terminator())) {
-    if (isParameter(&op))
-      continue;
-    if (std::optional<int64_t> s = stageOf(&op))
-      next = *s;
-    else
-      setStage(&op, next);
-  }
-  int64_t last = 0;
-  firstOp.assign(stages, nullptr);
-  for (Operation &op : block.without_terminator()) {
+LogicalResult StageCutter::findSegments() {
+  stageAddedOps(fn, stages);
+  llvm::SmallBitVector seen(stages);
+  for (Operation &op : fn.getBody().front().without_terminator()) {
     if (isParameter(&op))
       continue;
     int64_t s = *stageOf(&op);
-    if (s < last || s >= stages)
-      return op.emitError() << "pipeline stage " << s << " is out of order";
-    last = s;
-    if (!firstOp[s])
-      firstOp[s] = &op;
+    if (s < 0 || s >= stages)
+      return op.emitError() << "pipeline stage " << s << " is out of range";
+    // The ops that run once per step start segments of their own.
+    if (segments.empty() || segments.back().stage != s ||
+        segments.back().last->hasAttr(kOncePerStepAttr) !=
+            op.hasAttr(kOncePerStepAttr))
+      segments.push_back({&op, &op, s});
+    segments.back().last = &op;
+    segmentOf[&op] = segments.size() - 1;
+    seen.set(s);
   }
   for (int64_t s = 0; s < stages; ++s)
-    if (!firstOp[s])
+    if (!seen.test(s))
       return fn.emitError() << "pipeline stage " << s << " has no operations";
   return success();
 }
 
 Value StageCutter::received(Value v, int64_t from, int64_t to) {
-  auto key = std::make_pair(v.getAsOpaquePointer(), to);
+  int64_t stage = segments[to].stage;
+  auto key = std::make_pair(v.getAsOpaquePointer(), stage);
   if (Value r = receivedAt.lookup(key))
     return r;
-  b.setInsertionPoint(firstOp[to]);
+  b.setInsertionPoint(segments[to].first);
   int64_t tag = transfers.size();
-  auto recv = RecvOp::create(b, v.getLoc(), v.getType(), grid, axis, from, tag);
-  setStage(recv, to);
+  auto recv = RecvOp::create(b, v.getLoc(), v.getType(), grid, axis,
+                             segments[from].stage, tag);
+  setStage(recv, stage);
   transfers.push_back({v, from, to, tag, recv});
   receivedAt[key] = recv.getResult();
   return recv.getResult();
@@ -206,34 +300,37 @@ Value StageCutter::ownCopy(Operation *def, int64_t to, Operation *user) {
   return copy->getResult(0);
 }
 
-/// Receives move to the start of their stage in (source, tag) order; sends
-/// go at the end of the producing stage in (destination, tag) order.
+/// Receives go to the start of their segment in (source, tag) order; sends
+/// to the end of the producing segment in (destination, tag) order.
 void StageCutter::placeTransfers() {
   llvm::stable_sort(transfers, [](const Transfer &a, const Transfer &b) {
     return std::tie(a.to, a.from, a.tag) < std::tie(b.to, b.from, b.tag);
   });
   for (const Transfer &t : transfers)
-    t.recv->moveBefore(firstOp[t.to]);
+    t.recv->moveBefore(segments[t.to].first);
   llvm::stable_sort(transfers, [](const Transfer &a, const Transfer &b) {
     return std::tie(a.from, a.to, a.tag) < std::tie(b.from, b.to, b.tag);
   });
-  Block &block = fn.getBody().front();
+  SmallVector<Operation *> end;
+  for (const Segment &s : segments)
+    end.push_back(s.last);
   for (const Transfer &t : transfers) {
-    Operation *end = t.from + 1 < stages ? firstOp[t.from + 1]
-                                         : block.getTerminator();
-    // The first receive of the next stage starts it: send before those.
-    while (end->getPrevNode() && isa<RecvOp>(end->getPrevNode()) &&
-           *stageOf(end->getPrevNode()) > t.from)
-      end = end->getPrevNode();
-    b.setInsertionPoint(end);
-    auto send = SendOp::create(b, t.value.getLoc(), t.value, grid, axis, t.to,
-                               t.tag);
-    setStage(send, t.from);
+    b.setInsertionPointAfter(end[t.from]);
+    auto send = SendOp::create(b, t.value.getLoc(), t.value, grid, axis,
+                               segments[t.to].stage, t.tag);
+    setStage(send, segments[t.from].stage);
+    end[t.from] = send;
+    // A value made once per step moves once per step.
+    if (Operation *def = t.value.getDefiningOp())
+      if (Attribute once = def->getAttr(kOncePerStepAttr)) {
+        send->setAttr(kOncePerStepAttr, once);
+        t.recv->setAttr(kOncePerStepAttr, once);
+      }
   }
 }
 
 LogicalResult StageCutter::run() {
-  if (failed(stageEveryOp()))
+  if (failed(findSegments()))
     return failure();
   Block &block = fn.getBody().front();
   SmallVector<Operation *> ops;
@@ -249,7 +346,8 @@ LogicalResult StageCutter::run() {
       if (isParameter(def) || (isLocalParameter(def) && *stageOf(def) != to))
         use.set(ownCopy(def, to, op));
       else if (*stageOf(def) != to)
-        use.set(received(use.get(), *stageOf(def), to));
+        use.set(received(use.get(), segmentOf.lookup(def),
+                         segmentOf.lookup(op)));
     }
   }
   placeTransfers();
@@ -269,8 +367,10 @@ LogicalResult StageCutter::run() {
 }
 
 /// Microbatches run one after another: an op that needs values of several
-/// at once (a collective over the microbatch axis) cannot run.
-LogicalResult checkMicrobatchesApart(func::FuncOp fn, const Mesh &mesh) {
+/// at once (a collective over the microbatch axis) cannot run, but in a
+/// training step's accumulation across runs (pcc-accumulate-microbatches).
+LogicalResult checkMicrobatchesApart(func::FuncOp fn, const Mesh &mesh,
+                                     bool training) {
   int64_t mb = mesh.axisNamed(kMicrobatchAxis);
   if (mb < 0)
     return success();
@@ -279,6 +379,9 @@ LogicalResult checkMicrobatchesApart(func::FuncOp fn, const Mesh &mesh) {
     if (isa<shard::AllSliceOp>(op))
       return WalkResult::advance();
     auto axes = op->getAttrOfType<DenseI16ArrayAttr>("grid_axes");
+    if (training && axes && axes.asArrayRef() == ArrayRef<int16_t>{int16_t(mb)} &&
+        isa<shard::AllReduceOp, shard::AllGatherOp>(op))
+      return WalkResult::advance();
     if (!axes || !llvm::is_contained(axes.asArrayRef(), int16_t(mb)))
       return WalkResult::advance();
     op->emitError() << "this step needs values of several microbatches at "
@@ -303,7 +406,8 @@ struct PipelineStagesPass : impl::PipelineStagesBase<PipelineStagesPass> {
       module.emitError("module has no func.func @main");
       return signalPassFailure();
     }
-    if (failed(checkMicrobatchesApart(fn, *mesh)) ||
+    if (failed(checkMicrobatchesApart(fn, *mesh,
+                                      module->hasAttr("pcc.train_step"))) ||
         failed(StageCutter(fn, mesh->name, axis, mesh->shape[axis]).run()))
       signalPassFailure();
   }

@@ -715,12 +715,6 @@ shardingsOnAxes(func::FuncOp fn, const ParallelPlan &plan,
 } // namespace
 
 std::optional<std::string> trainingCannotRun(const ParallelPlan &plan) {
-  // A run of the step is one whole batch: pipelines (a step per
-  // microbatch) would need gradient accumulation across runs.
-  if (plan.degree("pp") > 1 || plan.microbatches > 1)
-    return std::string("training steps run under dp, tp (1d, 2d, 2.5d, 3d) "
-                       "and sp so far, not pipeline stages (pp) or "
-                       "microbatches");
   if (plan.recompute)
     return std::string("activation recompute is priced but not compiled "
                        "yet: a compiled step keeps its activations");

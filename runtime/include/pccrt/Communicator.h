@@ -44,10 +44,13 @@ public:
   virtual void broadcast(int64_t root, void *buf, int64_t bytes) = 0;
   /// Point to point, between this device and the group's device `peer`:
   /// `tag` pairs a send with its receive. A send returns once its bytes are
-  /// received or buffered.
+  /// received or buffered (MPI groups copy them and return at once), so a
+  /// device waits only in receives; finishSends waits until every send so
+  /// far has been received.
   virtual void send(int64_t peer, const void *buf, int64_t bytes,
                     int64_t tag) = 0;
   virtual void recv(int64_t peer, void *buf, int64_t bytes, int64_t tag) = 0;
+  virtual void finishSends() {}
   /// Starts sending `bytes` of `out` to device `to` while receiving as many
   /// into `in` from device `from`; finishExchange waits for both. One
   /// exchange at a time per group (ring attention's shift, overlapped with

@@ -256,6 +256,18 @@ void sendToStage(Mesh &mesh, int g, int64_t stage, const void *buf,
 void recvFromStage(Mesh &mesh, int g, int64_t stage, void *buf, int64_t bytes,
                    int64_t tag);
 
+/// A training step streaming microbatches (one run each) accumulates across
+/// its runs: `id` names the accumulator. microbatchSum adds the run's
+/// `count` elements of `in`; microbatchGather puts its block (`outer` rows
+/// of `blockBytes`) in the microbatch's place along the gathered dimension.
+/// After the last microbatch `out` holds the whole step's result.
+void microbatchSum(Mesh &mesh, int id, DType type, const void *in, void *out,
+                   int64_t count);
+void microbatchGather(Mesh &mesh, int id, const void *in, void *out,
+                      int64_t outer, int64_t blockBytes);
+/// Whether this run is the step's last microbatch (the update runs then).
+bool lastMicrobatch(const Mesh &mesh);
+
 //===----------------------------------------------------------------------===//
 // Scalar helpers for fused loops (std::min/max without <algorithm>)
 //===----------------------------------------------------------------------===//

@@ -57,6 +57,15 @@ public:
   /// The microbatch (the coordinate on the model's microbatch axis) the
   /// next run computes; see ModelInfo::microbatchAxis.
   void setMicrobatch(int64_t k);
+  /// The microbatch the run computes, and how many a step has.
+  int64_t microbatch() const {
+    return microbatchAxis_ < 0 ? 0 : coords_[microbatchAxis_];
+  }
+  int64_t microbatches() const {
+    return microbatchAxis_ < 0 ? 1 : shape_[microbatchAxis_];
+  }
+  /// Waits until every send of the run has been received.
+  void finishSends();
   /// Devices of the model's mesh (its microbatch axis has none).
   static int64_t devicesOf(const ModelInfo &model);
   /// Mesh coordinates of world rank `rank` (microbatch coordinate 0).

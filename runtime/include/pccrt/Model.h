@@ -111,6 +111,8 @@ struct ModelInfo {
   const TensorDesc *trained;
   const int64_t *trainedOffsets;
   const int64_t *trainedStrides;
+  /// In a pipeline, the stage that trains each of them (nullptr otherwise).
+  const int32_t *trainedStages;
 };
 
 } // namespace pccrt

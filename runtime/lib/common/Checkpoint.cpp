@@ -74,8 +74,12 @@ std::string saveTrained(const ModelInfo &model, const Mesh &mesh,
     t.dtype = d.dtype;
     t.shape = shapeOf(d);
     t.bytes.resize(t.numElements() * dtypeSize(d.dtype));
+    // In a pipeline, the devices of the stage that trains it hold it.
+    int owner = model.trainedStages ? model.trainedStages[k] : -1;
     for (int r = 0; r < ranks; ++r) {
       Mesh::coordsOfRank(model, r, coords.data());
+      if (owner >= 0 && coords[model.stageAxis] != owner)
+        continue;
       copyBlock(/*toLocal=*/false, t.bytes.data(), all.data() + r * bytes,
                 d.rank, d.shape, d.split, model.meshShape, coords.data(),
                 dtypeSize(d.dtype));

@@ -344,8 +344,11 @@ HostTensor assemble(const ModelInfo &model, int k,
       if (model.microbatchAxis >= 0)
         coords[model.microbatchAxis] = b;
       char *block = all.data() + (r * m + b) * bytes;
+      // Whole on every device: the last microbatch's (a training step's
+      // loss over the batch is complete there).
       if (!d.split) {
-        std::memcpy(t.bytes.data(), block, t.bytes.size());
+        std::memcpy(t.bytes.data(), all.data() + (r * m + m - 1) * bytes,
+                    t.bytes.size());
         return t;
       }
       copyBlock(/*toLocal=*/false, t.bytes.data(), block, d.rank, d.shape,
@@ -741,6 +744,7 @@ int runModel(int argc, char **argv) {
       // One microbatch outside a pipeline: the same pointers every run.
       runStep([](void *s) { (*static_cast<decltype(step) *>(s))(); }, &step,
               o.graphs && runs == 1 && model.stageAxis < 0);
+      mesh.finishSends();
       // A GPU run ends when its stream is done (and reports bad data then).
       synchronizeDevice();
       traceRunEnd();

@@ -41,6 +41,11 @@ void Mesh::setMicrobatch(int64_t k) {
     coords_[microbatchAxis_] = k;
 }
 
+void Mesh::finishSends() {
+  for (auto &g : impl_->groups)
+    g->finishSends();
+}
+
 int64_t Mesh::devicesOf(const ModelInfo &model) {
   int64_t devices = 1;
   for (int a = 0; a < model.meshRank; ++a)

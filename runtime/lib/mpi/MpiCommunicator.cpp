@@ -12,6 +12,9 @@
 
 #include "pccrt/Communicator.h"
 
+#include <deque>
+#include <vector>
+
 namespace pccrt {
 
 namespace {
@@ -59,12 +62,22 @@ public:
                comm, &r);
     waitFor(r, WaitKind::Broadcast);
   }
+  // A pipeline's sends are copied and left in flight: a training step's
+  // backward pass sends against the stage order its forward pass sent in,
+  // and a send that waited for its receiver could wait for a device that
+  // waits for this one.
   void send(int64_t peer, const void *buf, int64_t bytes,
             int64_t tag) override {
-    MPI_Request r;
-    MPI_Isend(buf, static_cast<int>(bytes), MPI_BYTE, static_cast<int>(peer),
-              static_cast<int>(tag), comm, &r);
-    waitFor(r, WaitKind::Send);
+    PendingSend &p = pending.emplace_back();
+    const char *from = static_cast<const char *>(buf);
+    p.bytes.assign(from, from + bytes);
+    MPI_Isend(p.bytes.data(), static_cast<int>(bytes), MPI_BYTE,
+              static_cast<int>(peer), static_cast<int>(tag), comm, &p.request);
+  }
+  void finishSends() override {
+    for (PendingSend &p : pending)
+      waitFor(p.request, WaitKind::Send);
+    pending.clear();
   }
   void recv(int64_t peer, void *buf, int64_t bytes, int64_t tag) override {
     MPI_Request r;
@@ -90,6 +103,11 @@ private:
   static constexpr int kExchangeTag = 1 << 20;
   MPI_Comm comm;
   MPI_Request exchange[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+  struct PendingSend {
+    std::vector<char> bytes;
+    MPI_Request request = MPI_REQUEST_NULL;
+  };
+  std::deque<PendingSend> pending;
 };
 
 } // namespace

@@ -255,19 +255,39 @@ LogicalResult Emitter::emitStage(int64_t stage, int64_t stages) {
       failed(checkDeviceMemory(fn, schedule.arenaBytes, stageWeightBytes,
                                options.deviceMemoryBytes)))
     return failure();
-  int64_t firstPart = parts.size();
+  int64_t firstPart = parts.size(), oncePart = -1;
+  Operation *ret = fn.getBody().front().getTerminator();
+  auto runsOnce = [](Operation *op) {
+    return op && op->hasAttr(kOncePerStepAttr);
+  };
+  // The outputs of every run, or (with `once`) of the last microbatch's.
+  auto copyOutputs = [&](bool once) {
+    for (auto [k, v] : llvm::enumerate(ret->getOperands()))
+      if (outputStage(fn, k) == stage && runsOnce(v.getDefiningOp()) == once)
+        emitCopy("outputs[" + std::to_string(k) + "]", ptr(v),
+                 tensorBytes(v));
+  };
   for (Operation *op : schedule.ops) {
+    // Weights and constants emit nothing (a stage's copy may sit anywhere).
+    if (!isa<WeightOp, ConstantOp>(op) && runsOnce(op) != (oncePart >= 0)) {
+      if (oncePart >= 0)
+        return op->emitError("internal error: an op of every microbatch "
+                             "after the ops that run once per step");
+      copyOutputs(false);
+      closePart();
+      oncePart = parts.size();
+    }
     if (failed(emitOp(op)))
       return failure();
     if (body.size() >= std::min(kPartBytes, options.unitBytes))
       closePart();
   }
-  Operation *ret = fn.getBody().front().getTerminator();
-  for (auto [k, v] : llvm::enumerate(ret->getOperands()))
-    if (outputStage(fn, k) == stage)
-      emitCopy("outputs[" + std::to_string(k) + "]", ptr(v), tensorBytes(v));
+  if (oncePart < 0)
+    copyOutputs(false);
+  copyOutputs(true);
   closePart();
-  stageParts.push_back({firstPart, int64_t(parts.size())});
+  int64_t end = parts.size();
+  stageParts.push_back({firstPart, oncePart < 0 ? end : oncePart, end});
   result.stageMemory.push_back({stageWeightBytes, schedule.arenaBytes});
   return success();
 }

@@ -149,10 +149,16 @@ private:
   EmittedModel result;
   llvm::DenseMap<mlir::Value, std::string> names;
   int64_t nextTemp = 0, nextValue = 0;
-  /// Weight bytes the stage being emitted reads; each stage's parts, as
-  /// [first, end) into `parts`.
+  /// Weight bytes the stage being emitted reads.
   int64_t stageWeightBytes = 0;
-  std::vector<std::pair<int64_t, int64_t>> stageParts;
+  /// Each stage's parts, as [first, end) into `parts`; those from `once` on
+  /// run once per step, after the last microbatch.
+  struct StageParts {
+    int64_t first, once, end;
+  };
+  std::vector<StageParts> stageParts;
+  /// Accumulators of the collectives over microbatches emitted so far.
+  int64_t accumulators = 0;
 };
 
 } // namespace pcc::cpu

@@ -2,6 +2,8 @@
 
 #include "CpuEmitter.h"
 
+#include "pcc/Sharding/ParallelPlan.h"
+
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 
 using namespace mlir;
@@ -34,7 +36,6 @@ LogicalResult Emitter::emitCollective(Operation *op) {
     auto axesAttr = op->getAttrOfType<DenseI16ArrayAttr>("grid_axes");
     SmallVector<int64_t> axes(axesAttr.asArrayRef().begin(),
                               axesAttr.asArrayRef().end());
-    std::string g = std::to_string(groupOf(axes));
     std::string dtype =
         "static_cast<DType>(" +
         std::to_string(onnxCode(typeOf(in).getElementType())) + ")";
@@ -44,6 +45,23 @@ LogicalResult Emitter::emitCollective(Operation *op) {
       int64_t a = op->getAttrOfType<IntegerAttr>(axisName).getInt();
       return std::make_pair(numElements(s.take_front(a)), numElements(s.drop_front(a)));
     };
+    // Over the microbatch axis alone: accumulated across the step's runs
+    // (pcc-accumulate-microbatches).
+    if (axes.size() == 1 && axes[0] == mesh.axisNamed(kMicrobatchAxis) &&
+        isa<shard::AllReduceOp, shard::AllGatherOp>(op)) {
+      std::string id = std::to_string(accumulators++);
+      if (isa<shard::AllReduceOp>(op)) {
+        os << "  microbatchSum(mesh, " << id << ", " << dtype << ", "
+           << ptr(in) << ", " << out(op) << ", "
+           << typeOf(in).getNumElements() << ");\n";
+      } else {
+        auto [outer, block] = split(in, "gather_axis");
+        os << "  microbatchGather(mesh, " << id << ", " << ptr(in) << ", "
+           << out(op) << ", " << outer << ", " << block * elem << ");\n";
+      }
+      return success();
+    }
+    std::string g = std::to_string(groupOf(axes));
     int64_t bytes = tensorBytes(in);
     if (!isa<shard::AllSliceOp>(op))
       result.collectiveBytes += bytes;

@@ -72,7 +72,12 @@ std::string Emitter::modelTables() {
   for (auto assign : fn.getOps<AssignOp>())
     trained.push_back(assign.getTarget().getDefiningOp<WeightOp>());
   SmallVector<Type> trainedTypes;
-  SmallVector<int64_t> offsets, strides;
+  SmallVector<int64_t> offsets, strides, stages;
+  for (auto assign : fn.getOps<AssignOp>())
+    if (auto at = assign->getAttrOfType<IntegerAttr>(kStageAttr))
+      stages.push_back(at.getInt());
+    else
+      stages.push_back(0);
   for (WeightOp w : trained) {
     const WeightsEntry &e = result.weights.add(w, mesh);
     trainedTypes.push_back(w.getType());
@@ -85,6 +90,7 @@ std::string Emitter::modelTables() {
              [&](unsigned i) { return shardingOf(trained[i].getResult()); });
     out << "const int64_t trainedOffsets[] = {" << joinInts(offsets)
         << "};\nconst int64_t trainedStrides[] = {" << joinInts(strides)
+        << "};\nconst int32_t trainedStages[] = {" << joinInts(stages)
         << "};\n";
   }
   out << "const int64_t meshShape[] = {" << joinInts(mesh.shape) << "};\n"
@@ -152,9 +158,13 @@ Emitter::assembleSources(const std::string &tables) {
   for (auto [stage, range] : llvm::enumerate(stageParts)) {
     if (staged)
       main += "  case " + std::to_string(stage) + ":\n";
-    for (int64_t i = range.first; i < range.second; ++i)
+    for (int64_t i = range.first; i < range.end; ++i) {
+      // The update runs after the step's last microbatch only.
+      if (i == range.once)
+        main += "  if (!lastMicrobatch(mesh))\n    return;\n";
       main += "  if (!part" + std::to_string(i) +
               "(inputs, outputs, arena, weights, mesh))\n    return;\n";
+    }
     if (staged)
       main += "  break;\n";
   }
@@ -193,6 +203,7 @@ Emitter::assembleSources(const std::string &tables) {
     << ", " << (trains ? "true" : "false") << ", " << numTrained << ", "
     << (numTrained ? "trainedDescs, trainedOffsets, trainedStrides"
                    : "nullptr, nullptr, nullptr")
+    << (numTrained && staged ? ", trainedStages" : ", nullptr")
     << "};\n"
     << "  return &info;\n}\n";
   units[0] = {"model" + ext, std::move(main)};

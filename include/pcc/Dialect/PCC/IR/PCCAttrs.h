@@ -24,6 +24,15 @@ inline constexpr llvm::StringLiteral kStageAttr = "pcc.stage";
 /// On the ops of a training step's optimizer update (after the backward
 /// pass): ZeRO runs them on each device's part of the states.
 inline constexpr llvm::StringLiteral kOptimizerAttr = "pcc.optimizer";
+/// On a training step's forward op that has a gradient, a number
+/// (kForwardIdAttr); on the backward ops its gradient rule made, the same
+/// number (kGradientOfAttr): a pipeline runs them in the op's stage.
+inline constexpr llvm::StringLiteral kForwardIdAttr = "pcc.forward_id";
+inline constexpr llvm::StringLiteral kGradientOfAttr = "pcc.gradient_of";
+/// On the ops of a step that streams microbatches and that run once per
+/// step, after the last microbatch (the optimizer update, the loss over the
+/// whole batch): see pcc-accumulate-microbatches.
+inline constexpr llvm::StringLiteral kOncePerStepAttr = "pcc.once_per_step";
 
 } // namespace pcc
 

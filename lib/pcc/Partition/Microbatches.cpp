@@ -1,0 +1,221 @@
+//===- Microbatches.cpp - a training step over several microbatches -------===//
+//
+// A pipeline streams a batch as microbatches: the runtime runs the program
+// once per microbatch (the grid's microbatch axis). A training step sums its
+// gradients (and averages its loss) over the whole batch, which the
+// partitioner writes as collectives over that axis. This pass turns them
+// into accumulation across runs:
+// - a collective over the microbatch axis alone contributes each run's
+//   block (a sum, or the block at this microbatch's place) and holds the
+//   whole-batch result after the last run; the rest of a collective over
+//   more axes runs on that result (all-reduce and reduce-scatter: once, after
+//   the sum; all-gather: each run, before it);
+// - the ops that read such results, and the optimizer update with its
+//   assignments, run once per step after the last microbatch: they carry
+//   `pcc.once_per_step` and move to the end of the program (their order
+//   kept).
+// Invariant: an op that runs once per step reads no value of a single
+// microbatch (else the error asks for --microbatches 1).
+//
+//===----------------------------------------------------------------------===//
+
+#include "pcc/Autodiff/TrainStep.h"
+#include "pcc/Partition/Passes.h"
+#include "pcc/Partition/Stages.h"
+
+#include "pcc/Dialect/PCC/IR/PCCOps.h"
+#include "pcc/Dialect/PCC/IR/TensorUtils.h"
+#include "pcc/Sharding/ParallelPlan.h"
+
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseSet.h"
+
+using namespace mlir;
+
+namespace pcc {
+
+#define GEN_PASS_DEF_ACCUMULATEMICROBATCHES
+#include "pcc/Partition/Passes.h.inc"
+
+namespace {
+
+SmallVector<int16_t> axesOf(Operation *op) {
+  auto a = op->getAttrOfType<DenseI16ArrayAttr>("grid_axes");
+  return a ? SmallVector<int16_t>(a.asArrayRef()) : SmallVector<int16_t>();
+}
+
+/// Whether `op` is a collective over the microbatch axis `mb` alone: what
+/// the runtime accumulates across runs.
+bool acrossMicrobatches(Operation *op, int16_t mb) {
+  return isa<shard::AllReduceOp, shard::AllGatherOp>(op) &&
+         axesOf(op) == SmallVector<int16_t>{mb};
+}
+
+class Accumulator {
+public:
+  Accumulator(func::FuncOp fn, const Mesh &mesh)
+      : fn(fn), b(fn.getContext()), mesh(mesh),
+        mb(mesh.axisNamed(kMicrobatchAxis)) {}
+
+  LogicalResult run();
+
+private:
+  /// Splits a collective over the microbatch axis and others in two.
+  LogicalResult split(Operation *op);
+  void copyStage(Operation *from, Operation *to) {
+    if (Attribute s = from->getAttr(kStageAttr))
+      to->setAttr(kStageAttr, s);
+  }
+
+  func::FuncOp fn;
+  OpBuilder b;
+  const Mesh &mesh;
+  int16_t mb;
+};
+
+LogicalResult Accumulator::split(Operation *op) {
+  SmallVector<int16_t> axes = axesOf(op);
+  if (!llvm::is_contained(axes, mb) || isa<shard::AllSliceOp>(op) ||
+      acrossMicrobatches(op, mb))
+    return success();
+  SmallVector<int16_t> rest(axes);
+  llvm::erase(rest, mb);
+  int64_t restSize = 1;
+  for (int16_t a : rest)
+    restSize *= mesh.shape[a];
+  b.setInsertionPoint(op);
+  Location loc = op->getLoc();
+  StringRef grid = mesh.name;
+  Value in = op->getOperand(0);
+  Operation *first = nullptr, *second = nullptr;
+  if (auto r = dyn_cast<shard::AllReduceOp>(op)) {
+    first = shard::AllReduceOp::create(b, loc, in.getType(), grid,
+                                       ArrayRef<int16_t>{mb}, in);
+    second = shard::AllReduceOp::create(b, loc, in.getType(), grid, rest,
+                                        first->getResult(0));
+  } else if (auto rs = dyn_cast<shard::ReduceScatterOp>(op);
+             rs && axes.front() != mb) {
+    // The sum over microbatches, then the scatter over the other axes.
+    first = shard::AllReduceOp::create(b, loc, in.getType(), grid,
+                                       ArrayRef<int16_t>{mb}, in);
+    second = shard::ReduceScatterOp::create(
+        b, loc, rs.getResult().getType(), grid, rest, first->getResult(0),
+        rs.getReduction(), rs.getScatterAxis());
+  } else if (auto ag = dyn_cast<shard::AllGatherOp>(op);
+             ag && axes.front() == mb) {
+    // Microbatches are the outer blocks: the other axes' gather first, in
+    // each run.
+    int64_t at = ag.getGatherAxis().getSExtValue();
+    SmallVector<int64_t> shape(shapeOf(in));
+    shape[at] *= restSize;
+    first = shard::AllGatherOp::create(b, loc, typeOf(in).clone(shape),
+                                       grid, rest, in, ag.getGatherAxis());
+    second = shard::AllGatherOp::create(b, loc, ag.getResult().getType(),
+                                        grid, ArrayRef<int16_t>{mb},
+                                        first->getResult(0),
+                                        ag.getGatherAxis());
+  } else {
+    return op->emitError()
+           << "this step needs values of several microbatches at once ('"
+           << op->getName()
+           << "' over the microbatch axis and others); compile with "
+              "--microbatches 1";
+  }
+  copyStage(op, first);
+  copyStage(op, second);
+  op->getResult(0).replaceAllUsesWith(second->getResult(0));
+  op->erase();
+  return success();
+}
+
+LogicalResult Accumulator::run() {
+  SmallVector<Operation *> collectives;
+  fn.walk([&](Operation *op) {
+    if (op->hasAttr("grid_axes"))
+      collectives.push_back(op);
+  });
+  for (Operation *op : collectives)
+    if (failed(split(op)))
+      return failure();
+
+  // Values of one microbatch (they depend on the inputs, or on this run's
+  // block of something) and the ops that run once per step.
+  Block &block = fn.getBody().front();
+  llvm::DenseSet<Value> perRun(block.getArguments().begin(),
+                               block.getArguments().end());
+  llvm::DenseSet<Operation *> once;
+  SmallVector<Operation *> moved;
+  for (Operation &op : block.without_terminator()) {
+    if (isa<WeightOp, ConstantOp>(op))
+      continue;
+    bool readsWhole = false, readsRun = false;
+    Value runValue;
+    for (Value v : op.getOperands()) {
+      Operation *def = v.getDefiningOp();
+      if (def && (once.contains(def) || acrossMicrobatches(def, mb)))
+        readsWhole = true;
+      else if (perRun.contains(v)) {
+        readsRun = true;
+        runValue = v;
+      }
+    }
+    if (acrossMicrobatches(&op, mb))
+      continue;
+    bool sliced = isa<shard::AllSliceOp>(op) &&
+                  llvm::is_contained(axesOf(&op), mb);
+    bool isOnce = (readsWhole || op.hasAttr(kOptimizerAttr) ||
+                   isa<AssignOp>(op));
+    if (isOnce) {
+      if (readsRun) {
+        InFlightDiagnostic d = op.emitError()
+            << "runs once per step, after the last microbatch, but reads a "
+               "value of one microbatch";
+        if (Operation *def = runValue.getDefiningOp())
+          d << " ('" << def->getName() << "')";
+        d << "; compile with --microbatches 1";
+        return failure();
+      }
+      once.insert(&op);
+      moved.push_back(&op);
+      continue;
+    }
+    if (readsRun || sliced)
+      for (Value r : op.getResults())
+        perRun.insert(r);
+  }
+  Operation *ret = block.getTerminator();
+  for (Operation *op : moved) {
+    op->moveBefore(ret);
+    op->setAttr(kOncePerStepAttr, UnitAttr::get(fn.getContext()));
+  }
+  return success();
+}
+
+struct AccumulateMicrobatchesPass
+    : impl::AccumulateMicrobatchesBase<AccumulateMicrobatchesPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    std::optional<Mesh> mesh = readMesh(module);
+    if (!mesh || !module->hasAttr(kTrainStepAttr))
+      return;
+    int64_t mb = mesh->axisNamed(kMicrobatchAxis);
+    if (mb < 0 || mesh->shape[mb] == 1)
+      return;
+    auto fn = module.lookupSymbol<func::FuncOp>("main");
+    if (!fn) {
+      module.emitError("module has no func.func @main");
+      return signalPassFailure();
+    }
+    // Ops the partitioner added run in the stage of the op they feed, also
+    // when the update moves away from them.
+    int64_t pp = mesh->axisNamed("pp");
+    if (pp >= 0)
+      stageAddedOps(fn, mesh->shape[pp]);
+    if (failed(Accumulator(fn, *mesh).run()))
+      signalPassFailure();
+  }
+};
+
+} // namespace
+} // namespace pcc
