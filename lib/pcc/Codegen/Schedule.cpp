@@ -49,9 +49,14 @@ void assignStorage(Schedule &s, Block &block, func::FuncOp fn,
     if (it != s.bufferIndex.end())
       s.buffers[it->second].end = std::max(s.buffers[it->second].end, pos);
   };
-  for (Operation *op : s.ops)
+  for (Operation *op : s.ops) {
     for (Value operand : op->getOperands())
       extend(operand, at(op));
+    // A prologue's results serve every microbatch run after it.
+    if (op->hasAttr(kPrologueAttr))
+      for (Value r : op->getResults())
+        extend(r, s.ops.size());
+  }
   for (auto [i, v] : llvm::enumerate(block.getTerminator()->getOperands()))
     if (!stage || outputStage(fn, i) == *stage)
       extend(v, s.ops.size());

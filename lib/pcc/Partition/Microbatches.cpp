@@ -14,6 +14,11 @@
 //   assignments, run once per step after the last microbatch: they carry
 //   `pcc.once_per_step` and move to the end of the program (their order
 //   kept).
+// - a sum over the batch that depends on the inputs alone and that each
+//   microbatch's backward pass needs (a cross-entropy's count of targets) is
+//   computed by a prologue: a copy of the ops that make it, marked
+//   `pcc.prologue` and placed first, which the runtime runs over every
+//   microbatch before the step's forward passes.
 // Invariant: an op that runs once per step reads no value of a single
 // microbatch (else the error asks for --microbatches 1).
 //
@@ -29,7 +34,11 @@
 
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SetVector.h"
+
+#include <functional>
 
 using namespace mlir;
 
@@ -63,6 +72,9 @@ public:
 private:
   /// Splits a collective over the microbatch axis and others in two.
   LogicalResult split(Operation *op);
+  /// Moves the sums over microbatches of values that depend on the inputs
+  /// alone into the prologue.
+  void buildPrologue();
   void copyStage(Operation *from, Operation *to) {
     if (Attribute s = from->getAttr(kStageAttr))
       to->setAttr(kStageAttr, s);
@@ -129,6 +141,61 @@ LogicalResult Accumulator::split(Operation *op) {
   return success();
 }
 
+/// Whether `v` depends on the model's inputs and constants alone.
+bool inputsOnly(Value v, llvm::DenseMap<Value, bool> &memo) {
+  if (isa<BlockArgument>(v))
+    return true;
+  if (auto it = memo.find(v); it != memo.end())
+    return it->second;
+  Operation *def = v.getDefiningOp();
+  bool only = isa<ConstantOp>(def) ||
+              (!isa<WeightOp, RecvOp>(def) && !def->hasAttr(kOncePerStepAttr) &&
+               def->getNumRegions() == 0 &&
+               llvm::all_of(def->getOperands(),
+                            [&](Value o) { return inputsOnly(o, memo); }));
+  memo[v] = only;
+  return only;
+}
+
+void Accumulator::buildPrologue() {
+  Block &block = fn.getBody().front();
+  llvm::DenseMap<Value, bool> memo;
+  SmallVector<Operation *> early;
+  for (Operation &op : block.without_terminator())
+    if (acrossMicrobatches(&op, mb) && inputsOnly(op.getOperand(0), memo))
+      early.push_back(&op);
+  if (early.empty())
+    return;
+  // The ops that make them, in program order, copied to the start.
+  llvm::SetVector<Operation *> cone;
+  std::function<void(Operation *)> collect = [&](Operation *op) {
+    if (cone.contains(op))
+      return;
+    for (Value v : op->getOperands())
+      if (Operation *def = v.getDefiningOp())
+        collect(def);
+    cone.insert(op);
+  };
+  for (Operation *op : early)
+    collect(op);
+  SmallVector<Operation *> ordered(cone.begin(), cone.end());
+  llvm::sort(ordered,
+             [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+  b.setInsertionPointToStart(&block);
+  IRMapping map;
+  for (Operation *op : ordered) {
+    Operation *copy = b.clone(*op, map);
+    if (!isa<ConstantOp>(copy))
+      copy->setAttr(kPrologueAttr, UnitAttr::get(fn.getContext()));
+  }
+  for (Operation *op : llvm::reverse(ordered)) {
+    if (llvm::is_contained(early, op))
+      op->getResult(0).replaceAllUsesWith(map.lookup(op->getResult(0)));
+    if (op->use_empty())
+      op->erase();
+  }
+}
+
 LogicalResult Accumulator::run() {
   SmallVector<Operation *> collectives;
   fn.walk([&](Operation *op) {
@@ -138,6 +205,7 @@ LogicalResult Accumulator::run() {
   for (Operation *op : collectives)
     if (failed(split(op)))
       return failure();
+  buildPrologue();
 
   // Values of one microbatch (they depend on the inputs, or on this run's
   // block of something) and the ops that run once per step.
@@ -147,13 +215,15 @@ LogicalResult Accumulator::run() {
   llvm::DenseSet<Operation *> once;
   SmallVector<Operation *> moved;
   for (Operation &op : block.without_terminator()) {
-    if (isa<WeightOp, ConstantOp>(op))
+    // The prologue's results are there before the first microbatch.
+    if (isa<WeightOp, ConstantOp>(op) || op.hasAttr(kPrologueAttr))
       continue;
     bool readsWhole = false, readsRun = false;
     Value runValue;
     for (Value v : op.getOperands()) {
       Operation *def = v.getDefiningOp();
-      if (def && (once.contains(def) || acrossMicrobatches(def, mb)))
+      if (def && (once.contains(def) ||
+                  (acrossMicrobatches(def, mb) && !def->hasAttr(kPrologueAttr))))
         readsWhole = true;
       else if (perRun.contains(v)) {
         readsRun = true;

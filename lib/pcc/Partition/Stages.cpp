@@ -257,9 +257,10 @@ LogicalResult StageCutter::findSegments() {
     if (s < 0 || s >= stages)
       return op.emitError() << "pipeline stage " << s << " is out of range";
     // The ops that run once per step start segments of their own.
-    if (segments.empty() || segments.back().stage != s ||
-        segments.back().last->hasAttr(kOncePerStepAttr) !=
-            op.hasAttr(kOncePerStepAttr))
+    Operation *last = segments.empty() ? nullptr : segments.back().last;
+    if (!last || segments.back().stage != s ||
+        last->hasAttr(kOncePerStepAttr) != op.hasAttr(kOncePerStepAttr) ||
+        last->hasAttr(kPrologueAttr) != op.hasAttr(kPrologueAttr))
       segments.push_back({&op, &op, s});
     segments.back().last = &op;
     segmentOf[&op] = segments.size() - 1;
@@ -345,6 +346,10 @@ LogicalResult StageCutter::run() {
         continue; // model inputs: every device has them
       if (isParameter(def) || (isLocalParameter(def) && *stageOf(def) != to))
         use.set(ownCopy(def, to, op));
+      else if (*stageOf(def) != to && def->hasAttr(kPrologueAttr))
+        return op->emitError("pipeline training: a sum over the batch that "
+                             "the step computes first is read by another "
+                             "stage; compile with --microbatches 1");
       else if (*stageOf(def) != to)
         use.set(received(use.get(), segmentOf.lookup(def),
                          segmentOf.lookup(op)));

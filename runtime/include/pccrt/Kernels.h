@@ -267,6 +267,8 @@ void microbatchGather(Mesh &mesh, int id, const void *in, void *out,
                       int64_t outer, int64_t blockBytes);
 /// Whether this run is the step's last microbatch (the update runs then).
 bool lastMicrobatch(const Mesh &mesh);
+/// Whether this run is one of the step's prologue runs.
+bool prologueRun(const Mesh &mesh);
 
 //===----------------------------------------------------------------------===//
 // Scalar helpers for fused loops (std::min/max without <algorithm>)

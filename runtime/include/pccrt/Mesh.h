@@ -64,6 +64,9 @@ public:
   int64_t microbatches() const {
     return microbatchAxis_ < 0 ? 1 : shape_[microbatchAxis_];
   }
+  /// Whether the run is one of the step's prologue runs (ModelInfo::prologue).
+  void setPrologue(bool on) { prologue_ = on; }
+  bool prologue() const { return prologue_; }
   /// Waits until every send of the run has been received.
   void finishSends();
   /// Devices of the model's mesh (its microbatch axis has none).
@@ -85,6 +88,7 @@ private:
   std::vector<int64_t> shape_, coords_;
   std::vector<GroupDesc> groups_;
   int microbatchAxis_ = -1;
+  bool prologue_ = false;
   std::unique_ptr<Impl> impl_;
 };
 

@@ -113,6 +113,10 @@ struct ModelInfo {
   const int64_t *trainedStrides;
   /// In a pipeline, the stage that trains each of them (nullptr otherwise).
   const int32_t *trainedStages;
+  /// A training step over microbatches whose gradients need sums over the
+  /// whole batch of its inputs: each step first runs every microbatch in
+  /// prologue mode (Mesh::setPrologue), then runs them for real.
+  bool prologue;
 };
 
 } // namespace pccrt

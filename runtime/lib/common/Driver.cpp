@@ -732,9 +732,13 @@ int runModel(int argc, char **argv) {
   phase = "running the model";
 
   auto runOnce = [&] {
-    // Microbatches one after another; a pipeline's stages overlap them.
+    // Microbatches one after another; a pipeline's stages overlap them. A
+    // step with a prologue runs it over every microbatch first.
     std::string err;
-    for (int64_t b = 0; b < runs && err.empty(); ++b) {
+    for (int64_t k = 0, all = model.prologue ? 2 * runs : runs;
+         k < all && err.empty(); ++k) {
+      int64_t b = k % runs;
+      mesh.setPrologue(k < all - runs);
       mesh.setMicrobatch(b);
       traceRunBegin(b);
       auto step = [&] {

@@ -46,6 +46,8 @@ bool onHost() {
 
 } // namespace
 
+bool prologueRun(const Mesh &mesh) { return mesh.prologue(); }
+
 bool lastMicrobatch(const Mesh &mesh) {
   return mesh.microbatch() + 1 == mesh.microbatches();
 }

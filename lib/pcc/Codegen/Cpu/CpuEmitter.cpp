@@ -255,39 +255,63 @@ LogicalResult Emitter::emitStage(int64_t stage, int64_t stages) {
       failed(checkDeviceMemory(fn, schedule.arenaBytes, stageWeightBytes,
                                options.deviceMemoryBytes)))
     return failure();
-  int64_t firstPart = parts.size(), oncePart = -1;
-  Operation *ret = fn.getBody().front().getTerminator();
-  auto runsOnce = [](Operation *op) {
-    return op && op->hasAttr(kOncePerStepAttr);
+  // A step streaming microbatches runs its prologue (over every microbatch
+  // first), then each microbatch, then (after the last) the update.
+  enum Phase { Prologue, EveryRun, Once };
+  auto phaseOf = [](Operation *op) {
+    return op->hasAttr(kPrologueAttr)      ? Prologue
+           : op->hasAttr(kOncePerStepAttr) ? Once
+                                           : EveryRun;
   };
-  // The outputs of every run, or (with `once`) of the last microbatch's.
-  auto copyOutputs = [&](bool once) {
-    for (auto [k, v] : llvm::enumerate(ret->getOperands()))
-      if (outputStage(fn, k) == stage && runsOnce(v.getDefiningOp()) == once)
+  Operation *ret = fn.getBody().front().getTerminator();
+  // The outputs of every run, or (Once) of the last microbatch's.
+  auto copyOutputs = [&](Phase phase) {
+    for (auto [k, v] : llvm::enumerate(ret->getOperands())) {
+      Operation *def = v.getDefiningOp();
+      if (outputStage(fn, k) == stage &&
+          (def && def->hasAttr(kOncePerStepAttr) ? Once : EveryRun) == phase)
         emitCopy("outputs[" + std::to_string(k) + "]", ptr(v),
                  tensorBytes(v));
+    }
+  };
+  StageParts range;
+  range.first = parts.size();
+  Phase phase = Prologue;
+  auto enter = [&](Phase next) {
+    if (phase == EveryRun)
+      copyOutputs(EveryRun);
+    os.flush();
+    if (!body.empty())
+      closePart();
+    if (phase == Prologue)
+      range.main = parts.size();
+    if (next == Once)
+      range.once = parts.size();
+    phase = next;
   };
   for (Operation *op : schedule.ops) {
     // Weights and constants emit nothing (a stage's copy may sit anywhere).
-    if (!isa<WeightOp, ConstantOp>(op) && runsOnce(op) != (oncePart >= 0)) {
-      if (oncePart >= 0)
-        return op->emitError("internal error: an op of every microbatch "
-                             "after the ops that run once per step");
-      copyOutputs(false);
-      closePart();
-      oncePart = parts.size();
-    }
+    if (isa<WeightOp, ConstantOp>(op))
+      continue;
+    Phase next = phaseOf(op);
+    if (next < phase)
+      return op->emitError("internal error: the ops of a step's prologue, "
+                           "microbatches and update are out of order");
+    while (phase < next)
+      enter(Phase(phase + 1));
     if (failed(emitOp(op)))
       return failure();
     if (body.size() >= std::min(kPartBytes, options.unitBytes))
       closePart();
   }
-  if (oncePart < 0)
-    copyOutputs(false);
-  copyOutputs(true);
-  closePart();
-  int64_t end = parts.size();
-  stageParts.push_back({firstPart, oncePart < 0 ? end : oncePart, end});
+  while (phase < Once)
+    enter(Phase(phase + 1));
+  copyOutputs(Once);
+  os.flush();
+  if (!body.empty() || int64_t(parts.size()) == range.first)
+    closePart();
+  range.end = parts.size();
+  stageParts.push_back(range);
   result.stageMemory.push_back({stageWeightBytes, schedule.arenaBytes});
   return success();
 }

@@ -151,10 +151,11 @@ private:
   int64_t nextTemp = 0, nextValue = 0;
   /// Weight bytes the stage being emitted reads.
   int64_t stageWeightBytes = 0;
-  /// Each stage's parts, as [first, end) into `parts`; those from `once` on
-  /// run once per step, after the last microbatch.
+  /// Each stage's parts, as [first, end) into `parts`: [first, main) its
+  /// prologue, [main, once) every microbatch's, [once, end) the update after
+  /// the last microbatch.
   struct StageParts {
-    int64_t first, once, end;
+    int64_t first = 0, main = 0, once = 0, end = 0;
   };
   std::vector<StageParts> stageParts;
   /// Accumulators of the collectives over microbatches emitted so far.

@@ -153,17 +153,32 @@ Emitter::assembleSources(const std::string &tables) {
   // A pipelined device runs its stage's parts only.
   int64_t stageAxis = mesh.axisNamed("pp");
   bool staged = stageParts.size() > 1;
+  bool firstPass = llvm::any_of(stageParts, [](const StageParts &r) {
+    return r.main > r.first;
+  });
   if (staged)
     main += "  switch (meshCoord(mesh, " + std::to_string(stageAxis) + ")) {\n";
   for (auto [stage, range] : llvm::enumerate(stageParts)) {
     if (staged)
       main += "  case " + std::to_string(stage) + ":\n";
-    for (int64_t i = range.first; i < range.end; ++i) {
-      // The update runs after the step's last microbatch only.
-      if (i == range.once)
-        main += "  if (!lastMicrobatch(mesh))\n    return;\n";
+    auto call = [&](int64_t i) {
       main += "  if (!part" + std::to_string(i) +
               "(inputs, outputs, arena, weights, mesh))\n    return;\n";
+    };
+    // The prologue's runs run it alone; the update runs after the step's
+    // last microbatch only.
+    if (range.main > range.first) {
+      main += "  if (prologueRun(mesh)) {\n";
+      for (int64_t i = range.first; i < range.main; ++i)
+        call(i);
+      main += "  return;\n  }\n";
+    } else if (firstPass) {
+      main += "  if (prologueRun(mesh))\n    return;\n";
+    }
+    for (int64_t i = range.main; i < range.end; ++i) {
+      if (i == range.once)
+        main += "  if (!lastMicrobatch(mesh))\n    return;\n";
+      call(i);
     }
     if (staged)
       main += "  break;\n";
@@ -203,7 +218,8 @@ Emitter::assembleSources(const std::string &tables) {
     << ", " << (trains ? "true" : "false") << ", " << numTrained << ", "
     << (numTrained ? "trainedDescs, trainedOffsets, trainedStrides"
                    : "nullptr, nullptr, nullptr")
-    << (numTrained && staged ? ", trainedStages" : ", nullptr")
+    << (numTrained && staged ? ", trainedStages" : ", nullptr") << ", "
+    << (firstPass ? "true" : "false")
     << "};\n"
     << "  return &info;\n}\n";
   units[0] = {"model" + ext, std::move(main)};

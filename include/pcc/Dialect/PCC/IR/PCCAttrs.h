@@ -33,6 +33,12 @@ inline constexpr llvm::StringLiteral kGradientOfAttr = "pcc.gradient_of";
 /// step, after the last microbatch (the optimizer update, the loss over the
 /// whole batch): see pcc-accumulate-microbatches.
 inline constexpr llvm::StringLiteral kOncePerStepAttr = "pcc.once_per_step";
+/// On the ops a step streaming microbatches runs in its prologue: a first
+/// pass over the microbatches before their forward and backward passes, for
+/// sums over the whole batch that depend on the inputs alone (the count of
+/// targets a cross-entropy averages over) and that every microbatch's
+/// gradient needs. Their results stay in the arena for the whole step.
+inline constexpr llvm::StringLiteral kPrologueAttr = "pcc.prologue";
 
 } // namespace pcc
 
