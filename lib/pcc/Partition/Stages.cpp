@@ -107,21 +107,16 @@ LogicalResult stageTrainingOps(func::FuncOp fn, ArrayRef<Operation *> forward) {
       continue;
     }
     // The update: in its parameter's stage (its gradient's, which the
-    // backward pass computed there).
+    // backward pass computed there). A weight several stages read (tied
+    // embeddings) is updated where its gradient was summed.
     std::optional<int64_t> stage;
     for (Value v : op.getOperands()) {
       Operation *def = v.getDefiningOp();
       if (!def)
         continue;
       if (auto it = readers.find(v); it != readers.end()) {
-        if (it->second.size() > 1 && isa<AssignOp>(op))
-          return op.emitError()
-                 << "pipeline training: the weight '"
-                 << cast<WeightOp>(def).getName()
-                 << "' is read by stages " << it->second[0] << " and "
-                 << it->second[1]
-                 << " (a tied weight); train it without --pp, or untie it";
-        stage = std::max(stage.value_or(0), it->second.back());
+        if (it->second.size() == 1)
+          stage = std::max(stage.value_or(0), it->second.back());
       } else if (std::optional<int64_t> s = stageOf(def)) {
         stage = std::max(stage.value_or(0), *s);
       }
@@ -139,6 +134,19 @@ LogicalResult stageTrainingOps(func::FuncOp fn, ArrayRef<Operation *> forward) {
       if (std::optional<int64_t> s = stageOf(user))
         stage = std::min(stage.value_or(*s), *s);
     setStage(op, stage.value_or(0));
+  }
+  // Every other stage that reads a tied weight stores the new value in its
+  // own copy (sent once per step), as Megatron keeps the first and last
+  // stages' embeddings equal.
+  for (auto assign : llvm::to_vector(block.getOps<AssignOp>())) {
+    auto it = readers.find(assign.getTarget());
+    if (it == readers.end() || it->second.size() < 2)
+      continue;
+    OpBuilder b(assign);
+    b.setInsertionPointAfter(assign);
+    for (int64_t s : it->second)
+      if (!stageOf(assign) || s != *stageOf(assign))
+        setStage(b.clone(*assign), s);
   }
   return success();
 }
