@@ -68,8 +68,8 @@ void bucket(MutableArrayRef<shard::AllReduceOp> group) {
                                 g.i64s("steps", {1})});
     at += n;
     Value whole = g.reshape(part, shape);
-    lastCreated = whole.getDefiningOp() ? whole.getDefiningOp()
-                                        : part.getDefiningOp();
+    lastCreated =
+        whole.getDefiningOp() ? whole.getDefiningOp() : part.getDefiningOp();
     op.getResult().replaceAllUsesWith(whole);
     op.erase();
   }
@@ -89,18 +89,18 @@ struct BucketGradientsPass
   void runOnOperation() override {
     // Buckets in program order per (grid, axes, reduction, element type,
     // pipeline stage).
-    llvm::MapVector<std::tuple<Attribute, Attribute, Attribute, Type, Attribute>,
-                    SmallVector<SmallVector<shard::AllReduceOp>>>
+    llvm::MapVector<
+        std::tuple<Attribute, Attribute, Attribute, Type, Attribute>,
+        SmallVector<SmallVector<shard::AllReduceOp>>>
         groups;
     getOperation().walk([&](shard::AllReduceOp op) {
       if (!sumsGradient(op))
         return;
-      auto key = std::make_tuple(Attribute(op.getGridAttr()),
-                                 Attribute(op.getGridAxesAttr()),
-                                 Attribute(op.getReductionAttr()),
-                                 typeOf(op.getInput()).getElementType(),
-                                 op.getInput().getDefiningOp()->getAttr(
-                                     kStageAttr));
+      auto key = std::make_tuple(
+          Attribute(op.getGridAttr()), Attribute(op.getGridAxesAttr()),
+          Attribute(op.getReductionAttr()),
+          typeOf(op.getInput()).getElementType(),
+          op.getInput().getDefiningOp()->getAttr(kStageAttr));
       auto &buckets = groups[key];
       int64_t bytes = tensorBytes(op.getInput());
       int64_t held = 0;

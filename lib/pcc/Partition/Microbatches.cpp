@@ -121,12 +121,11 @@ LogicalResult Accumulator::split(Operation *op) {
     int64_t at = ag.getGatherAxis().getSExtValue();
     SmallVector<int64_t> shape(shapeOf(in));
     shape[at] *= restSize;
-    first = shard::AllGatherOp::create(b, loc, typeOf(in).clone(shape),
-                                       grid, rest, in, ag.getGatherAxis());
-    second = shard::AllGatherOp::create(b, loc, ag.getResult().getType(),
-                                        grid, ArrayRef<int16_t>{mb},
-                                        first->getResult(0),
-                                        ag.getGatherAxis());
+    first = shard::AllGatherOp::create(b, loc, typeOf(in).clone(shape), grid,
+                                       rest, in, ag.getGatherAxis());
+    second = shard::AllGatherOp::create(
+        b, loc, ag.getResult().getType(), grid, ArrayRef<int16_t>{mb},
+        first->getResult(0), ag.getGatherAxis());
   } else {
     return op->emitError()
            << "this step needs values of several microbatches at once ('"
@@ -222,8 +221,8 @@ LogicalResult Accumulator::run() {
     Value runValue;
     for (Value v : op.getOperands()) {
       Operation *def = v.getDefiningOp();
-      if (def && (once.contains(def) ||
-                  (acrossMicrobatches(def, mb) && !def->hasAttr(kPrologueAttr))))
+      if (def && (once.contains(def) || (acrossMicrobatches(def, mb) &&
+                                         !def->hasAttr(kPrologueAttr))))
         readsWhole = true;
       else if (perRun.contains(v)) {
         readsRun = true;
@@ -232,13 +231,14 @@ LogicalResult Accumulator::run() {
     }
     if (acrossMicrobatches(&op, mb))
       continue;
-    bool sliced = isa<shard::AllSliceOp>(op) &&
-                  llvm::is_contained(axesOf(&op), mb);
-    bool isOnce = (readsWhole || op.hasAttr(kOptimizerAttr) ||
-                   isa<AssignOp>(op));
+    bool sliced =
+        isa<shard::AllSliceOp>(op) && llvm::is_contained(axesOf(&op), mb);
+    bool isOnce =
+        (readsWhole || op.hasAttr(kOptimizerAttr) || isa<AssignOp>(op));
     if (isOnce) {
       if (readsRun) {
-        InFlightDiagnostic d = op.emitError()
+        InFlightDiagnostic d =
+            op.emitError()
             << "runs once per step, after the last microbatch, but reads a "
                "value of one microbatch";
         if (Operation *def = runValue.getDefiningOp())

@@ -28,9 +28,9 @@
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/SmallBitVector.h"
-
 
 using namespace mlir;
 
@@ -164,8 +164,30 @@ LogicalResult assignStages(func::FuncOp fn, int64_t stages) {
     if (!isParameter(&op))
       ops.push_back(&op);
   }
-  bool training = forward.size() + 1 < fn.getBody().front().getOperations().size();
+  bool training =
+      forward.size() + 1 < fn.getBody().front().getOperations().size();
   auto finish = [&] {
+    // What only rearranges weights (MatMul(x, Transpose(W)) in training-mode
+    // exports) runs in the stage that uses it: the weight lives there.
+    llvm::DenseSet<Operation *> weightOnly;
+    for (Operation *op : ops)
+      if (op->getNumOperands() > 0 &&
+          llvm::all_of(op->getOperands(), [&](Value v) {
+            Operation *def = v.getDefiningOp();
+            return def && (isParameter(def) || weightOnly.contains(def));
+          }))
+        weightOnly.insert(op);
+    for (Operation *op : llvm::reverse(ops)) {
+      if (!weightOnly.contains(op))
+        continue;
+      std::optional<int64_t> first;
+      for (Operation *user : op->getUsers())
+        if (std::optional<int64_t> s = stageOf(user);
+            s && !user->hasAttr(kGradientOfAttr))
+          first = std::min(first.value_or(*s), *s);
+      if (first)
+        setStage(op, *first);
+    }
     return training ? stageTrainingOps(fn, forward) : success();
   };
   if (int64_t(ops.size()) < stages)
@@ -206,7 +228,8 @@ void stageAddedOps(func::FuncOp fn, int64_t stages) {
   // Ops the partitioner added (collectives, reshards) run with the next
   // staged op, the one they feed.
   int64_t next = stages - 1;
-  for (Operation &op : llvm::reverse(fn.getBody().front().without_terminator())) {
+  for (Operation &op :
+       llvm::reverse(fn.getBody().front().without_terminator())) {
     if (isParameter(&op))
       continue;
     if (std::optional<int64_t> s = stageOf(&op))
@@ -359,8 +382,8 @@ LogicalResult StageCutter::run() {
                              "the step computes first is read by another "
                              "stage; compile with --microbatches 1");
       else if (*stageOf(def) != to)
-        use.set(received(use.get(), segmentOf.lookup(def),
-                         segmentOf.lookup(op)));
+        use.set(
+            received(use.get(), segmentOf.lookup(def), segmentOf.lookup(op)));
     }
   }
   placeTransfers();
@@ -392,7 +415,8 @@ LogicalResult checkMicrobatchesApart(func::FuncOp fn, const Mesh &mesh,
     if (isa<shard::AllSliceOp>(op))
       return WalkResult::advance();
     auto axes = op->getAttrOfType<DenseI16ArrayAttr>("grid_axes");
-    if (training && axes && axes.asArrayRef() == ArrayRef<int16_t>{int16_t(mb)} &&
+    if (training && axes &&
+        axes.asArrayRef() == ArrayRef<int16_t>{int16_t(mb)} &&
         isa<shard::AllReduceOp, shard::AllGatherOp>(op))
       return WalkResult::advance();
     if (!axes || !llvm::is_contained(axes.asArrayRef(), int16_t(mb)))

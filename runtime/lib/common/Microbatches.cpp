@@ -1,4 +1,5 @@
-//===- Microbatches.cpp - accumulation across a step's microbatch runs -----===//
+//===- Microbatches.cpp - accumulation across a step's microbatch runs
+//-----===//
 //
 // A pipeline runs the program once per microbatch; a training step's sums
 // over the whole batch (gradients, the loss) are collectives over the
@@ -29,8 +30,7 @@ std::map<int, std::vector<char>> &accumulators() {
   return all;
 }
 
-template <typename T>
-void addInto(void *acc, const void *in, int64_t count) {
+template <typename T> void addInto(void *acc, const void *in, int64_t count) {
   T *a = static_cast<T *>(acc);
   const T *x = static_cast<const T *>(in);
   for (int64_t i = 0; i < count; ++i)

@@ -270,8 +270,7 @@ LogicalResult Emitter::emitStage(int64_t stage, int64_t stages) {
       Operation *def = v.getDefiningOp();
       if (outputStage(fn, k) == stage &&
           (def && def->hasAttr(kOncePerStepAttr) ? Once : EveryRun) == phase)
-        emitCopy("outputs[" + std::to_string(k) + "]", ptr(v),
-                 tensorBytes(v));
+        emitCopy("outputs[" + std::to_string(k) + "]", ptr(v), tensorBytes(v));
     }
   };
   StageParts range;

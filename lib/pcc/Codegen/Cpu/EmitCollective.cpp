@@ -51,9 +51,8 @@ LogicalResult Emitter::emitCollective(Operation *op) {
         isa<shard::AllReduceOp, shard::AllGatherOp>(op)) {
       std::string id = std::to_string(accumulators++);
       if (isa<shard::AllReduceOp>(op)) {
-        os << "  microbatchSum(mesh, " << id << ", " << dtype << ", "
-           << ptr(in) << ", " << out(op) << ", "
-           << typeOf(in).getNumElements() << ");\n";
+        os << "  microbatchSum(mesh, " << id << ", " << dtype << ", " << ptr(in)
+           << ", " << out(op) << ", " << typeOf(in).getNumElements() << ");\n";
       } else {
         auto [outer, block] = split(in, "gather_axis");
         os << "  microbatchGather(mesh, " << id << ", " << ptr(in) << ", "

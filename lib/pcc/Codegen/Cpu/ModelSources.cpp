@@ -153,9 +153,8 @@ Emitter::assembleSources(const std::string &tables) {
   // A pipelined device runs its stage's parts only.
   int64_t stageAxis = mesh.axisNamed("pp");
   bool staged = stageParts.size() > 1;
-  bool firstPass = llvm::any_of(stageParts, [](const StageParts &r) {
-    return r.main > r.first;
-  });
+  bool firstPass = llvm::any_of(
+      stageParts, [](const StageParts &r) { return r.main > r.first; });
   if (staged)
     main += "  switch (meshCoord(mesh, " + std::to_string(stageAxis) + ")) {\n";
   for (auto [stage, range] : llvm::enumerate(stageParts)) {
@@ -210,8 +209,8 @@ Emitter::assembleSources(const std::string &tables) {
     << fnType.getNumResults() << ", "
     << (fnType.getNumResults() ? "outputDescs" : "nullptr") << ", "
     << result.arenaBytes << "u, " << result.weights.fileBytes() << "u, "
-    << mesh.shape.size() << ", meshShape, meshAxes, " << groups.size()
-    << ", " << (groups.empty() ? "nullptr" : "groups")
+    << mesh.shape.size() << ", meshShape, meshAxes, " << groups.size() << ", "
+    << (groups.empty() ? "nullptr" : "groups")
     << ", run, PCC_BUILD_FINGERPRINT, " << (staged ? stageAxis : -1) << ", "
     << (staged ? "outputStages" : "nullptr") << ", "
     << mesh.axisNamed(kMicrobatchAxis) << ", " << (tf32 ? "true" : "false")
@@ -219,8 +218,7 @@ Emitter::assembleSources(const std::string &tables) {
     << (numTrained ? "trainedDescs, trainedOffsets, trainedStrides"
                    : "nullptr, nullptr, nullptr")
     << (numTrained && staged ? ", trainedStages" : ", nullptr") << ", "
-    << (firstPass ? "true" : "false")
-    << "};\n"
+    << (firstPass ? "true" : "false") << "};\n"
     << "  return &info;\n}\n";
   units[0] = {"model" + ext, std::move(main)};
   return units;
