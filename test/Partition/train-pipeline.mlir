@@ -17,12 +17,13 @@
 // CHECK: pcc.transpose %[[B]] {{.*}}pcc.stage = 1
 // The per-sample losses of each microbatch, gathered across the runs.
 // CHECK: %[[LOSSES:.*]] = shard.all_gather {{.*}} grid_axes = [1] gather_axis = 0 {pcc.stage = 1 : i64}
-// Backward: stage 1 sends the gradient of tanh(x A^T) back to stage 0.
-// CHECK: pcc.send {{.*}}pcc.stage = 1 : i64, tag = 1 : i64, to_stage = 0
-// CHECK-NEXT: pcc.recv {from_stage = 1 : i64, {{.*}}pcc.stage = 0 : i64, tag = 1 : i64}
+// Backward (after every forward op, marked so that a 1F1B schedule runs it
+// apart): stage 1 sends the gradient of tanh(x A^T) back to stage 0.
+// CHECK: pcc.send {{.*}}pcc.backward, pcc.stage = 1 : i64, tag = 1 : i64, to_stage = 0
+// CHECK-NEXT: pcc.recv {from_stage = 1 : i64, {{.*}}pcc.backward, pcc.stage = 0 : i64, tag = 1 : i64}
 // Each weight's gradient summed over the microbatches in its own stage.
-// CHECK: %[[GA:.*]] = shard.all_reduce {{.*}} grid_axes = [1] {pcc.stage = 0 : i64}
-// CHECK: %[[GB:.*]] = shard.all_reduce {{.*}} grid_axes = [1] {pcc.stage = 1 : i64}
+// CHECK: %[[GA:.*]] = shard.all_reduce {{.*}} grid_axes = [1] {pcc.backward, pcc.stage = 0 : i64}
+// CHECK: %[[GB:.*]] = shard.all_reduce {{.*}} grid_axes = [1] {pcc.backward, pcc.stage = 1 : i64}
 // Once per step, after the last microbatch: the loss and the updates.
 // CHECK: %[[LOSS:.*]] = pcc.reduce_mean %[[LOSSES]] {{.*}}pcc.once_per_step, pcc.stage = 1
 // CHECK: pcc.mul %[[GA]], {{.*}}pcc.once_per_step, pcc.optimizer, pcc.stage = 0

@@ -13,7 +13,10 @@
 // - the ops that read such results, and the optimizer update with its
 //   assignments, run once per step after the last microbatch: they carry
 //   `pcc.once_per_step` and move to the end of the program (their order
-//   kept).
+//   kept);
+// - the backward ops (of gradient rules, and what reads their values) carry
+//   `pcc.backward` and move after every forward op, so that a pipeline
+//   schedule can run a microbatch's forward and backward apart (1F1B).
 // - a sum over the batch that depends on the inputs alone and that each
 //   microbatch's backward pass needs (a cross-entropy's count of targets) is
 //   computed by a prologue: a copy of the ops that make it, marked
@@ -258,6 +261,31 @@ LogicalResult Accumulator::run() {
   for (Operation *op : moved) {
     op->moveBefore(ret);
     op->setAttr(kOncePerStepAttr, UnitAttr::get(fn.getContext()));
+  }
+  // Backward ops after the forward ones (order kept; no forward op reads a
+  // backward value), before the update.
+  Operation *firstOnce = moved.empty() ? ret : moved.front();
+  llvm::DenseSet<Operation *> backward;
+  SmallVector<Operation *> toMove;
+  for (Operation &op : block.without_terminator()) {
+    if (&op == firstOnce)
+      break;
+    if (isa<WeightOp, ConstantOp>(op) || op.hasAttr(kPrologueAttr))
+      continue;
+    bool isBackward =
+        op.hasAttr(kGradientOfAttr) ||
+        llvm::any_of(op.getOperands(), [&](Value v) {
+          Operation *def = v.getDefiningOp();
+          return def && backward.contains(def);
+        });
+    if (isBackward) {
+      backward.insert(&op);
+      toMove.push_back(&op);
+    }
+  }
+  for (Operation *op : toMove) {
+    op->moveBefore(firstOnce);
+    op->setAttr(kBackwardAttr, UnitAttr::get(fn.getContext()));
   }
   return success();
 }

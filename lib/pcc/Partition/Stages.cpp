@@ -289,9 +289,12 @@ LogicalResult StageCutter::findSegments() {
       return op.emitError() << "pipeline stage " << s << " is out of range";
     // The ops that run once per step start segments of their own.
     Operation *last = segments.empty() ? nullptr : segments.back().last;
-    if (!last || segments.back().stage != s ||
-        last->hasAttr(kOncePerStepAttr) != op.hasAttr(kOncePerStepAttr) ||
-        last->hasAttr(kPrologueAttr) != op.hasAttr(kPrologueAttr))
+    auto phase = [](Operation *o) {
+      return std::make_tuple(o->hasAttr(kPrologueAttr),
+                             o->hasAttr(kBackwardAttr),
+                             o->hasAttr(kOncePerStepAttr));
+    };
+    if (!last || segments.back().stage != s || phase(last) != phase(&op))
       segments.push_back({&op, &op, s});
     segments.back().last = &op;
     segmentOf[&op] = segments.size() - 1;
@@ -352,12 +355,14 @@ void StageCutter::placeTransfers() {
                                segments[t.to].stage, t.tag);
     setStage(send, segments[t.from].stage);
     end[t.from] = send;
-    // A value made once per step moves once per step.
-    if (Operation *def = t.value.getDefiningOp())
-      if (Attribute once = def->getAttr(kOncePerStepAttr)) {
-        send->setAttr(kOncePerStepAttr, once);
-        t.recv->setAttr(kOncePerStepAttr, once);
-      }
+    // Transfers run in their segments' phases (prologue, forward, backward,
+    // once per step).
+    for (StringRef phase : {kPrologueAttr, kBackwardAttr, kOncePerStepAttr}) {
+      if (Attribute a = segments[t.from].first->getAttr(phase))
+        send->setAttr(phase, a);
+      if (Attribute a = segments[t.to].first->getAttr(phase))
+        t.recv->setAttr(phase, a);
+    }
   }
 }
 

@@ -269,6 +269,15 @@ void microbatchGather(Mesh &mesh, int id, const void *in, void *out,
 bool lastMicrobatch(const Mesh &mesh);
 /// Whether this run is one of the step's prologue runs.
 bool prologueRun(const Mesh &mesh);
+/// Whether this call runs the microbatch's forward, its backward, the
+/// update (see Mesh::Phase), and whether forward and backward run apart.
+bool runsForward(const Mesh &mesh);
+bool runsBackward(const Mesh &mesh);
+bool runsUpdate(const Mesh &mesh);
+bool splitPhases(const Mesh &mesh);
+/// This microbatch's slot of `slotBytes` in the stage's stash (what its
+/// backward reads of its forward, kept while other microbatches run).
+char *stashSlot(Mesh &mesh, int64_t slotBytes);
 
 //===----------------------------------------------------------------------===//
 // Scalar helpers for fused loops (std::min/max without <algorithm>)

@@ -64,9 +64,16 @@ public:
   int64_t microbatches() const {
     return microbatchAxis_ < 0 ? 1 : shape_[microbatchAxis_];
   }
-  /// Whether the run is one of the step's prologue runs (ModelInfo::prologue).
-  void setPrologue(bool on) { prologue_ = on; }
-  bool prologue() const { return prologue_; }
+  /// What a call of the model's run computes: the whole microbatch (its
+  /// forward, backward and, after the last, the update), a prologue run
+  /// (ModelInfo::prologue), or one phase of a pipeline schedule
+  /// (ModelInfo::phased).
+  enum class Phase { Whole, Prologue, Forward, Backward, Update };
+  void setPhase(Phase p) { phase_ = p; }
+  Phase phase() const { return phase_; }
+  /// Microbatches a pipeline stage holds between their forward and
+  /// backward (1F1B: stages - stage, at most the microbatches).
+  int64_t inFlight() const;
   /// Waits until every send of the run has been received.
   void finishSends();
   /// Devices of the model's mesh (its microbatch axis has none).
@@ -87,8 +94,8 @@ private:
   int rank_ = 0;
   std::vector<int64_t> shape_, coords_;
   std::vector<GroupDesc> groups_;
-  int microbatchAxis_ = -1;
-  bool prologue_ = false;
+  int microbatchAxis_ = -1, stageAxis_ = -1;
+  Phase phase_ = Phase::Whole;
   std::unique_ptr<Impl> impl_;
 };
 

@@ -115,8 +115,11 @@ struct ModelInfo {
   const int32_t *trainedStages;
   /// A training step over microbatches whose gradients need sums over the
   /// whole batch of its inputs: each step first runs every microbatch in
-  /// prologue mode (Mesh::setPrologue), then runs them for real.
+  /// prologue mode (Mesh::Phase::Prologue), then runs them for real.
   bool prologue;
+  /// A pipelined training step whose forward and backward of a microbatch
+  /// run apart: the runtime schedules them 1F1B (Mesh::setPhase).
+  bool phased;
 };
 
 } // namespace pccrt

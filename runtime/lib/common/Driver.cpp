@@ -733,12 +733,33 @@ int runModel(int argc, char **argv) {
 
   auto runOnce = [&] {
     // Microbatches one after another; a pipeline's stages overlap them. A
-    // step with a prologue runs it over every microbatch first.
+    // step with a prologue runs it over every microbatch first; a phased
+    // pipeline step runs each stage's forwards and backwards 1F1B: as many
+    // forwards as microbatches it holds in flight, then one backward per
+    // forward, then the update.
+    using Phase = Mesh::Phase;
+    std::vector<std::pair<Phase, int64_t>> calls;
+    if (model.prologue)
+      for (int64_t b = 0; b < runs; ++b)
+        calls.push_back({Phase::Prologue, b});
+    if (model.phased) {
+      int64_t warm = mesh.inFlight() - 1;
+      for (int64_t b = 0; b < runs; ++b) {
+        calls.push_back({Phase::Forward, b});
+        if (b >= warm)
+          calls.push_back({Phase::Backward, b - warm});
+      }
+      for (int64_t b = runs - warm; b < runs; ++b)
+        calls.push_back({Phase::Backward, b});
+      calls.push_back({Phase::Update, runs - 1});
+    } else {
+      for (int64_t b = 0; b < runs; ++b)
+        calls.push_back({Phase::Whole, b});
+    }
     std::string err;
-    for (int64_t k = 0, all = model.prologue ? 2 * runs : runs;
-         k < all && err.empty(); ++k) {
-      int64_t b = k % runs;
-      mesh.setPrologue(k < all - runs);
+    for (size_t c = 0; c < calls.size() && err.empty(); ++c) {
+      auto [phase, b] = calls[c];
+      mesh.setPhase(phase);
       mesh.setMicrobatch(b);
       traceRunBegin(b);
       auto step = [&] {
@@ -748,7 +769,9 @@ int runModel(int argc, char **argv) {
       // One microbatch outside a pipeline: the same pointers every run.
       runStep([](void *s) { (*static_cast<decltype(step) *>(s))(); }, &step,
               o.graphs && runs == 1 && model.stageAxis < 0);
-      mesh.finishSends();
+      // A phased step's sends may wait for receives of later calls.
+      if (!model.phased || c + 1 == calls.size())
+        mesh.finishSends();
       // A GPU run ends when its stream is done (and reports bad data then).
       synchronizeDevice();
       traceRunEnd();

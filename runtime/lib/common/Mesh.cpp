@@ -18,6 +18,7 @@ void Mesh::create(const ModelInfo &model) {
   coords_.assign(model.meshRank, 0);
   coordsOfRank(model, rank_, coords_.data());
   microbatchAxis_ = model.microbatchAxis;
+  stageAxis_ = model.stageAxis;
   groups_.assign(model.groups, model.groups + model.numGroups);
   for (const GroupDesc &g : groups_) {
     int64_t index = 0, size = 1;
@@ -39,6 +40,13 @@ void Mesh::create(const ModelInfo &model) {
 void Mesh::setMicrobatch(int64_t k) {
   if (microbatchAxis_ >= 0)
     coords_[microbatchAxis_] = k;
+}
+
+int64_t Mesh::inFlight() const {
+  if (stageAxis_ < 0)
+    return 1;
+  int64_t left = shape_[stageAxis_] - coords_[stageAxis_];
+  return left < microbatches() ? left : microbatches();
 }
 
 void Mesh::finishSends() {

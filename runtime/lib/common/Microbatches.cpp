@@ -46,7 +46,33 @@ bool onHost() {
 
 } // namespace
 
-bool prologueRun(const Mesh &mesh) { return mesh.prologue(); }
+bool prologueRun(const Mesh &mesh) {
+  return mesh.phase() == Mesh::Phase::Prologue;
+}
+bool runsForward(const Mesh &mesh) {
+  return mesh.phase() == Mesh::Phase::Whole ||
+         mesh.phase() == Mesh::Phase::Forward;
+}
+bool runsBackward(const Mesh &mesh) {
+  return mesh.phase() == Mesh::Phase::Whole ||
+         mesh.phase() == Mesh::Phase::Backward;
+}
+bool runsUpdate(const Mesh &mesh) {
+  return mesh.phase() == Mesh::Phase::Update ||
+         (mesh.phase() == Mesh::Phase::Whole && lastMicrobatch(mesh));
+}
+bool splitPhases(const Mesh &mesh) {
+  return mesh.phase() == Mesh::Phase::Forward ||
+         mesh.phase() == Mesh::Phase::Backward;
+}
+
+char *stashSlot(Mesh &mesh, int64_t slotBytes) {
+  static std::vector<char> stash;
+  int64_t slots = mesh.inFlight();
+  if (int64_t(stash.size()) < slots * slotBytes)
+    stash.resize(slots * slotBytes);
+  return stash.data() + (mesh.microbatch() % slots) * slotBytes;
+}
 
 bool lastMicrobatch(const Mesh &mesh) {
   return mesh.microbatch() + 1 == mesh.microbatches();

@@ -256,20 +256,55 @@ LogicalResult Emitter::emitStage(int64_t stage, int64_t stages) {
                                options.deviceMemoryBytes)))
     return failure();
   // A step streaming microbatches runs its prologue (over every microbatch
-  // first), then each microbatch, then (after the last) the update.
-  enum Phase { Prologue, EveryRun, Once };
+  // first), then each microbatch's forward and backward (apart, under a
+  // pipeline schedule), then (after the last) the update.
+  enum Phase { Prologue, Forward, Backward, Once };
   auto phaseOf = [](Operation *op) {
     return op->hasAttr(kPrologueAttr)      ? Prologue
            : op->hasAttr(kOncePerStepAttr) ? Once
-                                           : EveryRun;
+           : op->hasAttr(kBackwardAttr)    ? Backward
+                                           : Forward;
+  };
+  // What a microbatch's backward reads of its forward: kept per microbatch
+  // in flight (the stash) when the two run apart.
+  SmallVector<Value> stash;
+  llvm::DenseSet<Value> stashed;
+  int64_t stashBytes = 0;
+  for (Operation *op : schedule.ops) {
+    if (phaseOf(op) != Backward)
+      continue;
+    for (Value v : op->getOperands()) {
+      Value base = schedule.aliasOf.lookup(v) ? schedule.aliasOf.lookup(v) : v;
+      Operation *def = base.getDefiningOp();
+      if (def && phaseOf(def) == Forward && schedule.bufferIndex.count(base) &&
+          stashed.insert(base).second) {
+        stash.push_back(base);
+        stashBytes += (tensorBytes(base) + 63) / 64 * 64;
+      }
+    }
+  }
+  auto emitStash = [&](bool save) {
+    if (stash.empty())
+      return;
+    os << "  if (splitPhases(mesh)) {\n    char *slot = stashSlot(mesh, "
+       << stashBytes << ");\n";
+    int64_t at = 0;
+    for (Value v : stash) {
+      std::string slotPtr = "slot + " + std::to_string(at);
+      os << "  ";
+      emitCopy(save ? slotPtr : ptr(v), save ? ptr(v) : slotPtr,
+               tensorBytes(v));
+      at += (tensorBytes(v) + 63) / 64 * 64;
+    }
+    os << "  }\n";
   };
   Operation *ret = fn.getBody().front().getTerminator();
-  // The outputs of every run, or (Once) of the last microbatch's.
+  // Each output where its value is made; Once: the last microbatch's.
   auto copyOutputs = [&](Phase phase) {
     for (auto [k, v] : llvm::enumerate(ret->getOperands())) {
       Operation *def = v.getDefiningOp();
-      if (outputStage(fn, k) == stage &&
-          (def && def->hasAttr(kOncePerStepAttr) ? Once : EveryRun) == phase)
+      Phase made = def ? phaseOf(def) : Forward;
+      if (outputStage(fn, k) == stage && std::max(made, Forward) == phase)
         emitCopy("outputs[" + std::to_string(k) + "]", ptr(v), tensorBytes(v));
     }
   };
@@ -277,13 +312,19 @@ LogicalResult Emitter::emitStage(int64_t stage, int64_t stages) {
   range.first = parts.size();
   Phase phase = Prologue;
   auto enter = [&](Phase next) {
-    if (phase == EveryRun)
-      copyOutputs(EveryRun);
+    if (phase == Forward || phase == Backward)
+      copyOutputs(phase);
+    if (phase == Forward)
+      emitStash(/*save=*/true);
     os.flush();
     if (!body.empty())
       closePart();
-    if (phase == Prologue)
-      range.main = parts.size();
+    if (next == Forward)
+      range.forward = parts.size();
+    if (next == Backward) {
+      range.backward = parts.size();
+      emitStash(/*save=*/false);
+    }
     if (next == Once)
       range.once = parts.size();
     phase = next;
@@ -295,7 +336,7 @@ LogicalResult Emitter::emitStage(int64_t stage, int64_t stages) {
     Phase next = phaseOf(op);
     if (next < phase)
       return op->emitError("internal error: the ops of a step's prologue, "
-                           "microbatches and update are out of order");
+                           "forward, backward and update are out of order");
     while (phase < next)
       enter(Phase(phase + 1));
     if (failed(emitOp(op)))

@@ -151,11 +151,11 @@ private:
   int64_t nextTemp = 0, nextValue = 0;
   /// Weight bytes the stage being emitted reads.
   int64_t stageWeightBytes = 0;
-  /// Each stage's parts, as [first, end) into `parts`: [first, main) its
-  /// prologue, [main, once) every microbatch's, [once, end) the update after
-  /// the last microbatch.
+  /// Each stage's parts, as [first, end) into `parts`: [first, forward) its
+  /// prologue, [forward, backward) a microbatch's forward, [backward, once)
+  /// its backward, [once, end) the update after the last microbatch.
   struct StageParts {
-    int64_t first = 0, main = 0, once = 0, end = 0;
+    int64_t first = 0, forward = 0, backward = 0, once = 0, end = 0;
   };
   std::vector<StageParts> stageParts;
   /// Accumulators of the collectives over microbatches emitted so far.

@@ -154,7 +154,10 @@ Emitter::assembleSources(const std::string &tables) {
   int64_t stageAxis = mesh.axisNamed("pp");
   bool staged = stageParts.size() > 1;
   bool firstPass = llvm::any_of(
-      stageParts, [](const StageParts &r) { return r.main > r.first; });
+      stageParts, [](const StageParts &r) { return r.forward > r.first; });
+  // A step whose backward can run apart from its forward (1F1B).
+  bool phased = llvm::any_of(
+      stageParts, [](const StageParts &r) { return r.once > r.backward; });
   if (staged)
     main += "  switch (meshCoord(mesh, " + std::to_string(stageAxis) + ")) {\n";
   for (auto [stage, range] : llvm::enumerate(stageParts)) {
@@ -164,20 +167,31 @@ Emitter::assembleSources(const std::string &tables) {
       main += "  if (!part" + std::to_string(i) +
               "(inputs, outputs, arena, weights, mesh))\n    return;\n";
     };
+    auto calls = [&](int64_t from, int64_t to, StringRef guard) {
+      if (from == to)
+        return;
+      if (!guard.empty())
+        main += ("  if (" + guard + "(mesh)) {\n").str();
+      for (int64_t i = from; i < to; ++i)
+        call(i);
+      if (!guard.empty())
+        main += "  }\n";
+    };
     // The prologue's runs run it alone; the update runs after the step's
     // last microbatch only.
-    if (range.main > range.first) {
+    if (range.forward > range.first) {
       main += "  if (prologueRun(mesh)) {\n";
-      for (int64_t i = range.first; i < range.main; ++i)
+      for (int64_t i = range.first; i < range.forward; ++i)
         call(i);
       main += "  return;\n  }\n";
     } else if (firstPass) {
       main += "  if (prologueRun(mesh))\n    return;\n";
     }
-    for (int64_t i = range.main; i < range.end; ++i) {
-      if (i == range.once)
-        main += "  if (!lastMicrobatch(mesh))\n    return;\n";
-      call(i);
+    calls(range.forward, range.backward, phased ? "runsForward" : "");
+    calls(range.backward, range.once, phased ? "runsBackward" : "");
+    if (range.end > range.once) {
+      main += "  if (!runsUpdate(mesh))\n    return;\n";
+      calls(range.once, range.end, "");
     }
     if (staged)
       main += "  break;\n";
@@ -218,7 +232,8 @@ Emitter::assembleSources(const std::string &tables) {
     << (numTrained ? "trainedDescs, trainedOffsets, trainedStrides"
                    : "nullptr, nullptr, nullptr")
     << (numTrained && staged ? ", trainedStages" : ", nullptr") << ", "
-    << (firstPass ? "true" : "false") << "};\n"
+    << (firstPass ? "true" : "false") << ", "
+    << (phased && staged ? "true" : "false") << "};\n"
     << "  return &info;\n}\n";
   units[0] = {"model" + ext, std::move(main)};
   return units;

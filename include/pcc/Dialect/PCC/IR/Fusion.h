@@ -29,8 +29,10 @@ inline mlir::Operation *fusedUser(mlir::Operation *op) {
   auto shapeOf = [](mlir::Operation *o) {
     return llvm::cast<mlir::ShapedType>(o->getResult(0).getType()).getShape();
   };
+  // A microbatch's forward and backward may run apart (kBackwardAttr).
   if (!isPointwise(user) || user->getBlock() != op->getBlock() ||
-      user->getNumResults() != 1 || shapeOf(user) != shapeOf(op))
+      user->getNumResults() != 1 || shapeOf(user) != shapeOf(op) ||
+      user->hasAttr("pcc.backward") != op->hasAttr("pcc.backward"))
     return nullptr;
   return user;
 }

@@ -33,6 +33,10 @@ inline constexpr llvm::StringLiteral kGradientOfAttr = "pcc.gradient_of";
 /// step, after the last microbatch (the optimizer update, the loss over the
 /// whole batch): see pcc-accumulate-microbatches.
 inline constexpr llvm::StringLiteral kOncePerStepAttr = "pcc.once_per_step";
+/// On the backward ops of a step streaming microbatches (those of gradient
+/// rules, and what reads their values): a pipeline schedule (1F1B) runs a
+/// microbatch's backward apart from its forward.
+inline constexpr llvm::StringLiteral kBackwardAttr = "pcc.backward";
 /// On the ops a step streaming microbatches runs in its prologue: a first
 /// pass over the microbatches before their forward and backward passes, for
 /// sums over the whole batch that depend on the inputs alone (the count of
