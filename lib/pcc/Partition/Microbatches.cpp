@@ -272,12 +272,11 @@ LogicalResult Accumulator::run() {
       break;
     if (isa<WeightOp, ConstantOp>(op) || op.hasAttr(kPrologueAttr))
       continue;
-    bool isBackward =
-        op.hasAttr(kGradientOfAttr) ||
-        llvm::any_of(op.getOperands(), [&](Value v) {
-          Operation *def = v.getDefiningOp();
-          return def && backward.contains(def);
-        });
+    bool isBackward = op.hasAttr(kGradientOfAttr) ||
+                      llvm::any_of(op.getOperands(), [&](Value v) {
+                        Operation *def = v.getDefiningOp();
+                        return def && backward.contains(def);
+                      });
     if (isBackward) {
       backward.insert(&op);
       toMove.push_back(&op);
