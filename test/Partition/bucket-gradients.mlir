@@ -48,3 +48,4 @@ func.func @forward(%a: tensor<4xf32>, %b: tensor<4xf32>) -> (tensor<4xf32>, tens
   %ub = pcc.neg %rb : tensor<4xf32>
   return %ua, %ub : tensor<4xf32>, tensor<4xf32>
 }
+

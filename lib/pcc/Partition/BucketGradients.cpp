@@ -71,8 +71,11 @@ void bucket(MutableArrayRef<shard::AllReduceOp> group) {
     lastCreated =
         whole.getDefiningOp() ? whole.getDefiningOp() : part.getDefiningOp();
     op.getResult().replaceAllUsesWith(whole);
-    op.erase();
   }
+  // Erased last: the builder inserts before the op after `last`, which may
+  // be one of them.
+  for (shard::AllReduceOp op : group)
+    op.erase();
   // A pipeline's bucket runs in the stage of its gradients.
   if (Attribute stage = last->getAttr(kStageAttr))
     for (Operation *o = last->getNextNode(); o; o = o->getNextNode()) {
