@@ -5,7 +5,8 @@ and compare every step's loss with PyTorch's own training of the same model.
 Usage: train_check.py WORKDIR --model mlp|gpt --mpirun CMD
                       --optimizer sgd|adamw [--steps N] STRATEGY...
   STRATEGY as run_strategies.py takes it: "1" (one rank), "dp=2", "tp=2",
-  "dp=2,tp=2", ..., plus "zero=N" for pcc's --zero N ("dp=2,zero=3").
+  "dp=2,tp=2", ..., plus "zero=N" for pcc's --zero N ("dp=2,zero=3") and
+  "sched=gpipe" for the executable's --pp-schedule ("pp=2,mb=4,sched=gpipe").
 
 The model is exported returning its loss (training mode, no constant
 folding, so parameters keep their names); N batches are written as
@@ -312,7 +313,11 @@ def main():
     for strategy in args.strategies:
         parts = strategy.split(",")
         zero = [p for p in parts if p.startswith("zero=")]
-        devices = ",".join(p for p in parts if not p.startswith("zero="))
+        sched = [p for p in parts if p.startswith("sched=")]
+        devices = ",".join(p for p in parts
+                           if not p.startswith(("zero=", "sched=")))
+        # The executable's pipeline schedule (1f1b by default).
+        exe = ["--pp-schedule", sched[0].split("=")[1]] if sched else []
         flags, ranks = ([], 1) if devices == "1" else strategy_flags(
             devices, args.layout)
         flags += ["--zero", zero[0].split("=")[1]] if zero else []
@@ -329,7 +334,7 @@ def main():
                         if args.model in ADDED_LOSS else []), check=True)
         saved = os.path.join(workdir, "saved-" + tag)
         got, log = run_steps(mpirun, ranks, out, batch_dir, args.steps,
-                             ["--save", saved])
+                             exe + ["--save", saved])
         ok = got is not None and len(got) == len(want)
         worst = 0.0
         for g, w in zip(got or [], want):
@@ -370,9 +375,9 @@ def main():
             half = args.steps // 2
             part = os.path.join(workdir, "part-" + tag)
             first, _ = run_steps(mpirun, ranks, out, batch_dir, half,
-                                 ["--save", part])
+                                 exe + ["--save", part])
             rest, _ = run_steps(mpirun, ranks, out, batch_dir,
-                                args.steps - half, ["--resume", part])
+                                args.steps - half, exe + ["--resume", part])
             same = first is not None and rest is not None and \
                 first + rest == got
             line += f" resumed {'PASS' if same else 'FAIL'}"

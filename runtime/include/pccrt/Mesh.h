@@ -72,8 +72,9 @@ public:
   void setPhase(Phase p) { phase_ = p; }
   Phase phase() const { return phase_; }
   /// Microbatches a pipeline stage holds between their forward and
-  /// backward (1F1B: stages - stage, at most the microbatches).
+  /// backward (1F1B: stages - stage, at most the microbatches; GPipe: all).
   int64_t inFlight() const;
+  void setGPipe(bool on) { gpipe_ = on; }
   /// Waits until every send of the run has been received.
   void finishSends();
   /// Devices of the model's mesh (its microbatch axis has none).
@@ -96,6 +97,7 @@ private:
   std::vector<GroupDesc> groups_;
   int microbatchAxis_ = -1, stageAxis_ = -1;
   Phase phase_ = Phase::Whole;
+  bool gpipe_ = false;
   std::unique_ptr<Impl> impl_;
 };
 

@@ -58,6 +58,9 @@ struct Options {
   double timeout = 600;
   CommKind comm = CommKind::Auto;
   bool graphs = true;
+  /// A pipelined training step's schedule: 1F1B, or GPipe (every forward,
+  /// then every backward; a stash slot per microbatch).
+  bool gpipe = false;
 };
 
 /// What the process is doing, for out-of-memory reports.
@@ -105,7 +108,8 @@ const char *kUsage =
     "usage: [mpirun -np N] %s [--inputs DIR] [--outputs DIR] [--check DIR] [--bench N]\n"
     "          [--weights FILE] [--threads N] [--rtol R] [--atol A] [--trace FILE]\n"
     "          [--comm auto|nccl|mpi] [--cuda-graph on|off]\n"
-    "          [--train DIR [--steps N] [--save DIR2] [--resume DIR2]]\n"
+    "          [--train DIR [--steps N] [--save DIR2] [--resume DIR2]\n"
+    "           [--pp-schedule 1f1b|gpipe]]\n"
     "  --inputs DIR   read input_K.pb from DIR (default: the --check DIR)\n"
     "  --outputs DIR  write output_K.pb to DIR (created if missing)\n"
     "  --check DIR    compare outputs with DIR/output_K.pb; exit 0 iff all\n"
@@ -132,7 +136,11 @@ const char *kUsage =
     "                 optimizer state, whole, as DIR2/<initializer name>.pb\n"
     "                 (and DIR2/steps.txt)\n"
     "  --resume DIR2  start from a --save directory: its parameters, states\n"
-    "                 and step count\n";
+    "                 and step count\n"
+    "  --pp-schedule S  pipelined training: 1f1b (default: a stage holds at\n"
+    "                 most stages - stage microbatches between their forward\n"
+    "                 and backward) or gpipe (every forward, then every\n"
+    "                 backward)\n";
 
 long parseNumber(const char *flag, const char *text, long lo, long hi) {
   char *end = nullptr;
@@ -175,7 +183,7 @@ Options parseOptions(int argc, char **argv) {
                                         "--rtol", "--atol", "--timeout",
                                         "--trace", "--comm", "--cuda-graph",
                                         "--train", "--steps", "--save",
-                                        "--resume"};
+                                        "--resume", "--pp-schedule"};
     if (std::find(std::begin(known), std::end(known), flag) == std::end(known))
       die("unknown argument '" + a + "' (see --help)");
     if (eq != std::string::npos) {
@@ -205,6 +213,11 @@ Options parseOptions(int argc, char **argv) {
       o.comm = value == "nccl" ? CommKind::Nccl
                : value == "mpi" ? CommKind::Mpi
                                 : CommKind::Auto;
+    }
+    else if (flag == "--pp-schedule") {
+      if (value != "1f1b" && value != "gpipe")
+        die("--pp-schedule expects 1f1b or gpipe, got '" + value + "'");
+      o.gpipe = value == "gpipe";
     }
     else if (flag == "--cuda-graph") {
       if (value != "on" && value != "off")
@@ -743,6 +756,7 @@ int runModel(int argc, char **argv) {
       for (int64_t b = 0; b < runs; ++b)
         calls.push_back({Phase::Prologue, b});
     if (model.phased) {
+      mesh.setGPipe(o.gpipe);
       int64_t warm = mesh.inFlight() - 1;
       for (int64_t b = 0; b < runs; ++b) {
         calls.push_back({Phase::Forward, b});

@@ -45,6 +45,8 @@ void Mesh::setMicrobatch(int64_t k) {
 int64_t Mesh::inFlight() const {
   if (stageAxis_ < 0)
     return 1;
+  if (gpipe_)
+    return microbatches();
   int64_t left = shape_[stageAxis_] - coords_[stageAxis_];
   return left < microbatches() ? left : microbatches();
 }
