@@ -32,6 +32,8 @@
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/SmallBitVector.h"
 
+#include <map>
+
 using namespace mlir;
 
 namespace pcc {
@@ -85,7 +87,8 @@ namespace {
 
 /// Stages of a training step's backward and update ops, after its forward
 /// ops' (`forward`, in program order).
-LogicalResult stageTrainingOps(func::FuncOp fn, ArrayRef<Operation *> forward) {
+LogicalResult stageTrainingOps(func::FuncOp fn, ArrayRef<Operation *> forward,
+                               int64_t stages) {
   // A parameter's stages: those of the forward ops that read it.
   llvm::DenseMap<Value, llvm::SmallSetVector<int64_t, 2>> readers;
   llvm::DenseMap<int64_t, int64_t> stageOfForward;
@@ -126,14 +129,56 @@ LogicalResult stageTrainingOps(func::FuncOp fn, ArrayRef<Operation *> forward) {
     else
       unstaged.push_back(&op);
   }
-  // What no parameter decides (the step count, its bias corrections): the
-  // first stage that needs it.
+  // What no parameter decides (AdamW's step count and bias corrections):
+  // each stage that needs it computes its own, instead of receiving it every
+  // step. Users come first, so a copy's operands find their own copies.
+  llvm::DenseMap<std::pair<Operation *, int64_t>, Operation *> copyIn;
+  SmallVector<AssignOp> unstagedAssigns;
   for (Operation *op : llvm::reverse(unstaged)) {
-    std::optional<int64_t> stage;
-    for (Operation *user : op->getUsers())
-      if (std::optional<int64_t> s = stageOf(user))
-        stage = std::min(stage.value_or(*s), *s);
-    setStage(op, stage.value_or(0));
+    if (auto assign = dyn_cast<AssignOp>(op)) {
+      unstagedAssigns.push_back(assign);
+      continue;
+    }
+    std::map<int64_t, SmallVector<OpOperand *>> usesByStage;
+    for (OpOperand &use : op->getUses())
+      if (std::optional<int64_t> s = stageOf(use.getOwner()))
+        usesByStage[*s].push_back(&use);
+    if (usesByStage.empty())
+      usesByStage[0];
+    bool first = true;
+    for (auto &[stage, uses] : usesByStage) {
+      Operation *at = op;
+      if (!first) {
+        OpBuilder b(op);
+        at = b.clone(*op);
+        for (OpOperand *use : uses)
+          use->set(at->getResult(cast<OpResult>(use->get()).getResultNumber()));
+      }
+      setStage(at, stage);
+      copyIn[{op, stage}] = at;
+      first = false;
+    }
+  }
+  // Each stage stores its own step count.
+  for (AssignOp assign : unstagedAssigns) {
+    Operation *def = assign.getValue().getDefiningOp();
+    bool stored = false;
+    for (int64_t s = 0; def && s < stages; ++s) {
+      Operation *at = copyIn.lookup({def, s});
+      if (!at)
+        continue;
+      Operation *store = assign;
+      if (stored) {
+        OpBuilder b(assign);
+        b.setInsertionPointAfter(assign);
+        store = b.clone(*assign);
+        store->setOperand(1, at->getResult(0));
+      }
+      setStage(store, s);
+      stored = true;
+    }
+    if (!stored)
+      setStage(assign, def ? stageOf(def).value_or(0) : 0);
   }
   // Every other stage that reads a tied weight stores the new value in its
   // own copy (sent once per step), as Megatron keeps the first and last
@@ -188,7 +233,7 @@ LogicalResult assignStages(func::FuncOp fn, int64_t stages) {
       if (first)
         setStage(op, *first);
     }
-    return training ? stageTrainingOps(fn, forward) : success();
+    return training ? stageTrainingOps(fn, forward, stages) : success();
   };
   if (int64_t(ops.size()) < stages)
     return fn.emitError() << "the model has " << ops.size()
