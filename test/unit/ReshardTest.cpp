@@ -66,6 +66,18 @@ TEST(Reshard, PartialSumIntoASplitIsOneReduceScatter) {
   EXPECT_EQ(steps[0].axes, (llvm::SmallVector<int64_t, 2>{1}));
 }
 
+TEST(Reshard, PartialSumOverMoreAxesThanTheSplitSumsTheRestFirst) {
+  // Partial over both axes, wanted split over tp: the dp sum, then the tp
+  // scatter (not a sum over both and a slice).
+  auto steps = planReshard(layout({{}, {}}, {0, 1}), layout({{}, {1}}));
+  ASSERT_EQ(kinds(steps), "all_reduce reduce_scatter");
+  EXPECT_EQ(steps[0].axes, (llvm::SmallVector<int64_t, 2>{0}));
+  EXPECT_EQ(steps[0].after.partial, (llvm::SmallVector<int64_t, 2>{1}));
+  EXPECT_EQ(steps[1].axes, (llvm::SmallVector<int64_t, 2>{1}));
+  EXPECT_EQ(steps[1].dim, 1);
+  EXPECT_TRUE(steps[1].after.partial.empty());
+}
+
 TEST(Reshard, PartialSumWantedWholeIsAnAllReduce) {
   auto steps = planReshard(layout({{0}, {}}, {1}), layout({{0}, {}}));
   ASSERT_EQ(kinds(steps), "all_reduce");

@@ -7,7 +7,9 @@
 // A reshard runs in up to three phases:
 //   1. partial sums the target does not keep are summed: a reduce-scatter
 //      straight into the target's split when the target splits a dimension
-//      (whole in the source) over exactly the summed axes, else an all-reduce;
+//      (whole in the source, or split there as its major axes) over summed
+//      axes, after an all-reduce of the other summed axes (a gradient summed
+//      over microbatches and dp, stored split over dp), else an all-reduce;
 //   2. splits the target does not share are undone: all-gathers of the
 //      trailing axes that differ (the leading common axes stay split, since
 //      within a group the blocks of the remaining axes are contiguous) —

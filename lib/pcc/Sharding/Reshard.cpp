@@ -35,10 +35,12 @@ void sumPartials(TensorSharding &cur, const TensorSharding &to,
     return;
   ReshardStep step{ReshardKind::AllReduce, sum, -1, 1, cur, cur};
   for (auto [d, f, t] : enumerate(cur.dims, to.dims)) {
-    // The summed axes split a whole dimension, or one already split in
+    // Summed axes that split a whole dimension, or one already split in
     // `cur` as their minor axes (each device's block is scattered further).
+    // The dimension that scatters the most summed axes wins.
     size_t kept = f.isSplit() ? f.axes.size() : 0;
-    if (!t.isSplit() || t.axes.size() != kept + sum.size() ||
+    size_t best = step.dim >= 0 ? step.axes.size() : 0;
+    if (!t.isSplit() || t.axes.size() <= kept + best ||
         (kept && (f.groups != 1 || t.groups != 1 ||
                   ArrayRef<int64_t>(t.axes).take_front(kept) !=
                       ArrayRef<int64_t>(f.axes))))
@@ -50,6 +52,21 @@ void sumPartials(TensorSharding &cur, const TensorSharding &to,
       step.dim = d;
       step.groups = t.groups;
     }
+  }
+  // The other summed axes first (an all-reduce), then the scatter; a sum
+  // over microbatches and dp scattered over dp, say.
+  if (step.kind == ReshardKind::ReduceScatter && step.axes.size() < sum.size()) {
+    SmallVector<int64_t, 2> rest;
+    for (int64_t a : sum)
+      if (!is_contained(step.axes, a))
+        rest.push_back(a);
+    ReshardStep first{ReshardKind::AllReduce, rest, -1, 1, cur, cur};
+    SmallVector<int64_t, 2> partial(to.partial.begin(), to.partial.end());
+    partial.append(step.axes.begin(), step.axes.end());
+    cur.partial.assign(partial.begin(), partial.end());
+    first.after = cur;
+    steps.push_back(std::move(first));
+    step.before = cur;
   }
   if (step.kind == ReshardKind::ReduceScatter)
     cur.dims[step.dim] = to.dims[step.dim];
