@@ -40,6 +40,15 @@ mlir::LogicalResult assignStages(mlir::func::FuncOp fn, int64_t stages);
 /// next staged op, the one they feed.
 void stageAddedOps(mlir::func::FuncOp fn, int64_t stages);
 
+void setStage(mlir::Operation *op, int64_t stage);
+
+/// The stages of a training step's backward and update ops, once its
+/// forward ops (`forward`, in program order) have theirs
+/// (TrainingStages.cpp).
+mlir::LogicalResult stageTrainingStep(mlir::func::FuncOp fn,
+                                      llvm::ArrayRef<mlir::Operation *> forward,
+                                      int64_t stages);
+
 } // namespace pcc
 
 #endif // PCC_PARTITION_STAGES_H

@@ -1,0 +1,137 @@
+//===- TrainingStages.cpp - pipeline stages of a training step ------------===//
+//
+// After pcc-apply-plan cuts a training step's forward ops into stages:
+// - a backward op runs in the stage of the forward op whose gradient rule
+//   made it (`pcc.gradient_of` = that op's `pcc.forward_id`);
+// - an update op runs in the stage of the weight it updates (the stage of
+//   its gradient, for a weight several stages read);
+// - every other stage that reads a tied weight stores the new value too;
+// - what no weight decides (AdamW's step count and bias corrections) is
+//   computed and stored by each stage that needs it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pcc/Partition/Stages.h"
+
+#include "pcc/Dialect/PCC/IR/PCCOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SetVector.h"
+
+#include <map>
+
+using namespace mlir;
+
+namespace pcc {
+
+LogicalResult stageTrainingStep(func::FuncOp fn, ArrayRef<Operation *> forward,
+                                int64_t stages) {
+  // A parameter's stages: those of the forward ops that read it.
+  llvm::DenseMap<Value, llvm::SmallSetVector<int64_t, 2>> readers;
+  llvm::DenseMap<int64_t, int64_t> stageOfForward;
+  for (Operation *op : forward)
+    if (std::optional<int64_t> s = stageOf(op)) {
+      if (auto id = op->getAttrOfType<IntegerAttr>(kForwardIdAttr))
+        stageOfForward[id.getInt()] = *s;
+      for (Value v : op->getOperands())
+        if (Operation *def = v.getDefiningOp(); def && isa<WeightOp>(def))
+          readers[v].insert(*s);
+    }
+  Block &block = fn.getBody().front();
+  SmallVector<Operation *> unstaged;
+  for (Operation &op : block.without_terminator()) {
+    if (isa<WeightOp, ConstantOp>(op) || stageOf(&op))
+      continue;
+    if (auto at = op.getAttrOfType<IntegerAttr>(kGradientOfAttr)) {
+      setStage(&op, stageOfForward.lookup(at.getInt()));
+      continue;
+    }
+    // The update: in its parameter's stage (its gradient's, which the
+    // backward pass computed there). A weight several stages read (tied
+    // embeddings) is updated where its gradient was summed.
+    std::optional<int64_t> stage;
+    for (Value v : op.getOperands()) {
+      Operation *def = v.getDefiningOp();
+      if (!def)
+        continue;
+      if (auto it = readers.find(v); it != readers.end()) {
+        if (it->second.size() == 1)
+          stage = std::max(stage.value_or(0), it->second.back());
+      } else if (std::optional<int64_t> s = stageOf(def)) {
+        stage = std::max(stage.value_or(0), *s);
+      }
+    }
+    if (stage)
+      setStage(&op, *stage);
+    else
+      unstaged.push_back(&op);
+  }
+  // What no parameter decides (AdamW's step count and bias corrections):
+  // each stage that needs it computes its own, instead of receiving it every
+  // step. Users come first, so a copy's operands find their own copies.
+  llvm::DenseMap<std::pair<Operation *, int64_t>, Operation *> copyIn;
+  SmallVector<AssignOp> unstagedAssigns;
+  for (Operation *op : llvm::reverse(unstaged)) {
+    if (auto assign = dyn_cast<AssignOp>(op)) {
+      unstagedAssigns.push_back(assign);
+      continue;
+    }
+    std::map<int64_t, SmallVector<OpOperand *>> usesByStage;
+    for (OpOperand &use : op->getUses())
+      if (std::optional<int64_t> s = stageOf(use.getOwner()))
+        usesByStage[*s].push_back(&use);
+    if (usesByStage.empty())
+      usesByStage[0];
+    bool first = true;
+    for (auto &[stage, uses] : usesByStage) {
+      Operation *at = op;
+      if (!first) {
+        OpBuilder b(op);
+        at = b.clone(*op);
+        for (OpOperand *use : uses)
+          use->set(at->getResult(cast<OpResult>(use->get()).getResultNumber()));
+      }
+      setStage(at, stage);
+      copyIn[{op, stage}] = at;
+      first = false;
+    }
+  }
+  // Each stage stores its own step count.
+  for (AssignOp assign : unstagedAssigns) {
+    Operation *def = assign.getValue().getDefiningOp();
+    bool stored = false;
+    for (int64_t s = 0; def && s < stages; ++s) {
+      Operation *at = copyIn.lookup({def, s});
+      if (!at)
+        continue;
+      Operation *store = assign;
+      if (stored) {
+        OpBuilder b(assign);
+        b.setInsertionPointAfter(assign);
+        store = b.clone(*assign);
+        store->setOperand(1, at->getResult(0));
+      }
+      setStage(store, s);
+      stored = true;
+    }
+    if (!stored)
+      setStage(assign, def ? stageOf(def).value_or(0) : 0);
+  }
+  // Every other stage that reads a tied weight stores the new value in its
+  // own copy (sent once per step), as Megatron keeps the first and last
+  // stages' embeddings equal.
+  for (auto assign : llvm::to_vector(block.getOps<AssignOp>())) {
+    auto it = readers.find(assign.getTarget());
+    if (it == readers.end() || it->second.size() < 2)
+      continue;
+    OpBuilder b(assign);
+    b.setInsertionPointAfter(assign);
+    for (int64_t s : it->second)
+      if (!stageOf(assign) || s != *stageOf(assign))
+        setStage(b.clone(*assign), s);
+  }
+  return success();
+}
+
+} // namespace pcc
