@@ -42,6 +42,10 @@ void stageAddedOps(mlir::func::FuncOp fn, int64_t stages);
 
 void setStage(mlir::Operation *op, int64_t stage);
 
+/// Whether `op` is a collective over the microbatch axis `mb` alone: what
+/// the runtime accumulates across a step's runs (Microbatches.cpp).
+bool acrossMicrobatches(mlir::Operation *op, int64_t mb);
+
 /// The stages of a training step's backward and update ops, once its
 /// forward ops (`forward`, in program order) have theirs
 /// (TrainingStages.cpp).

@@ -57,12 +57,14 @@ SmallVector<int16_t> axesOf(Operation *op) {
   return a ? SmallVector<int16_t>(a.asArrayRef()) : SmallVector<int16_t>();
 }
 
-/// Whether `op` is a collective over the microbatch axis `mb` alone: what
-/// the runtime accumulates across runs.
-bool acrossMicrobatches(Operation *op, int16_t mb) {
+} // namespace
+
+bool acrossMicrobatches(Operation *op, int64_t mb) {
   return isa<shard::AllReduceOp, shard::AllGatherOp>(op) &&
-         axesOf(op) == SmallVector<int16_t>{mb};
+         axesOf(op) == SmallVector<int16_t>{int16_t(mb)};
 }
+
+namespace {
 
 class Accumulator {
 public:

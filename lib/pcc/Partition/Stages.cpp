@@ -18,6 +18,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "pcc/Partition/Stages.h"
+#include "pcc/Autodiff/TrainStep.h"
 #include "pcc/Partition/Passes.h"
 
 #include "pcc/Dialect/PCC/IR/PCCOps.h"
@@ -346,11 +347,9 @@ LogicalResult checkMicrobatchesApart(func::FuncOp fn, const Mesh &mesh,
     // Taking this microbatch's block of a whole value moves no data.
     if (isa<shard::AllSliceOp>(op))
       return WalkResult::advance();
-    auto axes = op->getAttrOfType<DenseI16ArrayAttr>("grid_axes");
-    if (training && axes &&
-        axes.asArrayRef() == ArrayRef<int16_t>{int16_t(mb)} &&
-        isa<shard::AllReduceOp, shard::AllGatherOp>(op))
+    if (training && acrossMicrobatches(op, mb))
       return WalkResult::advance();
+    auto axes = op->getAttrOfType<DenseI16ArrayAttr>("grid_axes");
     if (!axes || !llvm::is_contained(axes.asArrayRef(), int16_t(mb)))
       return WalkResult::advance();
     op->emitError() << "this step needs values of several microbatches at "
@@ -376,7 +375,7 @@ struct PipelineStagesPass : impl::PipelineStagesBase<PipelineStagesPass> {
       return signalPassFailure();
     }
     if (failed(checkMicrobatchesApart(fn, *mesh,
-                                      module->hasAttr("pcc.train_step"))) ||
+                                      module->hasAttr(kTrainStepAttr))) ||
         failed(StageCutter(fn, mesh->name, axis, mesh->shape[axis]).run()))
       signalPassFailure();
   }

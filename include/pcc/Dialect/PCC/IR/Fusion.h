@@ -10,6 +10,7 @@
 #ifndef PCC_DIALECT_PCC_IR_FUSION_H
 #define PCC_DIALECT_PCC_IR_FUSION_H
 
+#include "pcc/Dialect/PCC/IR/PCCAttrs.h"
 #include "pcc/Dialect/PCC/IR/PCCTraits.h"
 
 #include "mlir/IR/BuiltinTypes.h"
@@ -32,7 +33,7 @@ inline mlir::Operation *fusedUser(mlir::Operation *op) {
   // A microbatch's forward and backward may run apart (kBackwardAttr).
   if (!isPointwise(user) || user->getBlock() != op->getBlock() ||
       user->getNumResults() != 1 || shapeOf(user) != shapeOf(op) ||
-      user->hasAttr("pcc.backward") != op->hasAttr("pcc.backward"))
+      user->hasAttr(kBackwardAttr) != op->hasAttr(kBackwardAttr))
     return nullptr;
   return user;
 }
