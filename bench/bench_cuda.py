@@ -48,6 +48,11 @@ def models():
     def gpt():
         return GPT(vocab=8192, max_len=512, d_model=1024, n_head=16, n_layer=4)
 
+    def gpt2():
+        # GPT-2 small's shape (vocabulary padded to 50304, as nanoGPT does).
+        return GPT(vocab=50304, max_len=1024, d_model=768, n_head=12,
+                   n_layer=12)
+
     def encoder():
         return nn.TransformerEncoderLayer(d_model=1024, nhead=16,
                                           dim_feedforward=4096, dropout=0.0,
@@ -59,6 +64,7 @@ def models():
 
     return {
         "gpt": (gpt, [("tokens", (8, 512), "int64", 8192)]),
+        "gpt2": (gpt2, [("tokens", (8, 1024), "int64", 50304)]),
         "encoder": (encoder, [("input", (8, 512, 1024), "float32", 0)]),
         "mlp": (mlp, [("input", (2048, 4096), "float32", 0)]),
     }
@@ -143,6 +149,31 @@ def torch_time(model, x, iters):
     return statistics.median(ms)
 
 
+def fused_attention(model):
+    """The model with torch's fused attention (scaled_dot_product_attention,
+    causal) in place of the exported one, or None where torch lacks it or
+    the model has no CausalSelfAttention: PyTorch's best eager peer."""
+    import torch.nn.functional as F
+    from export_models import CausalSelfAttention
+    if not hasattr(F, "scaled_dot_product_attention"):
+        return None
+    layers = [m for m in model.modules() if isinstance(m, CausalSelfAttention)]
+    if not layers:
+        return None
+
+    def forward(self, x):
+        B, T, C = x.shape
+        H = self.n_head
+        q, k, v = (t.view(B, T, H, C // H).transpose(1, 2)
+                   for t in self.qkv(x).split(C, dim=2))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return self.proj(y.transpose(1, 2).reshape(B, T, C))
+
+    for m in layers:
+        m.forward = forward.__get__(m)
+    return model
+
+
 def pcc_time(exe, data, iters):
     r = subprocess.run([exe, "--inputs", data, "--bench", str(iters)],
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -163,8 +194,9 @@ def run(out, iters, repeats):
         manifest = json.load(f)
     rows = []
     print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}")
-    print("| case | pcc ms | torch ms | torch/pcc | max rel err vs torch fp32 |")
-    print("|---|---|---|---|---|")
+    print("| case | pcc ms | torch ms | torch/pcc | torch sdpa ms | sdpa/pcc "
+          "| max rel err vs torch fp32 |")
+    print("|---|---|---|---|---|---|---|")
     for c in manifest:
         d = os.path.join(out, c["case"])
         w = os.path.join(d, "weights.bin")
@@ -201,18 +233,26 @@ def run(out, iters, repeats):
             model = model.to(torch.bfloat16)
             x = [t.to(torch.bfloat16) if t.is_floating_point() else t
                  for t in x]
-        pcc_ms, torch_ms = [], []
+        fused = fused_attention(fill_params(made[c["model"]][0]()))
+        if fused is not None:
+            fused = fused.cuda()
+            if c["precision"] == "bf16":
+                fused = fused.to(torch.bfloat16)
+        pcc_ms, torch_ms, sdpa_ms = [], [], []
         for _ in range(repeats):
             if not r.returncode:
                 pcc_ms.append(pcc_time(exe, data, iters))
             torch_ms.append(torch_time(model, x, iters))
+            if fused is not None:
+                sdpa_ms.append(torch_time(fused, x, iters))
         p = statistics.median(pcc_ms) if pcc_ms else float("nan")
         t = statistics.median(torch_ms)
+        f = statistics.median(sdpa_ms) if sdpa_ms else float("nan")
         rows.append({"case": c["case"], "pcc_ms": p, "torch_ms": t,
-                     "max_rel_err": err})
-        print(f"| {c['case']} | {p:.3f} | {t:.3f} | {t / p:.2f} | {err} |",
-              flush=True)
-        del model, x
+                     "torch_sdpa_ms": f, "max_rel_err": err})
+        print(f"| {c['case']} | {p:.3f} | {t:.3f} | {t / p:.2f} | {f:.3f} "
+              f"| {f / p:.2f} | {err} |", flush=True)
+        del model, x, fused
         torch.cuda.empty_cache()
     return rows
 

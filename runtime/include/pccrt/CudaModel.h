@@ -32,6 +32,24 @@ inline unsigned gridSize(int64_t n) {
   return static_cast<unsigned>(blocks < 1 ? 1 : blocks > 65535 ? 65535 : blocks);
 }
 
+#ifdef __CUDACC__
+/// V consecutive elements, loaded and stored as one access (fused kernels
+/// take V elements a thread where their operands allow).
+template <typename T, int V> struct alignas(sizeof(T) * V) Pack { T v[V]; };
+template <int V, typename T> __device__ inline Pack<T, V> loadPack(const T *p) {
+  return *reinterpret_cast<const Pack<T, V> *>(p);
+}
+template <int V, typename T>
+__device__ inline void storePack(T *p, const Pack<T, V> &x) {
+  *reinterpret_cast<Pack<T, V> *>(p) = x;
+}
+/// Whether every pointer is aligned for Pack<T, V> accesses.
+template <int V, typename... Ts>
+__device__ inline bool packAligned(const Ts *...p) {
+  return ((reinterpret_cast<uintptr_t>(p) % (sizeof(Ts) * V) == 0) && ...);
+}
+#endif
+
 } // namespace pccrt
 
 #endif // PCCRT_CUDAMODEL_H

@@ -1,14 +1,19 @@
 //===- AttentionTensorCores.cu - 16-bit attention on tensor cores ---------===//
 //
-// Flash attention for fp16/bf16 heads of 64 or 128 features: a block of
-// four warps owns 64 query rows (16 a warp); key and value tiles of 64 come
-// through shared memory; each warp multiplies its Q rows by the tile's K^T
-// and the tile's probabilities by V with WMMA (16x16x16, f32 accumulators),
-// while the online softmax (running maximum and sum in f32, as the SIMT
-// kernel keeps them) walks the warp's rows with its lanes across each row.
-// Probabilities are rounded to the 16-bit type before the product with V,
-// as FlashAttention does. Tiles a mask hides for all 64 rows are skipped.
-// No Sq x Sk scores exist anywhere.
+// Flash attention for fp16/bf16 heads of 64 or 128 features, in the shape of
+// FlashAttention-2: a block of four warps owns 64 query rows (16 a warp);
+// key and value tiles of 64 rows come through shared memory (cp.async; the
+// value tile loads while the scores are computed); each warp multiplies its
+// query rows by the tile's keys and its probabilities by the tile's values
+// with mma.sync m16n8k16 (f32 accumulators). Scores, probabilities and the
+// output accumulator stay in registers: the accumulator layout of Q K^T is
+// the operand layout of P V, so the online softmax (running maximum and sum
+// in f32, as the SIMT kernel keeps them) runs on each thread's own scores,
+// with the row's four threads combining maxima by shuffles. Probabilities
+// are rounded to the 16-bit type before the product with V, as
+// FlashAttention does. Tiles a mask hides for all 64 rows are skipped, and
+// row tiles run from the last (the longest under a causal mask) to the
+// first. No Sq x Sk scores exist anywhere.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,44 +24,91 @@
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
-#include <mma.h>
+
+#include <type_traits>
 
 namespace pccrt {
 namespace {
 
 using namespace cuda;
-using namespace nvcuda;
 
 template <typename T> struct Native;
 template <> struct Native<Half> {
   using type = __half;
-  static __device__ float widen(type x) { return __half2float(x); }
   static __device__ type narrow(float x) { return __float2half_rn(x); }
+  /// Two values as one 32-bit operand register, `lo` in the low half.
+  static __device__ uint32_t pack(float lo, float hi) {
+    __half2 h = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<uint32_t *>(&h);
+  }
 };
 template <> struct Native<BFloat16> {
   using type = __nv_bfloat16;
-  static __device__ float widen(type x) { return __bfloat162float(x); }
   static __device__ type narrow(float x) { return __float2bfloat16_rn(x); }
+  static __device__ uint32_t pack(float lo, float hi) {
+    __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<uint32_t *>(&h);
+  }
 };
 
 constexpr int kWarps = 4, kRows = 16 * kWarps, kKeys = 64;
+constexpr float kLog2e = 1.4426950408889634f;
 
-/// Shared memory of one block; `s` holds a warp's scores, then its part of
-/// P V before it is added to `o`. Rows are padded by 16 bytes so that the
-/// 8 rows a WMMA load reads at once fall in different banks (unpadded
-/// 128-byte rows all start in bank 0); leading dimensions stay multiples of
-/// 16 bytes, as WMMA needs.
+/// Shared memory of one block: the key and value tiles (the query tile
+/// first uses the key tile's space). Rows are padded by 16 bytes, so the
+/// eight 16-byte rows an ldmatrix reads at once start in different banks.
 template <typename N, int D> struct Tiles {
   static constexpr int kPitch = D + 8;
-  static constexpr int kScoreStride = (D > kKeys ? D : kKeys) + 4;
-  static constexpr int kProbStride = kKeys + 8;
-  N q[kRows][kPitch], k[kKeys][kPitch], v[kKeys][kPitch],
-      p[kRows][kProbStride];
-  float s[kRows][kScoreStride], o[kRows][D];
+  N k[kKeys][kPitch], v[kKeys][kPitch];
 };
 
-/// Copies `rows` rows of D 16-bit values (zeros past `valid`) into shared
-/// memory, 16 bytes a thread where the source is aligned.
+__device__ inline unsigned sharedAddress(const void *p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+/// Four 8x8 16-bit matrices from shared memory; lane l gives the address
+/// of row l % 8 of matrix l / 8 and receives, of matrix i, row l / 4 and
+/// columns 2 (l % 4) + {0, 1} in r[i] (with `Trans`, the transpose's).
+template <bool Trans>
+__device__ inline void loadMatrices(uint32_t (&r)[4], const void *row) {
+  unsigned a = sharedAddress(row);
+  if constexpr (Trans)
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 "
+                 "{%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(a));
+  else
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 "
+                 "{%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(a));
+}
+
+/// c += a b for a 16x16 A (row-major fragment), a 16x8 B (column-major
+/// fragment) and a 16x8 f32 C: lane l holds C's rows l / 4 and l / 4 + 8,
+/// columns 2 (l % 4) + {0, 1}.
+template <typename N>
+__device__ inline void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0,
+                           uint32_t b1) {
+  if constexpr (std::is_same_v<N, __half>)
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+                 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+                 "{%0, %1, %2, %3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0),
+                   "r"(b1));
+  else
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+                 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+                 "{%0, %1, %2, %3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0),
+                   "r"(b1));
+}
+
+/// Starts copying `rows` rows of D 16-bit values into shared memory (zeros
+/// past `valid`): cp.async 16 bytes a thread where the source is aligned,
+/// plain loads otherwise. The caller commits and waits.
 template <typename N, int D, int Pitch>
 __device__ void loadRows(N (*dst)[Pitch], const N *src, int rows,
                          int64_t valid, bool aligned) {
@@ -64,9 +116,13 @@ __device__ void loadRows(N (*dst)[Pitch], const N *src, int rows,
     constexpr int V = D / 8; // 16-byte vectors a row
     for (int e = threadIdx.x; e < rows * V; e += 32 * kWarps) {
       int r = e / V, c = e % V;
-      uint4 x = r < valid ? reinterpret_cast<const uint4 *>(src + r * D)[c]
-                          : make_uint4(0, 0, 0, 0);
-      reinterpret_cast<uint4 *>(dst[r])[c] = x;
+      uint4 *to = reinterpret_cast<uint4 *>(dst[r]) + c;
+      if (r < valid)
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(
+                         sharedAddress(to)),
+                     "l"(reinterpret_cast<const uint4 *>(src + r * D) + c));
+      else
+        *to = make_uint4(0, 0, 0, 0);
     }
     return;
   }
@@ -76,10 +132,17 @@ __device__ void loadRows(N (*dst)[Pitch], const N *src, int rows,
   }
 }
 
-/// Each warp owns 16 query rows and walks them one at a time for the
-/// softmax and the output update, its lanes across the row (consecutive
-/// shared-memory words: no bank conflicts), keeping each row's running
-/// maximum and sum in registers of every lane.
+__device__ inline void commitLoads() {
+  asm volatile("cp.async.commit_group;\n" ::);
+}
+template <int Pending> __device__ inline void waitLoads() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending));
+}
+
+/// Lane l of a warp holds, of the warp's 16 rows, rows l / 4 ("lo") and
+/// l / 4 + 8 ("hi"); of a tile's 64 keys, columns 8 n + 2 (l % 4) + {0, 1}
+/// for n < 8. Score s[n][h * 2 + e] is row (h ? hi : lo), column
+/// 8 n + 2 (l % 4) + e.
 template <typename T, int D>
 __global__ void __launch_bounds__(32 * kWarps)
     attendTiles(const typename Native<T>::type *q,
@@ -90,140 +153,232 @@ __global__ void __launch_bounds__(32 * kWarps)
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
   using N = typename Native<T>::type;
   using Sh = Tiles<N, D>;
-  constexpr int S = Sh::kScoreStride, P = Sh::kProbStride;
-  extern __shared__ __align__(128) unsigned char raw[];
-  Sh &t = *reinterpret_cast<Sh *>(raw);
-  int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  int64_t b = blockIdx.y, i0 = int64_t(blockIdx.x) * kRows;
-  const N *kb = k + b * sk * D, *vb = v + b * sk * D;
   constexpr int L = Sh::kPitch;
-  loadRows<N, D, L>(t.q, q + (b * sq + i0) * D, kRows, sq - i0, aligned);
-  for (int e = threadIdx.x; e < kRows * D; e += 32 * kWarps)
-    t.o[e / D][e % D] = 0.0f;
-  int64_t firstRow = i0 + warp * 16;
-  bool fillNothing = isinf(m.fill) && m.fill < 0;
-  float best[16], sum[16];
-#pragma unroll
-  for (int r = 0; r < 16; ++r)
-    best[r] = -INFINITY, sum[r] = 0;
+  __shared__ __align__(128) Sh t;
+  int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  int quadRow = lane / 4, quadCol = 2 * (lane % 4);
+  int64_t b = blockIdx.x;
+  int64_t i0 = int64_t(gridDim.y - 1 - blockIdx.y) * kRows;
+  const N *kb = k + b * sk * D, *vb = v + b * sk * D;
+
+  // This warp's query rows, as A operands of each 16-feature chunk.
+  loadRows<N, D, L>(t.k, q + (b * sq + i0) * D, kRows, sq - i0, aligned);
+  commitLoads();
+  waitLoads<0>();
   __syncthreads();
-  // This warp's query rows stay in registers for every tile.
-  wmma::fragment<wmma::matrix_a, 16, 16, 16, N, wmma::row_major> qf[D / 16];
+  uint32_t qf[D / 16][4];
+  {
+    int mi = lane / 8, r = lane % 8;
 #pragma unroll
-  for (int c = 0; c < D / 16; ++c)
-    wmma::load_matrix_sync(qf[c], &t.q[warp * 16][c * 16], L);
-  for (int64_t j0 = 0; j0 < sk; j0 += kKeys) {
-    int keys = int(sk - j0 < kKeys ? sk - j0 : kKeys);
-    // Skip the tile when a mask hides it from all 64 rows and its scores
-    // add exactly nothing.
+    for (int c = 0; c < D / 16; ++c)
+      loadMatrices<false>(
+          qf[c], &t.k[warp * 16 + (mi & 1) * 8 + r][c * 16 + (mi >> 1) * 8]);
+  }
+
+  int64_t row[2] = {i0 + warp * 16 + quadRow, i0 + warp * 16 + quadRow + 8};
+  const bool *hidden[2];
+  const float *added[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    hidden[h] = row[h] < sq ? m.hiddenIn(b, row[h]) : nullptr;
+    added[h] = row[h] < sq ? m.addedIn(b, row[h]) : nullptr;
+  }
+  bool fillNothing = isinf(m.fill) && m.fill < 0;
+  bool skippable = m.hide && (!m.add || fillNothing);
+  float best[2] = {-INFINITY, -INFINITY}, sum[2] = {0, 0};
+  float o[D / 8][4];
+#pragma unroll
+  for (int n = 0; n < D / 8; ++n)
+    o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0;
+
+  // This thread's 32 mask bits of the tile at j0 (bit 4 n + 2 h + e, as
+  // s[n][2 h + e]), read once a tile.
+  auto maskBits = [&](int64_t j0, int keys) {
+    uint32_t bits = 0;
+    if (!m.hide)
+      return bits;
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+      for (int n = 0; n < kKeys / 8; ++n)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          int j = 8 * n + quadCol + e;
+          if (hidden[h] && j < keys && hidden[h][(j0 + j) * m.hideCol])
+            bits |= 1u << (4 * n + 2 * h + e);
+        }
+    return bits;
+  };
+  // Whether a mask hides the tile from all of this thread's scores and
+  // they add exactly nothing to their rows.
+  auto hiddenFromMine = [&](uint32_t bits, int keys) {
     bool nothing = true;
-    if (m.hide && (!m.add || fillNothing)) {
 #pragma unroll
-      for (int r = 0; r < 16; ++r) {
-        int64_t gi = firstRow + r;
-        if (gi >= sq)
-          continue;
-        bool mine = fillNothing || m.fill - best[r] < kNoContribution;
-        const bool *h = m.hiddenIn(b, gi);
-        for (int j = lane; j < keys && mine; j += 32)
-          mine = h[(j0 + j) * m.hideCol];
-        nothing = nothing && __all_sync(0xffffffffu, mine);
-      }
-    } else {
-      nothing = firstRow >= sq;
+    for (int h = 0; h < 2; ++h) {
+      if (!hidden[h])
+        continue; // a row past the end
+      bool adds = !fillNothing && !(m.fill - best[h] < kNoContribution);
+      uint32_t mine = 0;
+#pragma unroll
+      for (int n = 0; n < kKeys / 8; ++n)
+#pragma unroll
+        for (int e = 0; e < 2; ++e)
+          if (8 * n + quadCol + e < keys)
+            mine |= 1u << (4 * n + 2 * h + e);
+      nothing = nothing && !adds && (bits & mine) == mine;
     }
-    if (__syncthreads_and(nothing))
-      continue;
-    loadRows<N, D, L>(t.k, kb + j0 * D, kKeys, keys, aligned);
-    loadRows<N, D, L>(t.v, vb + j0 * D, kKeys, keys, aligned);
+    return nothing;
+  };
+  auto tileKeys = [&](int64_t j0) {
+    return int(sk - j0 < kKeys ? sk - j0 : kKeys);
+  };
+  // The first tile from `j0` on that some row of the block sees (sk if
+  // none), with its mask bits. Callers are past a barrier.
+  auto nextTile = [&](int64_t j0, uint32_t &bits) {
+    for (; j0 < sk; j0 += kKeys) {
+      bits = maskBits(j0, tileKeys(j0));
+      if (!skippable || !__syncthreads_and(hiddenFromMine(bits, tileKeys(j0))))
+        break;
+    }
+    return j0;
+  };
+  auto loadKeys = [&](int64_t j0) {
+    loadRows<N, D, L>(t.k, kb + j0 * D, kKeys, tileKeys(j0), aligned);
+    commitLoads();
+  };
+  auto loadValues = [&](int64_t j0) {
+    loadRows<N, D, L>(t.v, vb + j0 * D, kKeys, tileKeys(j0), aligned);
+    commitLoads();
+  };
+
+  // Each tile's keys load while the previous tile's P V is computed, its
+  // values while its scores are: one buffer each suffices.
+  __syncthreads(); // every warp has its query fragments
+  uint32_t hide = 0;
+  int64_t j0 = nextTile(0, hide);
+  if (j0 < sk) {
+    loadKeys(j0);
+    loadValues(j0);
+  }
+  while (j0 < sk) {
+    int keys = tileKeys(j0);
+    waitLoads<1>(); // the keys; the values may still be on their way
     __syncthreads();
-    // Scores of this warp's rows: Q [16, D] times K^T [D, 64].
-    for (int n = 0; n < kKeys / 16; ++n) {
-      wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
-      wmma::fill_fragment(acc, 0.0f);
+
+    // Scores: Q [16, D] times K^T [D, 64].
+    float s[kKeys / 8][4];
 #pragma unroll
-      for (int c = 0; c < D / 16; ++c) {
-        wmma::fragment<wmma::matrix_b, 16, 16, 16, N, wmma::col_major> kt;
-        wmma::load_matrix_sync(kt, &t.k[n * 16][c * 16], L);
-        wmma::mma_sync(acc, qf[c], kt, acc);
-      }
-      wmma::store_matrix_sync(&t.s[warp * 16][n * 16], acc, S,
-                              wmma::mem_row_major);
+    for (int n = 0; n < kKeys / 8; ++n)
+      s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0;
+    {
+      int mi = lane / 8, r = lane % 8;
+#pragma unroll
+      for (int c = 0; c < D / 16; ++c)
+#pragma unroll
+        for (int np = 0; np < kKeys / 16; ++np) {
+          uint32_t kf[4];
+          loadMatrices<false>(
+              kf, &t.k[16 * np + (mi >> 1) * 8 + r][c * 16 + (mi & 1) * 8]);
+          mma<N>(s[2 * np], qf[c], kf[0], kf[1]);
+          mma<N>(s[2 * np + 1], qf[c], kf[2], kf[3]);
+        }
     }
-    __syncwarp();
-    float alpha[16];
+
+    // Online softmax on this thread's scores of its two rows.
+    float alpha[2];
 #pragma unroll
-    for (int r = 0; r < 16; ++r) {
-      int64_t gi = firstRow + r;
-      const bool *h = gi < sq ? m.hiddenIn(b, gi) : nullptr;
-      const float *a = gi < sq ? m.addedIn(b, gi) : nullptr;
-      float x[2], tileBest = -INFINITY;
+    for (int h = 0; h < 2; ++h) {
+      float tileBest = -INFINITY;
 #pragma unroll
-      for (int h2 = 0; h2 < 2; ++h2) {
-        int j = lane + 32 * h2;
-        float val = t.s[warp * 16 + r][j];
-        val = divide ? val / scale : val * scale;
-        int64_t col = j0 + j;
-        if (h && j < keys && h[col * m.hideCol])
-          val = m.fill;
-        if (a && j < keys)
-          val += a[col * m.addCol];
-        x[h2] = gi < sq && j < keys ? val : -INFINITY;
-        tileBest = x[h2] > tileBest ? x[h2] : tileBest;
-      }
-      for (int off = 16; off > 0; off /= 2) {
-        float o = __shfl_xor_sync(0xffffffffu, tileBest, off);
-        tileBest = o > tileBest ? o : tileBest;
-      }
-      float now = best[r] > tileBest ? best[r] : tileBest;
+      for (int n = 0; n < kKeys / 8; ++n)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          int j = 8 * n + quadCol + e;
+          float val = s[n][2 * h + e];
+          val = divide ? val / scale : val * scale;
+          if (hide >> (4 * n + 2 * h + e) & 1)
+            val = m.fill;
+          if (added[h] && j < keys)
+            val += added[h][(j0 + j) * m.addCol];
+          val = row[h] < sq && j < keys ? val : -INFINITY;
+          s[n][2 * h + e] = val;
+          tileBest = fmaxf(tileBest, val);
+        }
+      tileBest = fmaxf(tileBest, __shfl_xor_sync(0xffffffffu, tileBest, 1));
+      tileBest = fmaxf(tileBest, __shfl_xor_sync(0xffffffffu, tileBest, 2));
+      float now = fmaxf(best[h], tileBest);
       bool seen = now != -INFINITY; // else nothing is visible in the row yet
-      alpha[r] = seen ? expf(best[r] - now) : 1.0f;
+      float shift = seen ? now * kLog2e : 0.0f;
+      alpha[h] = seen ? exp2f(best[h] * kLog2e - shift) : 1.0f;
       float tileSum = 0;
 #pragma unroll
-      for (int h2 = 0; h2 < 2; ++h2) {
-        float p = seen ? expf(x[h2] - now) : 0.0f;
-        tileSum += p;
-        t.p[warp * 16 + r][lane + 32 * h2] = Native<T>::narrow(p);
-      }
-      for (int off = 16; off > 0; off /= 2)
-        tileSum += __shfl_xor_sync(0xffffffffu, tileSum, off);
-      if (seen) {
-        sum[r] = sum[r] * alpha[r] + tileSum;
-        best[r] = now;
+      for (int n = 0; n < kKeys / 8; ++n)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          float p = seen ? exp2f(fmaf(s[n][2 * h + e], kLog2e, -shift)) : 0.0f;
+          s[n][2 * h + e] = p;
+          tileSum += p;
+        }
+      // Each thread keeps its part of the row's sum; combined at the end.
+      sum[h] = sum[h] * alpha[h] + tileSum;
+      best[h] = now;
+    }
+#pragma unroll
+    for (int n = 0; n < D / 8; ++n) {
+      o[n][0] *= alpha[0], o[n][1] *= alpha[0];
+      o[n][2] *= alpha[1], o[n][3] *= alpha[1];
+    }
+
+    // The next tile's keys load during this tile's P V.
+    __syncthreads(); // every warp is done with the keys
+    uint32_t nextHide = 0;
+    int64_t next = nextTile(j0 + kKeys, nextHide);
+    if (next < sk) {
+      loadKeys(next);
+      waitLoads<1>();
+    } else {
+      waitLoads<0>();
+    }
+    __syncthreads(); // this tile's values
+
+    // O += P [16, 64] V [64, D]: the scores' accumulator layout is the A
+    // operand's, 16 keys (two 8-key groups) an operand.
+    {
+      int mi = lane / 8, r = lane % 8;
+#pragma unroll
+      for (int kc = 0; kc < kKeys / 16; ++kc) {
+        uint32_t p[4] = {Native<T>::pack(s[2 * kc][0], s[2 * kc][1]),
+                         Native<T>::pack(s[2 * kc][2], s[2 * kc][3]),
+                         Native<T>::pack(s[2 * kc + 1][0], s[2 * kc + 1][1]),
+                         Native<T>::pack(s[2 * kc + 1][2], s[2 * kc + 1][3])};
+#pragma unroll
+        for (int dp = 0; dp < D / 16; ++dp) {
+          uint32_t vf[4];
+          loadMatrices<true>(
+              vf, &t.v[16 * kc + (mi & 1) * 8 + r][16 * dp + (mi >> 1) * 8]);
+          mma<N>(o[2 * dp], p, vf[0], vf[1]);
+          mma<N>(o[2 * dp + 1], p, vf[2], vf[3]);
+        }
       }
     }
-    __syncwarp();
-    // This warp's part of P V: P [16, 64] times V [64, D], into s.
-    for (int n = 0; n < D / 16; ++n) {
-      wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
-      wmma::fill_fragment(acc, 0.0f);
-#pragma unroll
-      for (int c = 0; c < kKeys / 16; ++c) {
-        wmma::fragment<wmma::matrix_a, 16, 16, 16, N, wmma::row_major> p;
-        wmma::fragment<wmma::matrix_b, 16, 16, 16, N, wmma::row_major> vt;
-        wmma::load_matrix_sync(p, &t.p[warp * 16][c * 16], P);
-        wmma::load_matrix_sync(vt, &t.v[c * 16][n * 16], L);
-        wmma::mma_sync(acc, p, vt, acc);
-      }
-      wmma::store_matrix_sync(&t.s[warp * 16][n * 16], acc, S,
-                              wmma::mem_row_major);
-    }
-    __syncwarp();
-#pragma unroll
-    for (int r = 0; r < 16; ++r)
-      for (int c = lane; c < D; c += 32)
-        t.o[warp * 16 + r][c] =
-            t.o[warp * 16 + r][c] * alpha[r] + t.s[warp * 16 + r][c];
-    __syncthreads(); // the tile is read before the next one is written
+    __syncthreads(); // every warp is done with the values
+    if (next < sk)
+      loadValues(next);
+    j0 = next;
+    hide = nextHide;
   }
 #pragma unroll
-  for (int r = 0; r < 16; ++r) {
-    int64_t gi = firstRow + r;
-    if (gi >= sq)
-      break;
-    N *o = out + (b * sq + gi) * D;
-    for (int c = lane; c < D; c += 32)
-      o[c] = Native<T>::narrow(t.o[warp * 16 + r][c] / sum[r]);
+  for (int h = 0; h < 2; ++h) {
+    sum[h] += __shfl_xor_sync(0xffffffffu, sum[h], 1);
+    sum[h] += __shfl_xor_sync(0xffffffffu, sum[h], 2);
+    if (row[h] >= sq)
+      continue;
+    N *to = out + (b * sq + row[h]) * D;
+#pragma unroll
+    for (int n = 0; n < D / 8; ++n)
+#pragma unroll
+      for (int e = 0; e < 2; ++e)
+        to[8 * n + quadCol + e] = Native<T>::narrow(o[n][2 * h + e] / sum[h]);
   }
 #else
   __trap(); // the host refuses devices older than sm_80 first
@@ -235,21 +390,18 @@ void launch(const T *q, const T *k, const T *v, T *out, int64_t batch,
             int64_t sq, int64_t sk, float scale, bool divide,
             const DeviceMasks &m) {
   using N = typename Native<T>::type;
-  auto at16 = [](const void *p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+  auto at16 = [](const void *p) {
+    return reinterpret_cast<uintptr_t>(p) % 16 == 0;
+  };
   bool aligned = at16(q) && at16(k) && at16(v);
-  constexpr size_t bytes = sizeof(Tiles<N, D>);
-  static bool configured = false;
-  if (!configured) {
-    PCC_CUDA(cudaFuncSetAttribute(attendTiles<T, D>,
-                                  cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                  int(bytes)));
-    configured = true;
-  }
-  dim3 grid(unsigned((sq + kRows - 1) / kRows), unsigned(batch));
-  attendTiles<T, D><<<grid, 32 * kWarps, bytes, stream()>>>(
+  int64_t rowTiles = (sq + kRows - 1) / kRows;
+  if (rowTiles > 65535 || batch > INT32_MAX)
+    fail("attention16", "too many query rows or heads for one launch");
+  dim3 grid{unsigned(batch), unsigned(rowTiles)};
+  attendTiles<T, D><<<grid, 32 * kWarps, 0, stream()>>>(
       reinterpret_cast<const N *>(q), reinterpret_cast<const N *>(k),
-      reinterpret_cast<const N *>(v), reinterpret_cast<N *>(out), sq, sk,
-      scale, divide, aligned, m);
+      reinterpret_cast<const N *>(v), reinterpret_cast<N *>(out), sq, sk, scale,
+      divide, aligned, m);
   PCC_LAUNCHED();
 }
 

@@ -66,13 +66,12 @@ private:
                                           llvm::ArrayRef<std::string> operands);
   /// The statements of one element of a fused group: loads of the leaves
   /// (leaf k from `leafPtr(k)` at `leafIdx[k]`), the members' expressions,
-  /// the store to `outPtr[i]`.
-  mlir::FailureOr<std::string>
-  fusedBody(llvm::ArrayRef<mlir::Operation *> group,
-            llvm::ArrayRef<mlir::Value> leaves,
-            llvm::ArrayRef<std::string> leafIdx,
-            llvm::function_ref<std::string(size_t)> leafPtr,
-            llvm::StringRef outPtr, llvm::StringRef indent);
+  /// the store to `outPtr[outIdx]`.
+  mlir::FailureOr<std::string> fusedBody(
+      llvm::ArrayRef<mlir::Operation *> group,
+      llvm::ArrayRef<mlir::Value> leaves, llvm::ArrayRef<std::string> leafIdx,
+      llvm::function_ref<std::string(size_t)> leafPtr, llvm::StringRef outPtr,
+      llvm::StringRef indent, llvm::StringRef outIdx = "i");
   /// A fused group as a CUDA kernel (defined in `kernels`) and its launch.
   mlir::LogicalResult emitFusedKernel(mlir::Operation *root,
                                       llvm::ArrayRef<mlir::Operation *> group,

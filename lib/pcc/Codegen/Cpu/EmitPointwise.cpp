@@ -121,11 +121,11 @@ FailureOr<std::string> Emitter::scalarExpr(Operation *op,
       });
 }
 
-FailureOr<std::string> Emitter::fusedBody(ArrayRef<Operation *> group,
-                                          ArrayRef<Value> leaves,
-                                          ArrayRef<std::string> leafIdx,
-                                          function_ref<std::string(size_t)> leafPtr,
-                                          StringRef outPtr, StringRef indent) {
+FailureOr<std::string>
+Emitter::fusedBody(ArrayRef<Operation *> group, ArrayRef<Value> leaves,
+                   ArrayRef<std::string> leafIdx,
+                   function_ref<std::string(size_t)> leafPtr, StringRef outPtr,
+                   StringRef indent, StringRef outIdx) {
   std::string text;
   llvm::raw_string_ostream b(text);
   DenseMap<Value, std::string> scalar;
@@ -154,8 +154,8 @@ FailureOr<std::string> Emitter::fusedBody(ArrayRef<Operation *> group,
       << *expr << ";\n";
     scalar[op->getResult(0)] = name;
   }
-  b << indent << "  " << outPtr << "[i] = "
-    << scalar[group.back()->getResult(0)] << ";\n";
+  b << indent << "  " << outPtr << "[" << outIdx
+    << "] = " << scalar[group.back()->getResult(0)] << ";\n";
   return text;
 }
 
@@ -242,6 +242,32 @@ LogicalResult Emitter::emitFusedKernel(Operation *root,
   ArrayRef<int64_t> shape = typeOf(root->getResult(0)).getShape();
   int64_t rank = shape.size(), n = numElements(shape);
   std::string name = "fused" + std::to_string(nextTemp++);
+  // 32-bit index arithmetic where it fits: divisions by constants become
+  // multiplications, which 64-bit ones do not.
+  std::string idx = n < (int64_t(1) << 31) ? "unsigned" : "int64_t";
+  // Output coordinates i0 .. i{rank-1} of the flat index `from`.
+  auto coordinates = [&](raw_ostream &k, StringRef from, StringRef indent) {
+    if (flat)
+      return;
+    k << indent << idx << " rest = " << from << ";\n";
+    for (int64_t d = rank - 1; d >= 0; --d)
+      k << indent << "const " << idx << " i" << d << " = rest % " << shape[d]
+        << ";\n"
+        << indent << "rest /= " << shape[d] << ";\n";
+  };
+  // kPack consecutive elements a thread when the innermost extent allows:
+  // leaves that run along it load as one access, leaves broadcast along it
+  // are read once; the output stores as one access.
+  constexpr int64_t kPack = 4;
+  int64_t inner = rank ? shape.back() : 1;
+  SmallVector<bool> alongInner;
+  for (Value v : leaves) {
+    ArrayRef<int64_t> ls = typeOf(v).getShape();
+    alongInner.push_back(
+        flat ? ls == shape : !ls.empty() && ls.back() == inner && inner != 1);
+  }
+  bool packed = (flat ? n : inner) % kPack == 0 && n >= kPack;
+
   std::string text;
   llvm::raw_string_ostream k(text);
   k << "// fused:";
@@ -250,16 +276,49 @@ LogicalResult Emitter::emitFusedKernel(Operation *root,
   k << "\n__global__ void " << name << "(";
   for (auto [i, v] : llvm::enumerate(leaves))
     k << "const " << elemType(v) << " *l" << i << ", ";
-  k << elemType(root->getResult(0)) << " *out) {\n"
-    << "  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < "
-    << n << "; i += int64_t(gridDim.x) * blockDim.x) {\n";
-  if (!flat) {
-    // Output coordinates from the flat index, innermost first.
-    k << "    int64_t rest = i;\n";
-    for (int64_t d = rank - 1; d >= 0; --d)
-      k << "    const int64_t i" << d << " = rest % " << shape[d]
-        << ";\n    rest /= " << shape[d] << ";\n";
+  k << elemType(root->getResult(0)) << " *out) {\n";
+  std::string first = "blockIdx.x * " + idx + "(blockDim.x) + threadIdx.x";
+  std::string step = idx + "(gridDim.x) * blockDim.x";
+  if (packed) {
+    k << "  if (packAligned<" << kPack << ">(";
+    for (auto [i, v] : llvm::enumerate(leaves))
+      if (alongInner[i])
+        k << "l" << i << ", ";
+    k << "out)) {\n"
+      << "    for (" << idx << " p = " << first << "; p < " << n / kPack
+      << "; p += " << step << ") {\n";
+    coordinates(k, "p * " + std::to_string(kPack), "      ");
+    SmallVector<std::string> packIdx;
+    for (auto [i, v] : llvm::enumerate(leaves)) {
+      if (!alongInner[i]) {
+        packIdx.push_back(leafIdx[i]);
+        continue;
+      }
+      std::string at = flat ? "p * " + std::to_string(kPack) : leafIdx[i];
+      k << "      const auto x" << i << " = loadPack<" << kPack << ">(l" << i
+        << " + (" << at << "));\n";
+      packIdx.push_back("e");
+    }
+    k << "      Pack<" << elemType(root->getResult(0)) << ", " << kPack
+      << "> y;\n"
+      << "#pragma unroll\n"
+      << "      for (int e = 0; e < " << kPack << "; ++e) {\n";
+    auto body = fusedBody(
+        group, leaves, packIdx,
+        [&](size_t i) {
+          return (alongInner[i] ? "x" : "l") + std::to_string(i) +
+                 (alongInner[i] ? ".v" : "");
+        },
+        "y.v", "      ", "e");
+    if (failed(body))
+      return failure();
+    k << *body << "      }\n"
+      << "      storePack(out + p * " << kPack << ", y);\n"
+      << "    }\n    return;\n  }\n";
   }
+  k << "  for (" << idx << " i = " << first << "; i < " << n
+    << "; i += " << step << ") {\n";
+  coordinates(k, "i", "    ");
   auto body = fusedBody(
       group, leaves, leafIdx, [](size_t i) { return "l" + std::to_string(i); },
       "out", "  ");
@@ -267,7 +326,8 @@ LogicalResult Emitter::emitFusedKernel(Operation *root,
     return failure();
   k << *body << "  }\n}\n\n";
   kernels += text;
-  os << "  " << name << "<<<gridSize(" << n << "), 256, 0, rankStream()>>>(";
+  os << "  " << name << "<<<gridSize(" << (packed ? n / kPack : n)
+     << "), 256, 0, rankStream()>>>(";
   for (Value v : leaves)
     os << ptr(v) << ", ";
   os << ptr(root->getResult(0)) << ");\n  checkLaunch(\"" << name
