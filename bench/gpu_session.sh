@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# A whole GPU check in two halves, for a machine lent for a few minutes.
+#
+#   bench/gpu_session.sh pack DIR   here: build every gpu_check case and every
+#                                   bench_cuda case with build/bin/pcc, pack
+#                                   them (DIR/pack.tar.xz) with the ONNX and
+#                                   protobuf libraries the programs need
+#   bench/gpu_session.sh run DIR    on the GPU machine, from the repository
+#                                   root: --check every case, compute-sanitizer
+#                                   on the tensor-core attention, bench_cuda
+#                                   against PyTorch, per-kernel times of
+#                                   GPT-2 bf16; results under $OUT (or DIR/out)
+#
+# Each step has its own time limit, so a slow one still leaves the others'
+# results. DIR must be a path git ignores (e.g. .gpu/, in .git/info/exclude).
+set -u
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cmd="${1:?usage: gpu_session.sh pack|run DIR}"
+dir="$(mkdir -p "${2:?usage: gpu_session.sh pack|run DIR}" && cd "$2" && pwd)"
+
+if [ "$cmd" = pack ]; then
+  set -e
+  export PATH="$root/build/bin:$PATH"
+  rm -rf "$dir/check" "$dir/bench" "$dir/pack.tar.xz"
+  /usr/bin/python3 "$root/test/e2e/gpu_check.py" "$dir/check" --build-only
+  /usr/bin/python3 "$root/bench/bench_cuda.py" build "$root/build/bin/pcc" \
+    "$dir/bench"
+  mkdir -p "$dir/lib"
+  cp /lib/x86_64-linux-gnu/libonnx_proto.so.1 \
+     /lib/x86_64-linux-gnu/libprotobuf.so.32 "$dir/lib/"
+  (cd "$dir" && tar c check bench | xz -T2 -3 > pack.tar.xz)
+  ls -la "$dir/pack.tar.xz"
+  exit 0
+fi
+[ "$cmd" = run ] || { echo "error: unknown command '$cmd'" >&2; exit 2; }
+
+out="${OUT:-$dir/out}"
+mkdir -p "$out"
+export LD_LIBRARY_PATH="$dir/lib:/usr/local/cuda/lib64:/usr/local/cuda/lib:${LD_LIBRARY_PATH:-}"
+cd "$dir"
+nvidia-smi -L | tee "$out/smi.txt"
+start=$(date +%s)
+since() { echo "$1 at $(( $(date +%s) - start )) s"; }
+tar xJf pack.tar.xz
+timeout 180 python3 "$root/test/e2e/gpu_check.py" check --run-only \
+  --mpirun "bash $root/test/e2e/mpirun.sh" 2>&1 | tee "$out/check.txt" | tail -3
+since "check done"
+bf16=(--rtol 1e-2 --atol 5e-2)
+for c in bert_heads128 gpt_heads64; do
+  timeout 45 compute-sanitizer --tool memcheck "check/$c-bf16/model" \
+    --check "check/models/$c/test_data_set_0" "${bf16[@]}" 2>&1 | tail -3 \
+    | tee -a "$out/sanitize.txt"
+done
+timeout 60 compute-sanitizer --tool racecheck check/gpt_heads64-bf16/model \
+  --check check/models/gpt_heads64/test_data_set_0 "${bf16[@]}" 2>&1 \
+  | tail -3 | tee -a "$out/sanitize.txt"
+since "sanitize done"
+timeout 200 python3 "$root/bench/bench_cuda.py" run bench --iters 20 \
+  --repeats 3 --json "$out/bench.json" 2>&1 | tee "$out/bench.txt"
+since "bench done"
+timeout 40 ncu --metrics gpu__time_duration.sum --csv bench/gpt2-bf16/model \
+  --inputs bench/gpt2-bf16/inputs > "$out/ncu-gpt2-bf16.csv" 2>&1
+since "ncu done"
