@@ -87,24 +87,23 @@ __device__ inline void loadMatrices(uint32_t (&r)[4], const void *row) {
 /// c += a b for a 16x16 A (row-major fragment), a 16x8 B (column-major
 /// fragment) and a 16x8 f32 C: lane l holds C's rows l / 4 and l / 4 + 8,
 /// columns 2 (l % 4) + {0, 1}.
+// The instruction for one operand type ("f16" or "bf16").
+#define PCC_MMA_M16N8K16(TYPE)                                                 \
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." TYPE "." TYPE ".f32 " \
+               "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "               \
+               "{%0, %1, %2, %3};\n"                                          \
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])               \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0),         \
+                 "r"(b1))
 template <typename N>
 __device__ inline void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0,
                            uint32_t b1) {
   if constexpr (std::is_same_v<N, __half>)
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
-                 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-                 "{%0, %1, %2, %3};\n"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0),
-                   "r"(b1));
+    PCC_MMA_M16N8K16("f16");
   else
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
-                 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-                 "{%0, %1, %2, %3};\n"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0),
-                   "r"(b1));
+    PCC_MMA_M16N8K16("bf16");
 }
+#undef PCC_MMA_M16N8K16
 
 /// Starts copying `rows` rows of D 16-bit values into shared memory (zeros
 /// past `valid`): cp.async 16 bytes a thread where the source is aligned,
