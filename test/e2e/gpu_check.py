@@ -7,6 +7,7 @@ Builds (pcc --target cuda) every test model at 1 rank in fp32 and bf16, and
 GPT, the MLP and the encoder under dp2, tp2 and pp2, and attention over 160
 tokens (several key tiles, causal tiles skipped, padding masks; heads of 64
 and 128 features, which 16-bit programs run on tensor cores) at 1 rank,
+causal masks of make_masked_attention.py's four forms at 1 rank,
 under ring and Ulysses sequence parallelism and GPT under 2D tensor
 parallelism, then runs each with
 --check (of the first run and, with --bench 3, of the timed runs, which
@@ -28,6 +29,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 MODELS = ["mlp", "encoder", "gpt", "bert", "vit", "cnn", "gpt_bf16",
           "gpt_long", "bert_long", "gpt_heads64", "bert_heads128",
           "rnn_tagger", "einsum", "upsample"]
+# Band masks by index (make_masked_attention.py): -inf and finite fills, an
+# offset band, a band beside a padding mask.
+MASKED = ["causal_inf", "causal_finite", "offset", "causal_padding"]
 PLANS = {"dp2": (["--dp", "2"], 2), "tp2": (["--tp", "2", "--tp-mode", "1d"], 2),
          "pp2": (["--pp", "2"], 2)}
 MULTI = ["mlp", "encoder", "gpt"]
@@ -43,7 +47,7 @@ def cases():
     """(name, model, pcc flags, ranks, tolerances)."""
     fp32 = ["--rtol", "1e-3", "--atol", "1e-4"]
     bf16 = ["--rtol", "1e-2", "--atol", "5e-2"]
-    for m in MODELS:
+    for m in MODELS + MASKED:
         native16 = m.endswith("_bf16")
         yield f"{m}-1", m, [], 1, bf16 if native16 else fp32
         if not native16:
@@ -60,6 +64,9 @@ def build(out):
                                                  "export_models.py"),
                     os.path.join(out, "models"), "--only"] + MODELS,
                    check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([sys.executable, os.path.join(HERE,
+                                                 "make_masked_attention.py"),
+                    os.path.join(out, "models")], check=True)
     for name, m, flags, ranks, _ in cases():
         subprocess.run(["pcc", os.path.join(out, "models", m, "model.onnx"),
                         "--target", "cuda", "--quiet", "-o",

@@ -62,6 +62,11 @@ mlir::RankedTensorType tensorType(const onnx::TensorProto &tensor,
 /// Whether a tensor's bytes are small enough to inline as pcc.constant.
 bool shouldInline(const onnx::TensorProto &tensor, int64_t floatLimit = 1);
 
+/// For a bool or integer tensor whose bytes are in the model (raw_data)
+/// and whose elements are all equal: that element as a one-element tensor
+/// of no dimensions (a ones mask of any size imports as a splat constant).
+std::optional<onnx::TensorProto> splatElement(const onnx::TensorProto &t);
+
 /// Reads a tensor's values (embedded, or external relative to `modelDir`).
 mlir::FailureOr<mlir::DenseElementsAttr>
 readTensor(const onnx::TensorProto &tensor, llvm::StringRef modelDir,

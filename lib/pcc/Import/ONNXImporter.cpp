@@ -121,6 +121,16 @@ FailureOr<Value> GraphImporter::materializeTensor(const onnx::TensorProto &t,
           .getResult();
     }
   }
+  if (std::optional<onnx::TensorProto> one = splatElement(t)) {
+    auto element = readTensor(*one, modelDir, &ctx, diagFn());
+    if (failed(element))
+      return failure();
+    return ConstantOp::create(
+               builder, loc,
+               cast<ElementsAttr>(DenseElementsAttr::get(
+                   tensorType(t, &ctx), element->getSplatValue<Attribute>())))
+        .getResult();
+  }
   ExternalDataAttr external;
   if (auto ext = externalLocation(t)) {
     int64_t length = ext->length;

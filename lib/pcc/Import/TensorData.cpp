@@ -42,6 +42,31 @@ bool shouldInline(const onnx::TensorProto &tensor, int64_t floatLimit) {
   return isFloat ? count <= floatLimit : count <= 4096;
 }
 
+std::optional<onnx::TensorProto> splatElement(const onnx::TensorProto &t) {
+  using TP = onnx::TensorProto;
+  int32_t type = t.data_type();
+  bool integral = type == TP::BOOL || type == TP::INT8 || type == TP::UINT8 ||
+                  type == TP::INT16 || type == TP::UINT16 ||
+                  type == TP::INT32 || type == TP::UINT32 ||
+                  type == TP::INT64 || type == TP::UINT64;
+  int64_t width = elementBytes(type), count = 1;
+  for (int64_t d : t.dims())
+    count *= d;
+  const std::string &raw = t.raw_data();
+  if (!integral || width == 0 || count == 0 ||
+      t.data_location() == TP::EXTERNAL || !t.has_raw_data() ||
+      int64_t(raw.size()) != count * width)
+    return std::nullopt;
+  for (int64_t at = width; at < int64_t(raw.size()); at += width)
+    if (raw.compare(at, width, raw, 0, width) != 0)
+      return std::nullopt;
+  onnx::TensorProto one;
+  one.set_name(t.name());
+  one.set_data_type(type);
+  one.set_raw_data(raw.substr(0, width));
+  return one;
+}
+
 std::optional<ExternalLocation> externalLocation(const onnx::TensorProto &t) {
   if (t.data_location() != onnx::TensorProto::EXTERNAL)
     return std::nullopt;

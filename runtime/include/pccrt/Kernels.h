@@ -63,7 +63,9 @@ void conv2dF32(const float *x, const float *w, const float *bias, float *y,
 /// batch b, query row i and key column j (the key's index among all keys),
 /// `add[addBatch[b] + i * addRow + j * addCol]` is added to the score and
 /// where `hide[...]` (same form) is true the score becomes `fill` first.
-/// Strides are 0 where a mask broadcasts.
+/// Strides are 0 where a mask broadcasts. With `band` (pcc.attention's
+/// hide_from) there is no hide tensor: column j is hidden from row i where
+/// j - i >= hideFrom (a causal mask: 1).
 struct AttentionMasks {
   const float *add = nullptr;
   const int64_t *addBatch = nullptr;
@@ -71,6 +73,8 @@ struct AttentionMasks {
   const bool *hide = nullptr;
   const int64_t *hideBatch = nullptr;
   int64_t hideRow = 0, hideCol = 0;
+  bool band = false;
+  int64_t hideFrom = 0;
   float fill = 0;
 };
 

@@ -41,12 +41,17 @@ struct Problem {
 bool tileAddsNothing(const Problem &p, int64_t b, int64_t i0, int64_t rows,
                      int64_t col0, int64_t cols) {
   const AttentionMasks &m = p.masks;
-  if (!m.hide || (m.add && !std::isinf(m.fill)))
+  if (!(m.hide || m.band) || (m.add && !std::isinf(m.fill)))
+    return false;
+  // A band hides the tile from every row if it does from the last.
+  if (m.band && col0 - (i0 + rows - 1) < m.hideFrom)
     return false;
   for (int64_t i = 0; i < rows; ++i) {
     float best = p.rowMax[b * p.sq + i0 + i];
     if (!std::isinf(m.fill) && !(m.fill - best < kNoContribution))
       return false;
+    if (m.band)
+      continue;
     const bool *h = m.hide + m.hideBatch[b] + (i0 + i) * m.hideRow;
     for (int64_t j = 0; j < cols; ++j)
       if (!h[(col0 + j) * m.hideCol])
@@ -75,7 +80,8 @@ void foldTile(const Problem &p, const float *k, const float *v, int64_t b,
     float best = neg;
     for (int64_t j = 0; j < cols; ++j) {
       float x = p.divide ? row[j] / p.scale : row[j] * p.scale;
-      if (h && h[(col0 + j) * m.hideCol])
+      if (h ? h[(col0 + j) * m.hideCol]
+            : m.band && col0 + j - (i0 + i) >= m.hideFrom)
         x = m.fill;
       if (a)
         x += a[(col0 + j) * m.addCol];

@@ -79,7 +79,7 @@ __global__ void foldKeys(Fold f, DeviceMasks m) {
         x += q[c] * kt[j * f.d + c];
       x = f.divide ? x / f.scale : x * f.scale;
       int64_t col = f.col0 + j0 + j;
-      if (hide && hide[col * m.hideCol])
+      if (m.hidden(hide, i, col))
         x = m.fill;
       if (add)
         x += add[col * m.addCol];
@@ -158,11 +158,11 @@ __global__ void __launch_bounds__(kThreads, 4) foldTiles(Fold f, DeviceMasks m) 
     // Skip the tile when its scores are hidden in every row of the block
     // and add exactly nothing (an -inf fill, or one far under the maxima).
     bool nothing = !active;
-    if (active && m.hide && (!m.add || fillNothing) &&
+    if (active && m.hides() && (!m.add || fillNothing) &&
         (fillNothing || m.fill - best < kNoContribution)) {
       nothing = true;
       for (int j = 0; j < keys && nothing; ++j)
-        nothing = hide[(f.col0 + j0 + j) * m.hideCol];
+        nothing = m.hidden(hide, i, f.col0 + j0 + j);
     }
     if (__syncthreads_and(nothing))
       continue;
@@ -187,7 +187,7 @@ __global__ void __launch_bounds__(kThreads, 4) foldTiles(Fold f, DeviceMasks m) 
         x += __shfl_xor_sync(0xffffffffu, x, off);
       x = f.divide ? x / f.scale : x * f.scale;
       int64_t col = f.col0 + j0 + j;
-      if (hide && j < keys && hide[col * m.hideCol])
+      if (j < keys && m.hidden(hide, i, col))
         x = m.fill;
       if (add && j < keys)
         x += add[col * m.addCol];

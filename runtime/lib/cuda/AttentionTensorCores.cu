@@ -11,9 +11,11 @@
 // in f32, as the SIMT kernel keeps them) runs on each thread's own scores,
 // with the row's four threads combining maxima by shuffles. Probabilities
 // are rounded to the 16-bit type before the product with V, as
-// FlashAttention does. Tiles a mask hides for all 64 rows are skipped, and
-// row tiles run from the last (the longest under a causal mask) to the
-// first. No Sq x Sk scores exist anywhere.
+// FlashAttention does. Tiles a mask hides for all 64 rows are skipped (by
+// index under a band mask, pcc.attention's hide_from), tiles no mask or
+// bound touches take a path without mask arithmetic, and row tiles run
+// from the last (the longest under a causal mask) to the first. No Sq x Sk
+// scores exist anywhere.
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,6 +27,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
 #include <type_traits>
 
 namespace pccrt {
@@ -143,12 +146,12 @@ template <int Pending> __device__ inline void waitLoads() {
 /// for n < 8. Score s[n][h * 2 + e] is row (h ? hi : lo), column
 /// 8 n + 2 (l % 4) + e.
 template <typename T, int D>
-__global__ void __launch_bounds__(32 * kWarps)
+__global__ void __launch_bounds__(32 * kWarps, D == 64 ? 3 : 2)
     attendTiles(const typename Native<T>::type *q,
                 const typename Native<T>::type *k,
                 const typename Native<T>::type *v,
-                typename Native<T>::type *out, int64_t sq, int64_t sk,
-                float scale, bool divide, bool aligned, DeviceMasks m) {
+                typename Native<T>::type *out, int sq, int sk, float scale,
+                bool divide, bool aligned, bool pairs, DeviceMasks m) {
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
   using N = typename Native<T>::type;
   using Sh = Tiles<N, D>;
@@ -157,7 +160,8 @@ __global__ void __launch_bounds__(32 * kWarps)
   int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   int quadRow = lane / 4, quadCol = 2 * (lane % 4);
   int64_t b = blockIdx.x;
-  int64_t i0 = int64_t(gridDim.y - 1 - blockIdx.y) * kRows;
+  int i0 = int(gridDim.y - 1 - blockIdx.y) * kRows;
+  int from = int(m.hideFrom); // clamped by the host
   const N *kb = k + b * sk * D, *vb = v + b * sk * D;
 
   // This warp's query rows, as A operands of each 16-feature chunk.
@@ -174,7 +178,7 @@ __global__ void __launch_bounds__(32 * kWarps)
           qf[c], &t.k[warp * 16 + (mi & 1) * 8 + r][c * 16 + (mi >> 1) * 8]);
   }
 
-  int64_t row[2] = {i0 + warp * 16 + quadRow, i0 + warp * 16 + quadRow + 8};
+  int row[2] = {i0 + warp * 16 + quadRow, i0 + warp * 16 + quadRow + 8};
   const bool *hidden[2];
   const float *added[2];
 #pragma unroll
@@ -183,7 +187,16 @@ __global__ void __launch_bounds__(32 * kWarps)
     added[h] = row[h] < sq ? m.addedIn(b, row[h]) : nullptr;
   }
   bool fillNothing = isinf(m.fill) && m.fill < 0;
-  bool skippable = m.hide && (!m.add || fillNothing);
+  bool skippable = m.hides() && (!m.add || fillNothing);
+  // Under a band with an -inf fill, the keys some row of the block sees
+  // are [0, bandEnd): the last row's.
+  int lastRow = (i0 + kRows < sq ? i0 + kRows : sq) - 1;
+  bool bandSkips = m.band && fillNothing;
+  int bandEnd = sk;
+  if (bandSkips)
+    bandEnd = lastRow + from < 0    ? 0
+              : lastRow + from < sk ? lastRow + from
+                                    : sk;
   float best[2] = {-INFINITY, -INFINITY}, sum[2] = {0, 0};
   float o[D / 8][4];
 #pragma unroll
@@ -192,8 +205,19 @@ __global__ void __launch_bounds__(32 * kWarps)
 
   // This thread's 32 mask bits of the tile at j0 (bit 4 n + 2 h + e, as
   // s[n][2 h + e]), read once a tile.
-  auto maskBits = [&](int64_t j0, int keys) {
+  auto maskBits = [&](int j0, int keys) {
     uint32_t bits = 0;
+    if (m.band) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+#pragma unroll
+        for (int n = 0; n < kKeys / 8; ++n)
+#pragma unroll
+          for (int e = 0; e < 2; ++e)
+            if (j0 + 8 * n + quadCol + e - row[h] >= from)
+              bits |= 1u << (4 * n + 2 * h + e);
+      return bits;
+    }
     if (!m.hide)
       return bits;
 #pragma unroll
@@ -214,7 +238,7 @@ __global__ void __launch_bounds__(32 * kWarps)
     bool nothing = true;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      if (!hidden[h])
+      if (row[h] >= sq)
         continue; // a row past the end
       bool adds = !fillNothing && !(m.fill - best[h] < kNoContribution);
       uint32_t mine = 0;
@@ -228,12 +252,22 @@ __global__ void __launch_bounds__(32 * kWarps)
     }
     return nothing;
   };
-  auto tileKeys = [&](int64_t j0) {
-    return int(sk - j0 < kKeys ? sk - j0 : kKeys);
+  auto tileKeys = [&](int j0) { return sk - j0 < kKeys ? sk - j0 : kKeys; };
+  // Whether no mask and no bound touches the tile at j0: every score is
+  // visible, every row and key exists (the same for the whole block).
+  auto plainTile = [&](int j0) {
+    return !m.hide && !m.add && i0 + kRows <= sq && j0 + kKeys <= sk &&
+           (!m.band || j0 + kKeys - 1 - i0 < from);
   };
   // The first tile from `j0` on that some row of the block sees (sk if
   // none), with its mask bits. Callers are past a barrier.
-  auto nextTile = [&](int64_t j0, uint32_t &bits) {
+  auto nextTile = [&](int j0, uint32_t &bits) {
+    if (bandSkips) { // known from indices, no barrier
+      if (j0 >= bandEnd)
+        return sk;
+      bits = plainTile(j0) ? 0u : maskBits(j0, tileKeys(j0));
+      return j0;
+    }
     for (; j0 < sk; j0 += kKeys) {
       bits = maskBits(j0, tileKeys(j0));
       if (!skippable || !__syncthreads_and(hiddenFromMine(bits, tileKeys(j0))))
@@ -241,11 +275,11 @@ __global__ void __launch_bounds__(32 * kWarps)
     }
     return j0;
   };
-  auto loadKeys = [&](int64_t j0) {
+  auto loadKeys = [&](int j0) {
     loadRows<N, D, L>(t.k, kb + j0 * D, kKeys, tileKeys(j0), aligned);
     commitLoads();
   };
-  auto loadValues = [&](int64_t j0) {
+  auto loadValues = [&](int j0) {
     loadRows<N, D, L>(t.v, vb + j0 * D, kKeys, tileKeys(j0), aligned);
     commitLoads();
   };
@@ -254,7 +288,7 @@ __global__ void __launch_bounds__(32 * kWarps)
   // values while its scores are: one buffer each suffices.
   __syncthreads(); // every warp has its query fragments
   uint32_t hide = 0;
-  int64_t j0 = nextTile(0, hide);
+  int j0 = nextTile(0, hide);
   if (j0 < sk) {
     loadKeys(j0);
     loadValues(j0);
@@ -283,26 +317,40 @@ __global__ void __launch_bounds__(32 * kWarps)
         }
     }
 
-    // Online softmax on this thread's scores of its two rows.
+    // Online softmax on this thread's scores of its two rows; a plain tile
+    // (most of them) skips the masks and bounds.
     float alpha[2];
+    bool plain = plainTile(j0);
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       float tileBest = -INFINITY;
+      if (plain) {
 #pragma unroll
-      for (int n = 0; n < kKeys / 8; ++n)
+        for (int n = 0; n < kKeys / 8; ++n)
 #pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          int j = 8 * n + quadCol + e;
-          float val = s[n][2 * h + e];
-          val = divide ? val / scale : val * scale;
-          if (hide >> (4 * n + 2 * h + e) & 1)
-            val = m.fill;
-          if (added[h] && j < keys)
-            val += added[h][(j0 + j) * m.addCol];
-          val = row[h] < sq && j < keys ? val : -INFINITY;
-          s[n][2 * h + e] = val;
-          tileBest = fmaxf(tileBest, val);
-        }
+          for (int e = 0; e < 2; ++e) {
+            float val = s[n][2 * h + e];
+            val = divide ? val / scale : val * scale;
+            s[n][2 * h + e] = val;
+            tileBest = fmaxf(tileBest, val);
+          }
+      } else {
+#pragma unroll
+        for (int n = 0; n < kKeys / 8; ++n)
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            int j = 8 * n + quadCol + e;
+            float val = s[n][2 * h + e];
+            val = divide ? val / scale : val * scale;
+            if (hide >> (4 * n + 2 * h + e) & 1)
+              val = m.fill;
+            if (added[h] && j < keys)
+              val += added[h][(j0 + j) * m.addCol];
+            val = row[h] < sq && j < keys ? val : -INFINITY;
+            s[n][2 * h + e] = val;
+            tileBest = fmaxf(tileBest, val);
+          }
+      }
       tileBest = fmaxf(tileBest, __shfl_xor_sync(0xffffffffu, tileBest, 1));
       tileBest = fmaxf(tileBest, __shfl_xor_sync(0xffffffffu, tileBest, 2));
       float now = fmaxf(best[h], tileBest);
@@ -331,7 +379,7 @@ __global__ void __launch_bounds__(32 * kWarps)
     // The next tile's keys load during this tile's P V.
     __syncthreads(); // every warp is done with the keys
     uint32_t nextHide = 0;
-    int64_t next = nextTile(j0 + kKeys, nextHide);
+    int next = nextTile(j0 + kKeys, nextHide);
     if (next < sk) {
       loadKeys(next);
       waitLoads<1>();
@@ -374,10 +422,16 @@ __global__ void __launch_bounds__(32 * kWarps)
       continue;
     N *to = out + (b * sq + row[h]) * D;
 #pragma unroll
-    for (int n = 0; n < D / 8; ++n)
-#pragma unroll
-      for (int e = 0; e < 2; ++e)
-        to[8 * n + quadCol + e] = Native<T>::narrow(o[n][2 * h + e] / sum[h]);
+    for (int n = 0; n < D / 8; ++n) {
+      float lo = o[n][2 * h] / sum[h], hi = o[n][2 * h + 1] / sum[h];
+      if (pairs) { // both columns in one 4-byte store
+        *reinterpret_cast<uint32_t *>(to + 8 * n + quadCol) =
+            Native<T>::pack(lo, hi);
+      } else {
+        to[8 * n + quadCol] = Native<T>::narrow(lo);
+        to[8 * n + quadCol + 1] = Native<T>::narrow(hi);
+      }
+    }
   }
 #else
   __trap(); // the host refuses devices older than sm_80 first
@@ -393,14 +447,20 @@ void launch(const T *q, const T *k, const T *v, T *out, int64_t batch,
     return reinterpret_cast<uintptr_t>(p) % 16 == 0;
   };
   bool aligned = at16(q) && at16(k) && at16(v);
+  bool pairs = reinterpret_cast<uintptr_t>(out) % 4 == 0;
   int64_t rowTiles = (sq + kRows - 1) / kRows;
-  if (rowTiles > 65535 || batch > INT32_MAX)
-    fail("attention16", "too many query rows or heads for one launch");
+  if (rowTiles > 65535 || batch > INT32_MAX || sk > INT32_MAX / 2)
+    fail("attention16", "too many query rows, keys or heads for one launch");
+  // The kernel's index arithmetic is 32-bit: a band's offset beyond every
+  // row-column difference means the same clamped.
+  DeviceMasks clamped = m;
+  clamped.hideFrom =
+      std::min<int64_t>(std::max<int64_t>(m.hideFrom, -sq - 1), sk + 1);
   dim3 grid{unsigned(batch), unsigned(rowTiles)};
   attendTiles<T, D><<<grid, 32 * kWarps, 0, stream()>>>(
       reinterpret_cast<const N *>(q), reinterpret_cast<const N *>(k),
-      reinterpret_cast<const N *>(v), reinterpret_cast<N *>(out), sq, sk, scale,
-      divide, aligned, m);
+      reinterpret_cast<const N *>(v), reinterpret_cast<N *>(out), int(sq),
+      int(sk), scale, divide, aligned, pairs, clamped);
   PCC_LAUNCHED();
 }
 

@@ -22,7 +22,17 @@ struct DeviceMasks {
   const bool *hide;
   const int64_t *hideBatch;
   int64_t hideRow, hideCol;
+  bool band;
+  int64_t hideFrom;
   float fill;
+
+  /// Whether some score may be hidden (by a tensor or a band).
+  __device__ bool hides() const { return hide || band; }
+  /// Whether column `col` is hidden from row `i`, whose hide row (from
+  /// hiddenIn) is `rowHide`.
+  __device__ bool hidden(const bool *rowHide, int64_t i, int64_t col) const {
+    return rowHide ? rowHide[col * hideCol] : band && col - i >= hideFrom;
+  }
 
   /// Query row `i` of batch `b` in each mask (null where there is none).
   __device__ const bool *hiddenIn(int64_t b, int64_t i) const {
@@ -34,8 +44,9 @@ struct DeviceMasks {
 };
 
 inline DeviceMasks toDevice(const AttentionMasks &masks, int64_t batch) {
-  DeviceMasks m{masks.add, nullptr, masks.addRow, masks.addCol, masks.hide,
-                nullptr, masks.hideRow, masks.hideCol, masks.fill};
+  DeviceMasks m{masks.add,  nullptr,        masks.addRow,  masks.addCol,
+                masks.hide, nullptr,        masks.hideRow, masks.hideCol,
+                masks.band, masks.hideFrom, masks.fill};
   if (masks.add)
     m.addBatch = static_cast<const int64_t *>(
         deviceTable(masks.addBatch, batch * sizeof(int64_t)));

@@ -12,6 +12,7 @@
 
 #include "pcc/Codegen/Cpu/CpuTarget.h"
 #include "pcc/Dialect/PCC/IR/Fusion.h"
+#include "pcc/Dialect/PCC/Transforms/Passes.h"
 
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 
@@ -387,6 +388,9 @@ FailureOr<EmittedModel> emitSource(ModuleOp module, const EmitOptions &options,
   if (mesh.shape.size() > 8 || mesh.numDevices() > (1 << 20))
     return module.emitError("code generation supports meshes of up to 8 axes "
                             "and 2^20 devices");
+  // Masks the kernels compute from indices, once the program is a device's.
+  if (failed(raiseCausalMasks(fn)))
+    return failure();
   cpu::widenSixteenBitKernels(fn, kind == cpu::SourceKind::Cuda);
   cpu::Emitter emitter(fn, mesh, options, kind);
   return emitter.run();

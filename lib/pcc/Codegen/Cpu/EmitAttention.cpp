@@ -86,8 +86,11 @@ LogicalResult Emitter::emitAttention(AttentionOp op) {
   };
   describe(op.getMask(), "add");
   describe(op.getHide(), "hide");
+  if (std::optional<int64_t> from = op.getHideFrom())
+    os << "  " << masks << ".band = true;\n"
+       << "  " << masks << ".hideFrom = " << *from << ";\n";
   Type f32 = Float32Type::get(op->getContext());
-  if (op.getHide())
+  if (op.getHide() || op.getHideFrom())
     os << "  " << masks << ".fill = "
        << floatLiteral(op.getFill().convertToDouble(), f32) << ";\n";
   if (tensorCores) {

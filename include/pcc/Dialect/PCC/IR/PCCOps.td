@@ -376,6 +376,11 @@ def PCC_AttentionOp : PCC_Op<"attention", [PCC_Differentiable, PCC_HasFactorRule
     the devices of the group and each device folds every block into its
     rows (ring attention). Without it K and V hold every key.
 
+    `hide_from` (set by pcc-raise-causal-masks, on the per-device program):
+    instead of a `hide` operand, the key in column `j` is hidden from query
+    row `i` where `j - i >= hide_from` (a causal mask is `hide_from = 1`),
+    so kernels compute the mask from indices and skip the tiles it hides.
+
     Example: `%o = pcc.attention %q, %k, %v hide %h {scale = 0.125 : f64, fill = 0xFFF0000000000000 : f64} : (tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<16x16xi1>) -> tensor<2x4x16x8xf32>`
   }];
   let arguments = (ins PCC_FloatTensor:$query, PCC_FloatTensor:$key,
@@ -385,7 +390,8 @@ def PCC_AttentionOp : PCC_Op<"attention", [PCC_Differentiable, PCC_HasFactorRule
                        DefaultValuedAttr<F64Attr, "1.0">:$scale,
                        UnitAttr:$divide,
                        DefaultValuedAttr<F64Attr, "0.0">:$fill,
-                       OptionalAttr<DenseI64ArrayAttr>:$ring_axes);
+                       OptionalAttr<DenseI64ArrayAttr>:$ring_axes,
+                       OptionalAttr<I64Attr>:$hide_from);
   let results = (outs PCC_FloatTensor:$result);
   let assemblyFormat = [{
     $query `,` $key `,` $value (`mask` $mask^)? (`hide` $hide^)? attr-dict

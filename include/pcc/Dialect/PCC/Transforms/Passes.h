@@ -19,6 +19,10 @@ namespace pcc {
 /// imported module before planning.
 void buildImportCleanupPipeline(mlir::OpPassManager &pm);
 
+/// pcc-raise-causal-masks on one function (code generation runs it on
+/// the per-device program).
+mlir::LogicalResult raiseCausalMasks(mlir::func::FuncOp fn);
+
 /// Registers all pcc passes and pipelines (for pcc-opt).
 void registerPCCPassesAndPipelines();
 

@@ -17,6 +17,23 @@ def RaiseComposites : Pass<"pcc-raise-composites", "mlir::func::FuncOp"> {
   let dependentDialects = ["::pcc::PCCDialect"];
 }
 
+def RaiseCausalMasks : Pass<"pcc-raise-causal-masks", "mlir::func::FuncOp"> {
+  let summary = "Replace band-shaped hide masks of pcc.attention by hide_from";
+  let description = [{
+    On a per-device program: where an attention's `hide` operand is, by its
+    definition from constants (a tril/triu constant, Trilu of ones, Not,
+    Cast, Equal to 0 or 1, slices and reshapes of those), the band
+    `column - row >= k` over its last two dimensions, the operand goes and
+    `hide_from = k` says the same, so kernels compute the mask from indices
+    and skip the tiles it hides instead of reading Sq x Sk booleans. A mask
+    that hides nothing is dropped. Ring attention keeps its operand (its
+    rows and key columns are blocks of the sequence). Runs before code
+    generation, after partitioning: planning and differentiation see the
+    operand.
+  }];
+  let dependentDialects = ["::pcc::PCCDialect"];
+}
+
 def ConvertPrecision : Pass<"pcc-convert-precision", "mlir::ModuleOp"> {
   let summary = "Store the model's float tensors in the precision asked for";
   let description = [{

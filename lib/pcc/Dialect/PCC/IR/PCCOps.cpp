@@ -120,6 +120,9 @@ LogicalResult AttentionOp::verify() {
   if (getMask() && getMask().getType().getElementType() !=
                        getQuery().getType().getElementType())
     return emitOpError("mask element type differs from the query's");
+  if (getHideFrom() && (getHide() || getRingAxes()))
+    return emitOpError("hide_from replaces a hide operand and holds no ring "
+                       "offsets");
   return success();
 }
 

@@ -155,8 +155,8 @@ struct RaiseAttention : OpRewritePattern<MatMulOp> {
         rewriter, loc, pv.getType(), q, k, v, chain->mask, hide,
         rewriter.getF64FloatAttr(chain->scale.value_or(1.0)),
         chain->divide ? rewriter.getUnitAttr() : UnitAttr(),
-        rewriter.getF64FloatAttr(hide ? chain->fill : 0.0),
-        DenseI64ArrayAttr());
+        rewriter.getF64FloatAttr(hide ? chain->fill : 0.0), DenseI64ArrayAttr(),
+        IntegerAttr());
     rewriter.replaceOp(pv, attn.getResult());
     return success();
   }

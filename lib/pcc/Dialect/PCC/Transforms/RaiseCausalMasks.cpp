@@ -1,0 +1,249 @@
+//===- RaiseCausalMasks.cpp - hide masks of attention as index bands ------===//
+//
+// Exporters build a causal mask from constants: torch.tril(ones) folded to a
+// constant, Trilu of a ones tensor, a tril buffer sliced to the sequence,
+// then Not, `== 0` or a cast to bool. Each is a band over the last two
+// dimensions: element (r, c) is non-zero exactly where c - r >= k (upper)
+// or c - r <= k (lower). Following the hide operand's definition through
+// those ops gives its band, which replaces the operand by `hide_from`.
+//
+//===----------------------------------------------------------------------===//
+
+#include "MatchUtils.h"
+
+#include "pcc/Dialect/PCC/IR/PCCOps.h"
+#include "pcc/Dialect/PCC/IR/TensorUtils.h"
+#include "pcc/Dialect/PCC/Transforms/Passes.h"
+
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace pcc {
+#define GEN_PASS_DEF_RAISECAUSALMASKS
+#include "pcc/Dialect/PCC/Transforms/Passes.h.inc"
+} // namespace pcc
+
+using namespace mlir;
+
+namespace pcc {
+namespace {
+
+/// Beyond any index difference of a real tensor: bounds of "everywhere" and
+/// "nowhere".
+constexpr int64_t kFar = int64_t(1) << 48;
+
+/// Where a tensor is non-zero over its last two dimensions (row r, column
+/// c), the same for every leading index: c - r >= k (upper) or c - r <= k.
+/// `unit`: its non-zero elements are exactly 1 (booleans always are).
+struct Band {
+  bool upper = true;
+  int64_t k = -kFar;
+  bool unit = true;
+
+  static Band everywhere(bool unit) { return {true, -kFar, unit}; }
+  static Band nowhere() { return {true, kFar, true}; }
+  bool isEverywhere() const { return upper ? k <= -kFar : k >= kFar; }
+  bool isNowhere() const { return upper ? k >= kFar : k <= -kFar; }
+  Band complement() const {
+    if (isEverywhere())
+      return nowhere();
+    if (isNowhere())
+      return everywhere(true);
+    return upper ? Band{false, k - 1, true} : Band{true, k + 1, true};
+  }
+};
+
+bool isNonZero(Attribute a) {
+  if (auto f = dyn_cast<FloatAttr>(a))
+    return !f.getValue().isZero();
+  if (auto i = dyn_cast<IntegerAttr>(a))
+    return !i.getValue().isZero();
+  return false;
+}
+
+bool isOne(Attribute a) {
+  if (auto f = dyn_cast<FloatAttr>(a))
+    return f.getValue().isExactlyValue(1.0);
+  if (auto i = dyn_cast<IntegerAttr>(a))
+    return i.getValue().isOne() ||
+           (i.getType().isInteger(1) && !i.getValue().isZero());
+  return false;
+}
+
+/// A constant's band: a splat is everywhere or nowhere; otherwise every
+/// row of every leading index must be the same band.
+std::optional<Band> constantBand(ElementsAttr attr) {
+  auto type = cast<ShapedType>(attr.getType());
+  if (attr.isSplat()) {
+    Attribute e = attr.getSplatValue<Attribute>();
+    return isNonZero(e) ? Band::everywhere(isOne(e)) : Band::nowhere();
+  }
+  if (type.getRank() < 2)
+    return std::nullopt;
+  int64_t rows = type.getDimSize(type.getRank() - 2);
+  int64_t cols = type.getDimSize(type.getRank() - 1);
+  SmallVector<bool> nz;
+  nz.reserve(type.getNumElements());
+  bool unit = true;
+  for (Attribute e : attr.getValues<Attribute>()) {
+    nz.push_back(isNonZero(e));
+    unit &= !nz.back() || isOne(e);
+  }
+  // Row 0 decides the direction and k: a suffix of non-zeros from column k
+  // (upper) or a prefix up to column k (lower); an all-zero or all-non-zero
+  // row 0 takes the direction row 1 shows.
+  auto rowBand = [&](int64_t r, bool upper) -> std::optional<int64_t> {
+    const bool *row = nz.data() + r * cols;
+    int64_t first = llvm::find(ArrayRef(row, cols), true) - row;
+    int64_t last = cols - 1 -
+                   (llvm::find(llvm::reverse(ArrayRef(row, cols)), true) -
+                    ArrayRef(row, cols).rbegin());
+    if (first == cols)
+      return std::nullopt; // no non-zero: the row fixes no k
+    if (upper ? last != cols - 1 : first != 0)
+      return std::nullopt;
+    for (int64_t c = first; c <= last; ++c)
+      if (!row[c])
+        return std::nullopt;
+    return upper ? first - r : last - r;
+  };
+  for (bool upper : {true, false}) {
+    std::optional<int64_t> k;
+    for (int64_t r = 0; r < rows && !k; ++r)
+      k = rowBand(r, upper);
+    if (!k)
+      continue;
+    Band band{upper, *k, unit};
+    bool ok = true;
+    for (int64_t i = 0, n = nz.size(); i < n && ok; ++i) {
+      int64_t r = (i / cols) % rows, c = i % cols;
+      ok = nz[i] == (upper ? c - r >= *k : c - r <= *k);
+    }
+    if (ok)
+      return band;
+  }
+  return std::nullopt;
+}
+
+/// The band of `v` by its definition, if the ops defining it keep one.
+std::optional<Band> bandOf(Value v, int depth = 0) {
+  Operation *op = v.getDefiningOp();
+  if (!op || depth > 16)
+    return std::nullopt;
+  ArrayRef<int64_t> shape = shapeOf(v);
+  auto lastTwoKept = [&](Value in) {
+    ArrayRef<int64_t> s = shapeOf(in);
+    return s.size() >= 2 && shape.size() >= 2 &&
+           s.take_back(2) == shape.take_back(2);
+  };
+  if (auto c = dyn_cast<ConstantOp>(op))
+    return constantBand(c.getValue());
+  if (auto n = dyn_cast<NotOp>(op)) {
+    auto b = bandOf(n.getInput(), depth + 1);
+    return b ? std::optional(b->complement()) : std::nullopt;
+  }
+  if (auto cast = dyn_cast<CastOp>(op)) {
+    auto b = bandOf(cast.getInput(), depth + 1);
+    // Non-zero stays non-zero into a boolean, or from values 0 and 1.
+    if (!b || !(b->unit || cast.getTo().isInteger(1)))
+      return std::nullopt;
+    b->unit = true;
+    return b;
+  }
+  if (auto eq = dyn_cast<EqualOp>(op)) {
+    for (auto [x, c] : {std::pair{eq.getLhs(), eq.getRhs()},
+                        std::pair{eq.getRhs(), eq.getLhs()}}) {
+      ElementsAttr attr;
+      if (shapeOf(x) != shape || numElements(shapeOf(c)) != 1 ||
+          !matchPattern(c, m_Constant(&attr)))
+        continue;
+      auto b = bandOf(x, depth + 1);
+      Attribute e = attr.getSplatValue<Attribute>();
+      if (!b)
+        return std::nullopt;
+      if (!isNonZero(e))
+        return b->complement();
+      if (isOne(e) && b->unit)
+        return b;
+      return std::nullopt;
+    }
+    return std::nullopt;
+  }
+  if (auto t = dyn_cast<TriluOp>(op)) {
+    auto b = bandOf(t.getInput(), depth + 1);
+    if (!b)
+      return std::nullopt;
+    if (b->isNowhere())
+      return b;
+    Band kept{t.getUpper(), t.getK(), b->unit};
+    if (b->isEverywhere())
+      return kept;
+    if (b->upper != kept.upper)
+      return std::nullopt; // a diagonal strip, not a band
+    kept.k = kept.upper ? std::max(kept.k, b->k) : std::min(kept.k, b->k);
+    return kept;
+  }
+  if (auto s = dyn_cast<SliceOp>(op)) {
+    ArrayRef<int64_t> starts = s.getStarts(), steps = s.getSteps();
+    size_t rank = starts.size();
+    if (rank < 2 || steps[rank - 1] != 1 || steps[rank - 2] != 1)
+      return std::nullopt;
+    auto b = bandOf(s.getInput(), depth + 1);
+    if (!b || b->isEverywhere() || b->isNowhere())
+      return b;
+    // (r, c) of the slice is (r + sr, c + sc) of the input.
+    b->k -= starts[rank - 1] - starts[rank - 2];
+    return b;
+  }
+  if (isa<ReshapeOp, ExpandOp>(op)) {
+    Value in = op->getOperand(0);
+    auto b = bandOf(in, depth + 1);
+    if (b && (b->isEverywhere() || b->isNowhere() || lastTwoKept(in)))
+      return b;
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+struct RaiseCausalMask : OpRewritePattern<AttentionOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(AttentionOp op,
+                                PatternRewriter &rewriter) const override {
+    Value hide = op.getHide();
+    if (!hide || op.getRingAxes())
+      return failure();
+    ArrayRef<int64_t> q = shapeOf(op.getQuery()), k = shapeOf(op.getKey()),
+                      h = shapeOf(hide);
+    // The band is over the mask's own last two dimensions: they must be
+    // the scores' rows and key columns, not broadcast.
+    if (h.size() < 2 || h[h.size() - 2] != q[q.size() - 2] ||
+        h.back() != k[k.size() - 2])
+      return failure();
+    auto band = bandOf(hide);
+    if (!band || (!band->upper && !band->isNowhere()) || band->isEverywhere())
+      return failure();
+    rewriter.modifyOpInPlace(op, [&] {
+      op.getHideMutable().clear();
+      if (!band->isNowhere())
+        op.setHideFromAttr(rewriter.getI64IntegerAttr(band->k));
+    });
+    return success();
+  }
+};
+
+struct RaiseCausalMasksPass : impl::RaiseCausalMasksBase<RaiseCausalMasksPass> {
+  void runOnOperation() override {
+    if (failed(raiseCausalMasks(getOperation())))
+      signalPassFailure();
+  }
+};
+
+} // namespace
+
+LogicalResult raiseCausalMasks(func::FuncOp fn) {
+  RewritePatternSet patterns(fn.getContext());
+  patterns.add<RaiseCausalMask>(fn.getContext());
+  return applyPatternsGreedily(fn, std::move(patterns));
+}
+
+} // namespace pcc
