@@ -9,7 +9,9 @@
 #                                   root: --check every case, compute-sanitizer
 #                                   on the tensor-core attention, bench_cuda
 #                                   against PyTorch, per-kernel times of
-#                                   GPT-2 bf16; results under $OUT (or DIR/out)
+#                                   GPT-2 bf16 and every ncu section of one
+#                                   attention launch; results under $OUT
+#                                   (or DIR/out)
 #
 # Each step has its own time limit, so a slow one still leaves the others'
 # results. DIR must be a path git ignores (e.g. .gpu/, in .git/info/exclude).
@@ -61,3 +63,9 @@ since "bench done"
 timeout 40 ncu --metrics gpu__time_duration.sum --csv bench/gpt2-bf16/model \
   --inputs bench/gpt2-bf16/inputs > "$out/ncu-gpt2-bf16.csv" 2>&1
 since "ncu done"
+# Every ncu section of one (the third) attention launch: occupancy, stall
+# reasons, memory traffic.
+timeout 60 ncu -k regex:attendTiles -s 2 -c 1 --set full --import-source no \
+  bench/gpt2-bf16/model --inputs bench/gpt2-bf16/inputs \
+  > "$out/ncu-attention.txt" 2>&1
+since "ncu attention done"

@@ -45,7 +45,13 @@ PCCRT_HD inline float bitsFloat(uint32_t u) {
 }
 
 /// Round to nearest even; NaN stays a (quiet) NaN, overflow becomes inf.
+/// On a GPU one conversion instruction does the same rounding.
 PCCRT_HD inline uint16_t floatToHalfBits(float value) {
+#if defined(__CUDA_ARCH__)
+  uint16_t h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(value));
+  return h;
+#endif
   uint32_t f = floatBits(value);
   uint32_t sign = f & 0x80000000u;
   f ^= sign;
@@ -68,6 +74,11 @@ PCCRT_HD inline uint16_t floatToHalfBits(float value) {
 }
 
 PCCRT_HD inline float halfBitsToFloat(uint16_t h) {
+#if defined(__CUDA_ARCH__)
+  float out;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(out) : "h"(h));
+  return out;
+#endif
   const uint32_t shiftedExp = 0x7c00u << 13;
   uint32_t o = (h & 0x7fffu) << 13;
   uint32_t exp = o & shiftedExp;
@@ -83,6 +94,11 @@ PCCRT_HD inline float halfBitsToFloat(uint16_t h) {
 
 /// Round to nearest even; NaN stays a (quiet) NaN.
 PCCRT_HD inline uint16_t floatToBFloat16Bits(float value) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  uint16_t b;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(b) : "f"(value));
+  return b;
+#endif
   uint32_t f = floatBits(value);
   if ((f & 0x7fffffffu) > 0x7f800000u)
     return static_cast<uint16_t>((f >> 16) | 0x40);

@@ -152,6 +152,13 @@ template <typename T>
 void layerNorm(const T *x, const T *scale, int64_t scaleN, const T *bias,
                int64_t biasN, T *y, int64_t outer, int64_t n, float eps);
 
+/// layerNorm for fp16/bf16 (T = Half or BFloat16) rows with f32 statistics
+/// and arithmetic, one rounding a result. Only the CUDA runtime has it
+/// (Normalizations.cu); elsewhere 16-bit layer norm is widened.
+template <typename T>
+void layerNorm16(const T *x, const T *scale, int64_t scaleN, const T *bias,
+                 int64_t biasN, T *y, int64_t outer, int64_t n, float eps);
+
 template <typename T>
 void batchNorm(const T *x, const T *scale, const T *bias, const T *mean,
                const T *var, T *y, int64_t n, int64_t c, int64_t spatial,

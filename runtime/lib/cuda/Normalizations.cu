@@ -2,7 +2,7 @@
 //
 // Contiguous rows (layer norm; softmax over the last axis) take one warp
 // each: coalesced loads, statistics combined by warp shuffles, in double
-// for layer norm as on the CPU. Softmax over an inner axis (rare: the last
+// for f32 layer norm as on the CPU, in f32 for 16-bit rows (layerNorm16). Softmax over an inner axis (rare: the last
 // axis is the one models use) keeps one thread per (outer, inner) line.
 //
 //===----------------------------------------------------------------------===//
@@ -134,6 +134,81 @@ __global__ void layerNormRows(const T *x, const T *scale, int64_t scaleN,
   }
 }
 
+/// Eight 16-bit values from 16 bytes, as float.
+template <typename T> __device__ void widen8(const T *p, float (&v)[8]) {
+  uint4 raw = *reinterpret_cast<const uint4 *>(p);
+  const T *e = reinterpret_cast<const T *>(&raw);
+#pragma unroll
+  for (int i = 0; i < 8; ++i)
+    v[i] = float(e[i]);
+}
+
+/// layerNormRows for 16-bit rows: f32 statistics (two passes: the mean,
+/// then the squared deviations, each re-read from L1), f32 arithmetic and
+/// one rounding of each result, as torch autocast's layer norm. With
+/// `vector`, rows are read and written 8 elements (16 bytes) at a time.
+template <typename T>
+__global__ void layerNormRows16(const T *x, const T *scale, int64_t scaleN,
+                                const T *bias, int64_t biasN, T *y,
+                                int64_t outer, int64_t n, float eps,
+                                bool vector) {
+  int64_t o = warpRow(outer);
+  if (o < 0)
+    return;
+  int lane = threadIdx.x % 32;
+  const T *xp = x + o * n;
+  T *yp = y + o * n;
+  float sum = 0;
+  if (vector) {
+    for (int64_t k = 8 * lane; k < n; k += 8 * 32) {
+      float v[8];
+      widen8(xp + k, v);
+#pragma unroll
+      for (int i = 0; i < 8; ++i)
+        sum += v[i];
+    }
+  } else {
+    for (int64_t k = lane; k < n; k += 32)
+      sum += float(xp[k]);
+  }
+  float mean = warpSum(sum) / float(n), var = 0;
+  if (vector) {
+    for (int64_t k = 8 * lane; k < n; k += 8 * 32) {
+      float v[8];
+      widen8(xp + k, v);
+#pragma unroll
+      for (int i = 0; i < 8; ++i)
+        var += (v[i] - mean) * (v[i] - mean);
+    }
+  } else {
+    for (int64_t k = lane; k < n; k += 32) {
+      float d = float(xp[k]) - mean;
+      var += d * d;
+    }
+  }
+  float inv = rsqrtf(warpSum(var) / float(n) + eps);
+  if (!vector) {
+    for (int64_t k = lane; k < n; k += 32) {
+      float v = (float(xp[k]) - mean) * inv * float(scale[scaleN == 1 ? 0 : k]);
+      yp[k] = T(bias ? v + float(bias[biasN == 1 ? 0 : k]) : v);
+    }
+    return;
+  }
+  for (int64_t k = 8 * lane; k < n; k += 8 * 32) {
+    float v[8], g[8], b[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    widen8(xp + k, v);
+    widen8(scale + k, g);
+    if (bias)
+      widen8(bias + k, b);
+    uint4 packed;
+    T *out = reinterpret_cast<T *>(&packed);
+#pragma unroll
+    for (int i = 0; i < 8; ++i)
+      out[i] = T((v[i] - mean) * inv * g[i] + b[i]);
+    *reinterpret_cast<uint4 *>(yp + k) = packed;
+  }
+}
+
 template <typename T>
 __global__ void batchNormElements(const T *x, const T *scale, const T *bias,
                                   const T *mean, const T *var, T *y, int64_t n,
@@ -183,6 +258,28 @@ void batchNorm(const T *x, const T *scale, const T *bias, const T *mean,
       x, scale, bias, mean, var, y, n, c, spatial, eps);
   PCC_LAUNCHED();
 }
+
+template <typename T>
+void layerNorm16(const T *x, const T *scale, int64_t scaleN, const T *bias,
+                 int64_t biasN, T *y, int64_t outer, int64_t n, float eps) {
+  if (outer * n == 0)
+    return;
+  auto at16 = [](const void *p) {
+    return reinterpret_cast<uintptr_t>(p) % 16 == 0;
+  };
+  // Every row starts 16-byte aligned, and the affine parameters are whole.
+  bool vector = n % 8 == 0 && at16(x) && at16(y) && scaleN == n &&
+                at16(scale) && (!bias || (biasN == n && at16(bias)));
+  layerNormRows16<<<warpBlocks(outer), 32 * kWarpsPerBlock, 0, stream()>>>(
+      x, scale, scaleN, bias, biasN, y, outer, n, eps, vector);
+  PCC_LAUNCHED();
+}
+template void layerNorm16<Half>(const Half *, const Half *, int64_t,
+                                const Half *, int64_t, Half *, int64_t,
+                                int64_t, float);
+template void layerNorm16<BFloat16>(const BFloat16 *, const BFloat16 *,
+                                    int64_t, const BFloat16 *, int64_t,
+                                    BFloat16 *, int64_t, int64_t, float);
 
 #define INSTANTIATE(T)                                                         \
   template void softmax<T>(const T *, T *, int64_t, int64_t, int64_t, bool);   \

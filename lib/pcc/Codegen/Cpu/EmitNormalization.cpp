@@ -43,7 +43,10 @@ LogicalResult Emitter::emitNormalization(Operation *op) {
          << schedule.scratchOffset(op) << "));\n";
       return success();
     }
-    os << "  layerNorm<" << elemType(ln.getInput()) << ">(" << ptr(ln.getInput())
+    // 16-bit rows reach here only on GPU ranks (WidenKernels.cpp).
+    Type e = typeOf(ln.getInput()).getElementType();
+    os << "  layerNorm" << (e.isF16() || e.isBF16() ? "16" : "") << "<"
+       << elemType(ln.getInput()) << ">(" << ptr(ln.getInput())
        << ", " << ptr(ln.getScale()) << ", " << sn << ", "
        << (ln.getBias() ? ptr(ln.getBias()) : "nullptr") << ", " << bn << ", "
        << out(op) << ", " << numElements(s.take_front(ln.getAxis())) << ", " << n

@@ -257,9 +257,12 @@ LogicalResult Emitter::emitFusedKernel(Operation *root,
   };
   // kPack consecutive elements a thread when the innermost extent allows:
   // leaves that run along it load as one access, leaves broadcast along it
-  // are read once; the output stores as one access.
-  constexpr int64_t kPack = 4;
+  // are read once; the output stores as one access (16 bytes: 8 16-bit
+  // elements, else 4).
   int64_t inner = rank ? shape.back() : 1;
+  unsigned outBits =
+      typeOf(root->getResult(0)).getElementType().getIntOrFloatBitWidth();
+  const int64_t kPack = outBits <= 16 && (flat ? n : inner) % 8 == 0 ? 8 : 4;
   SmallVector<bool> alongInner;
   for (Value v : leaves) {
     ArrayRef<int64_t> ls = typeOf(v).getShape();

@@ -10,7 +10,8 @@
 // (which compute in float themselves) keep their 16-bit types; the
 // runtime's sums add 16-bit values through float. On GPU ranks matrix
 // products stay 16-bit: cuBLAS multiplies them on tensor cores, accumulating
-// in f32; so does attention where the tensor-core kernel takes its shape.
+// in f32; so does attention where the tensor-core kernel takes its shape,
+// and layer norm (f32 statistics over 16-bit rows).
 //
 //===----------------------------------------------------------------------===//
 
@@ -39,6 +40,14 @@ bool runsOnSixteenBits(Operation *op, bool sixteenBitGemms) {
   if (sixteenBitGemms) {
     if (auto a = dyn_cast<AttentionOp>(op))
       return hasTensorCoreAttention(a);
+    // layerNorm16: f32 statistics over 16-bit rows and parameters of the
+    // rows' type (not a 2D split's partial sums).
+    if (auto ln = dyn_cast<LayerNormOp>(op))
+      return !ln.getStatAxes() && isSixteenBitFloat(ln.getType()) &&
+             llvm::all_of(op->getOperandTypes(), [&](Type t) {
+               return getElementTypeOrSelf(t) ==
+                      getElementTypeOrSelf(ln.getType());
+             });
     if (auto mm = dyn_cast<MatMulOp>(op))
       return !mm.getSummaAxes();
     if (auto g = dyn_cast<GemmOp>(op))
