@@ -41,15 +41,17 @@ void batchedMatmulF32(int64_t batch, const int64_t *offA, const int64_t *offB,
 /// 16-bit GEMMs (T = Half or BFloat16) on tensor cores, accumulated in f32
 /// as cuBLAS's CUBLAS_COMPUTE_32F does; the same forms as gemmF32 and
 /// batchedMatmulF32. Only the CUDA runtime has them: on CPU ranks 16-bit
-/// products are widened to f32 at compile time (WidenKernels.cpp).
-template <typename T>
+/// products are widened to f32 at compile time (WidenKernels.cpp). The
+/// result is T, or float (Out = float: the f32 accumulator unrounded, for a
+/// product whose only use widened it).
+template <typename T, typename Out = T>
 void gemm16(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
             float alpha, const T *a, int64_t lda, const T *b, int64_t ldb,
-            float beta, T *c, int64_t ldc);
-template <typename T>
+            float beta, Out *c, int64_t ldc);
+template <typename T, typename Out = T>
 void batchedMatmul16(int64_t batch, const int64_t *offA, const int64_t *offB,
                      int64_t m, int64_t n, int64_t k, const T *a, const T *b,
-                     T *c);
+                     Out *c);
 
 /// 2-D grouped convolution (NCHW, filter OIHW) by im2col + GEMM. `scratch`
 /// holds (C/group)*kh*kw*oh*ow floats.

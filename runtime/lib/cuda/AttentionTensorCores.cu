@@ -114,6 +114,18 @@ __device__ inline void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0,
 template <typename N, int D, int Pitch>
 __device__ void loadRows(N (*dst)[Pitch], const N *src, int rows,
                          int64_t valid, bool aligned) {
+  if (aligned && valid >= rows && rows == kKeys) {
+    // A whole tile: each thread copies the same column of every R-th row.
+    constexpr int V = D / 8, R = 32 * kWarps / V;
+    int r = threadIdx.x / V, c = threadIdx.x % V;
+#pragma unroll
+    for (int k = 0; k < kKeys / R; ++k)
+      asm volatile(
+          "cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(
+              sharedAddress(reinterpret_cast<uint4 *>(dst[r + k * R]) + c)),
+          "l"(reinterpret_cast<const uint4 *>(src + (r + k * R) * D) + c));
+    return;
+  }
   if (aligned) {
     constexpr int V = D / 8; // 16-byte vectors a row
     for (int e = threadIdx.x; e < rows * V; e += 32 * kWarps) {
@@ -134,6 +146,13 @@ __device__ void loadRows(N (*dst)[Pitch], const N *src, int rows,
   }
 }
 
+/// 2^x (one MUFU instruction; subnormal results flush to 0).
+__device__ inline float exp2Fast(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
 __device__ inline void commitLoads() {
   asm volatile("cp.async.commit_group;\n" ::);
 }
@@ -151,7 +170,7 @@ __global__ void __launch_bounds__(32 * kWarps, D == 64 ? 3 : 2)
                 const typename Native<T>::type *k,
                 const typename Native<T>::type *v,
                 typename Native<T>::type *out, int sq, int sk, float scale,
-                bool divide, bool aligned, bool pairs, DeviceMasks m) {
+                bool divide, bool aligned, int outAlign, DeviceMasks m) {
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
   using N = typename Native<T>::type;
   using Sh = Tiles<N, D>;
@@ -187,6 +206,11 @@ __global__ void __launch_bounds__(32 * kWarps, D == 64 ? 3 : 2)
     added[h] = row[h] < sq ? m.addedIn(b, row[h]) : nullptr;
   }
   bool fillNothing = isinf(m.fill) && m.fill < 0;
+  // The softmax works in base 2: scores times log2(e) (and the scale), so
+  // each probability is one FMA and one ex2. Running maxima are in those
+  // units.
+  float scaleLog2 = (divide ? 1.0f / scale : scale) * kLog2e;
+  float fill2 = m.fill * kLog2e;
   bool skippable = m.hides() && (!m.add || fillNothing);
   // Under a band with an -inf fill, the keys some row of the block sees
   // are [0, bandEnd): the last row's.
@@ -240,7 +264,7 @@ __global__ void __launch_bounds__(32 * kWarps, D == 64 ? 3 : 2)
     for (int h = 0; h < 2; ++h) {
       if (row[h] >= sq)
         continue; // a row past the end
-      bool adds = !fillNothing && !(m.fill - best[h] < kNoContribution);
+      bool adds = !fillNothing && !(fill2 - best[h] < kNoContribution * kLog2e);
       uint32_t mine = 0;
 #pragma unroll
       for (int n = 0; n < kKeys / 8; ++n)
@@ -256,8 +280,8 @@ __global__ void __launch_bounds__(32 * kWarps, D == 64 ? 3 : 2)
   // Whether no mask and no bound touches the tile at j0: every score is
   // visible, every row and key exists (the same for the whole block).
   auto plainTile = [&](int j0) {
-    return !m.hide && !m.add && i0 + kRows <= sq && j0 + kKeys <= sk &&
-           (!m.band || j0 + kKeys - 1 - i0 < from);
+    return !m.hide && !m.add && scaleLog2 > 0 && i0 + kRows <= sq &&
+           j0 + kKeys <= sk && (!m.band || j0 + kKeys - 1 - i0 < from);
   };
   // The first tile from `j0` on that some row of the block sees (sk if
   // none), with its mask bits. Callers are past a barrier.
@@ -324,28 +348,24 @@ __global__ void __launch_bounds__(32 * kWarps, D == 64 ? 3 : 2)
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       float tileBest = -INFINITY;
-      if (plain) {
+      if (plain) { // raw scores: the maximum scales after (scaleLog2 > 0)
 #pragma unroll
         for (int n = 0; n < kKeys / 8; ++n)
 #pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            float val = s[n][2 * h + e];
-            val = divide ? val / scale : val * scale;
-            s[n][2 * h + e] = val;
-            tileBest = fmaxf(tileBest, val);
-          }
+          for (int e = 0; e < 2; ++e)
+            tileBest = fmaxf(tileBest, s[n][2 * h + e]);
+        tileBest *= scaleLog2;
       } else {
 #pragma unroll
         for (int n = 0; n < kKeys / 8; ++n)
 #pragma unroll
           for (int e = 0; e < 2; ++e) {
             int j = 8 * n + quadCol + e;
-            float val = s[n][2 * h + e];
-            val = divide ? val / scale : val * scale;
+            float val = s[n][2 * h + e] * scaleLog2;
             if (hide >> (4 * n + 2 * h + e) & 1)
-              val = m.fill;
+              val = fill2;
             if (added[h] && j < keys)
-              val += added[h][(j0 + j) * m.addCol];
+              val = fmaf(added[h][(j0 + j) * m.addCol], kLog2e, val);
             val = row[h] < sq && j < keys ? val : -INFINITY;
             s[n][2 * h + e] = val;
             tileBest = fmaxf(tileBest, val);
@@ -355,14 +375,16 @@ __global__ void __launch_bounds__(32 * kWarps, D == 64 ? 3 : 2)
       tileBest = fmaxf(tileBest, __shfl_xor_sync(0xffffffffu, tileBest, 2));
       float now = fmaxf(best[h], tileBest);
       bool seen = now != -INFINITY; // else nothing is visible in the row yet
-      float shift = seen ? now * kLog2e : 0.0f;
-      alpha[h] = seen ? exp2f(best[h] * kLog2e - shift) : 1.0f;
+      float shift = seen ? now : 0.0f;
+      alpha[h] = seen ? exp2Fast(best[h] - shift) : 1.0f;
+      // p = 2^(s c - max): c = scaleLog2 for raw scores, 1 for scaled ones.
+      float c = plain ? scaleLog2 : 1.0f;
       float tileSum = 0;
 #pragma unroll
       for (int n = 0; n < kKeys / 8; ++n)
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
-          float p = seen ? exp2f(fmaf(s[n][2 * h + e], kLog2e, -shift)) : 0.0f;
+          float p = seen ? exp2Fast(fmaf(s[n][2 * h + e], c, -shift)) : 0.0f;
           s[n][2 * h + e] = p;
           tileSum += p;
         }
@@ -418,13 +440,38 @@ __global__ void __launch_bounds__(32 * kWarps, D == 64 ? 3 : 2)
   for (int h = 0; h < 2; ++h) {
     sum[h] += __shfl_xor_sync(0xffffffffu, sum[h], 1);
     sum[h] += __shfl_xor_sync(0xffffffffu, sum[h], 2);
+  }
+  if (outAlign == 16) {
+    // Through this warp's 16 rows of the key tile (free: the loop's last
+    // barrier is passed and nothing loads), then 16 bytes a lane.
+    N(*stage)[L] = t.k + warp * 16;
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+      for (int n = 0; n < D / 8; ++n)
+        *reinterpret_cast<uint32_t *>(
+            &stage[quadRow + 8 * h][8 * n + quadCol]) =
+            Native<T>::pack(o[n][2 * h] / sum[h], o[n][2 * h + 1] / sum[h]);
+    __syncwarp();
+    constexpr int V = D / 8;
+#pragma unroll
+    for (int e = lane; e < 16 * V; e += 32) {
+      int r = e / V, c = e % V, at = i0 + warp * 16 + r;
+      if (at < sq)
+        reinterpret_cast<uint4 *>(out + (b * sq + at) * D)[c] =
+            reinterpret_cast<const uint4 *>(stage[r])[c];
+    }
+    return;
+  }
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
     if (row[h] >= sq)
       continue;
     N *to = out + (b * sq + row[h]) * D;
 #pragma unroll
     for (int n = 0; n < D / 8; ++n) {
       float lo = o[n][2 * h] / sum[h], hi = o[n][2 * h + 1] / sum[h];
-      if (pairs) { // both columns in one 4-byte store
+      if (outAlign == 4) { // both columns in one 4-byte store
         *reinterpret_cast<uint32_t *>(to + 8 * n + quadCol) =
             Native<T>::pack(lo, hi);
       } else {
@@ -447,7 +494,9 @@ void launch(const T *q, const T *k, const T *v, T *out, int64_t batch,
     return reinterpret_cast<uintptr_t>(p) % 16 == 0;
   };
   bool aligned = at16(q) && at16(k) && at16(v);
-  bool pairs = reinterpret_cast<uintptr_t>(out) % 4 == 0;
+  int outAlign = at16(out)                                   ? 16
+                 : reinterpret_cast<uintptr_t>(out) % 4 == 0 ? 4
+                                                             : 2;
   int64_t rowTiles = (sq + kRows - 1) / kRows;
   if (rowTiles > 65535 || batch > INT32_MAX || sk > INT32_MAX / 2)
     fail("attention16", "too many query rows, keys or heads for one launch");
@@ -460,7 +509,7 @@ void launch(const T *q, const T *k, const T *v, T *out, int64_t batch,
   attendTiles<T, D><<<grid, 32 * kWarps, 0, stream()>>>(
       reinterpret_cast<const N *>(q), reinterpret_cast<const N *>(k),
       reinterpret_cast<const N *>(v), reinterpret_cast<N *>(out), int(sq),
-      int(sk), scale, divide, aligned, pairs, clamped);
+      int(sk), scale, divide, aligned, outAlign, clamped);
   PCC_LAUNCHED();
 }
 

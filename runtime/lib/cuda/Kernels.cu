@@ -47,26 +47,27 @@ template <> constexpr cudaDataType_t dataType<Half>() { return CUDA_R_16F; }
 template <> constexpr cudaDataType_t dataType<BFloat16>() {
   return CUDA_R_16BF;
 }
+template <> constexpr cudaDataType_t dataType<float>() { return CUDA_R_32F; }
 
 } // namespace
 
-template <typename T>
+template <typename T, typename Out>
 void gemm16(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
             float alpha, const T *a, int64_t lda, const T *b, int64_t ldb,
-            float beta, T *c, int64_t ldc) {
+            float beta, Out *c, int64_t ldc) {
   if (m == 0 || n == 0)
     return;
   PCC_CUBLAS(cublasGemmEx(blas(), transB ? CUBLAS_OP_T : CUBLAS_OP_N,
                           transA ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha,
                           b, dataType<T>(), ldb, a, dataType<T>(), lda, &beta,
-                          c, dataType<T>(), ldc, CUBLAS_COMPUTE_32F,
+                          c, dataType<Out>(), ldc, CUBLAS_COMPUTE_32F,
                           CUBLAS_GEMM_DEFAULT));
 }
 
-template <typename T>
+template <typename T, typename Out>
 void batchedMatmul16(int64_t batch, const int64_t *offA, const int64_t *offB,
                      int64_t m, int64_t n, int64_t k, const T *a, const T *b,
-                     T *c) {
+                     Out *c) {
   if (batch == 0 || m == 0 || n == 0)
     return;
   int64_t sa = progressionStep(offA, batch), sb = progressionStep(offB, batch);
@@ -75,24 +76,26 @@ void batchedMatmul16(int64_t batch, const int64_t *offA, const int64_t *offB,
     PCC_CUBLAS(cublasGemmStridedBatchedEx(
         blas(), CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &one, b + offB[0],
         dataType<T>(), n, sb, a + offA[0], dataType<T>(), k, sa, &zero, c,
-        dataType<T>(), n, m * n, batch, CUBLAS_COMPUTE_32F,
+        dataType<Out>(), n, m * n, batch, CUBLAS_COMPUTE_32F,
         CUBLAS_GEMM_DEFAULT));
     return;
   }
   for (int64_t i = 0; i < batch; ++i)
-    gemm16<T>(false, false, m, n, k, 1.0f, a + offA[i], k, b + offB[i], n,
-              0.0f, c + i * m * n, n);
+    gemm16<T, Out>(false, false, m, n, k, 1.0f, a + offA[i], k, b + offB[i], n,
+                   0.0f, c + i * m * n, n);
 }
 
-#define INSTANTIATE(T)                                                         \
-  template void gemm16<T>(bool, bool, int64_t, int64_t, int64_t, float,        \
-                          const T *, int64_t, const T *, int64_t, float, T *,  \
-                          int64_t);                                            \
-  template void batchedMatmul16<T>(int64_t, const int64_t *, const int64_t *,  \
-                                   int64_t, int64_t, int64_t, const T *,       \
-                                   const T *, T *);
-INSTANTIATE(Half)
-INSTANTIATE(BFloat16)
+#define INSTANTIATE(T, Out)                                                    \
+  template void gemm16<T, Out>(bool, bool, int64_t, int64_t, int64_t, float,   \
+                               const T *, int64_t, const T *, int64_t, float,  \
+                               Out *, int64_t);                                \
+  template void batchedMatmul16<T, Out>(int64_t, const int64_t *,              \
+                                        const int64_t *, int64_t, int64_t,     \
+                                        int64_t, const T *, const T *, Out *);
+INSTANTIATE(Half, Half)
+INSTANTIATE(BFloat16, BFloat16)
+INSTANTIATE(Half, float)
+INSTANTIATE(BFloat16, float)
 #undef INSTANTIATE
 
 void batchedMatmulF32(int64_t batch, const int64_t *offA, const int64_t *offB,

@@ -32,9 +32,10 @@ void Emitter::emitSumma(Operation *op, ArrayRef<int64_t> axes, Value x,
 FailureOr<std::string> Emitter::gemmFunction(Operation *op, Value v,
                                              bool batched) {
   Type e = typeOf(v).getElementType();
+  Type out = typeOf(op->getResult(0)).getElementType();
   std::string name = batched ? "batchedMatmul" : "gemm";
   if (kind == SourceKind::Cuda && (e.isF16() || e.isBF16()))
-    return name + "16<" + cppType(e) + ">";
+    return name + "16<" + cppType(e) + (out != e ? ", float" : "") + ">";
   if (failed(requireF32(op, v)))
     return failure();
   return name + "F32";

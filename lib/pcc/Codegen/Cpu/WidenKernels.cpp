@@ -11,7 +11,8 @@
 // runtime's sums add 16-bit values through float. On GPU ranks matrix
 // products stay 16-bit: cuBLAS multiplies them on tensor cores, accumulating
 // in f32; so does attention where the tensor-core kernel takes its shape,
-// and layer norm (f32 statistics over 16-bit rows).
+// and layer norm (f32 statistics over 16-bit rows). A 16-bit product that
+// is only widened writes f32 directly.
 //
 //===----------------------------------------------------------------------===//
 
@@ -84,7 +85,33 @@ bool hasTensorCoreAttention(AttentionOp op) {
          (d == 64 || d == 128);
 }
 
+/// A 16-bit product whose only use casts it to f32 (a model's f32 logits)
+/// writes f32 itself: cuBLAS stores the accumulator unrounded, and no cast
+/// kernel reads and writes the result again.
+void widenProductsInPlace(func::FuncOp fn) {
+  SmallVector<CastOp> casts;
+  fn.walk([&](CastOp c) {
+    Operation *def = c.getInput().getDefiningOp();
+    auto mm = dyn_cast_or_null<MatMulOp>(def);
+    auto g = dyn_cast_or_null<GemmOp>(def);
+    bool product =
+        (mm && !mm.getSummaAxes()) || (g && !g.getSummaAxes() && !g.getC());
+    if (product && def->hasOneUse() && c.getType().getElementType().isF32() &&
+        isSixteenBitFloat(c.getInput().getType()) &&
+        isSixteenBitFloat(def->getOperand(0).getType()))
+      casts.push_back(c);
+  });
+  for (CastOp c : casts) {
+    Value product = c.getInput();
+    product.setType(c.getType());
+    c.getResult().replaceAllUsesWith(product);
+    c.erase();
+  }
+}
+
 void widenSixteenBitKernels(func::FuncOp fn, bool sixteenBitGemms) {
+  if (sixteenBitGemms)
+    widenProductsInPlace(fn);
   SmallVector<Operation *> kernels;
   SmallVector<AttentionOp> tensorCoreAttention;
   fn.walk([&](Operation *op) {

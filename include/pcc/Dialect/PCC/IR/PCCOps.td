@@ -253,7 +253,7 @@ def PCC_WhereOp : PCC_Op<"where", [PCC_Differentiable, Pure, PCC_Pointwise, Infe
 // Contractions and convolutions
 //===----------------------------------------------------------------------===//
 
-def PCC_MatMulOp : PCC_Op<"matmul", [PCC_Differentiable, PCC_HasFactorRule, Pure, InferTypeOpAdaptor,
+def PCC_MatMulOp : PCC_Op<"matmul", [PCC_Differentiable, PCC_HasFactorRule, Pure, InferTypeOpAdaptorWithIsCompatible,
     DeclareOpInterfaceMethods<PCC_ContractionOpInterface>]> {
   let summary = "Batched matrix product with numpy semantics";
   let description = [{
@@ -276,7 +276,7 @@ def PCC_MatMulOp : PCC_Op<"matmul", [PCC_Differentiable, PCC_HasFactorRule, Pure
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
 }
 
-def PCC_GemmOp : PCC_Op<"gemm", [PCC_Differentiable, PCC_HasFactorRule, Pure, InferTypeOpAdaptor,
+def PCC_GemmOp : PCC_Op<"gemm", [PCC_Differentiable, PCC_HasFactorRule, Pure, InferTypeOpAdaptorWithIsCompatible,
     DeclareOpInterfaceMethods<PCC_ContractionOpInterface>]> {
   let summary = "General matrix multiply: alpha op(A) op(B) + beta C";
   let description = [{

@@ -237,6 +237,36 @@ LogicalResult WhereOp::inferReturnTypes(MLIRContext *,
 // Contractions and convolutions
 //===----------------------------------------------------------------------===//
 
+/// A product of 16-bit operands may also be f32: its accumulator
+/// unrounded, where a GPU rank's program widens it at once
+/// (WidenKernels.cpp).
+static bool productTypesCompatible(TypeRange l, TypeRange r) {
+  if (l.size() != r.size())
+    return false;
+  for (auto [a, b] : llvm::zip(l, r)) {
+    if (a == b)
+      continue;
+    auto x = dyn_cast<RankedTensorType>(a), y = dyn_cast<RankedTensorType>(b);
+    if (!x || !y || x.getShape() != y.getShape())
+      return false;
+    Type ex = x.getElementType(), ey = y.getElementType();
+    auto narrowAndF32 = [](Type n, Type w) {
+      return (n.isF16() || n.isBF16()) && w.isF32();
+    };
+    if (!narrowAndF32(ex, ey) && !narrowAndF32(ey, ex))
+      return false;
+  }
+  return true;
+}
+
+bool MatMulOp::isCompatibleReturnTypes(TypeRange l, TypeRange r) {
+  return productTypesCompatible(l, r);
+}
+
+bool GemmOp::isCompatibleReturnTypes(TypeRange l, TypeRange r) {
+  return productTypesCompatible(l, r);
+}
+
 LogicalResult MatMulOp::inferReturnTypes(MLIRContext *,
                                          std::optional<Location> loc,
                                          Adaptor adaptor, Types &types) {
