@@ -95,12 +95,15 @@ void attentionF32(const float *q, const float *k, const float *v, float *out,
 
 /// attentionF32 for fp16/bf16 (T = Half or BFloat16) q, k, v and output on
 /// tensor cores, scores and softmax statistics in f32: d = dv = 64 or 128,
-/// no ring; an additive mask stays f32 (16-bit ones are widened). Only the CUDA runtime has it
-/// (AttentionTensorCores.cu); elsewhere 16-bit attention is widened.
+/// no ring; an additive mask stays f32 (16-bit ones are widened). Only the CUDA
+/// runtime has it (AttentionTensorCores.cu); elsewhere 16-bit attention is
+/// widened. With `heads` > 0, q, k, v and out are [batch / heads, s, heads, d]
+/// (the sequence before the heads, as projections leave them): problem b
+/// is head b % heads of sequence b / heads, read and written in place.
 template <typename T>
 void attention16(const T *q, const T *k, const T *v, T *out, int64_t batch,
                  int64_t sq, int64_t sk, int64_t d, float scale, bool divide,
-                 const AttentionMasks &masks);
+                 const AttentionMasks &masks, int64_t heads = 0);
 
 /// One device's part of a SUMMA product on a q x q grid (GridKernels.cpp):
 /// x [m, k] is its block of the rows and of the contraction, w [k, n] (or

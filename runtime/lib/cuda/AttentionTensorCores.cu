@@ -112,18 +112,20 @@ __device__ inline void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0,
 /// past `valid`): cp.async 16 bytes a thread where the source is aligned,
 /// plain loads otherwise. The caller commits and waits.
 template <typename N, int D, int Pitch>
-__device__ void loadRows(N (*dst)[Pitch], const N *src, int rows,
+__device__ void loadRows(N (*dst)[Pitch], const N *src, int64_t pitch, int rows,
                          int64_t valid, bool aligned) {
   if (aligned && valid >= rows && rows == kKeys) {
     // A whole tile: each thread copies the same column of every R-th row.
+    // Addresses once, then constant offsets (immediates of the copies).
     constexpr int V = D / 8, R = 32 * kWarps / V;
     int r = threadIdx.x / V, c = threadIdx.x % V;
+    unsigned to = sharedAddress(&dst[r][8 * c]);
+    const N *from = src + r * pitch + 8 * c;
 #pragma unroll
     for (int k = 0; k < kKeys / R; ++k)
-      asm volatile(
-          "cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(
-              sharedAddress(reinterpret_cast<uint4 *>(dst[r + k * R]) + c)),
-          "l"(reinterpret_cast<const uint4 *>(src + (r + k * R) * D) + c));
+      asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(
+                       to + k * R * Pitch * int(sizeof(N))),
+                   "l"(from + k * R * pitch));
     return;
   }
   if (aligned) {
@@ -134,7 +136,7 @@ __device__ void loadRows(N (*dst)[Pitch], const N *src, int rows,
       if (r < valid)
         asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(
                          sharedAddress(to)),
-                     "l"(reinterpret_cast<const uint4 *>(src + r * D) + c));
+                     "l"(reinterpret_cast<const uint4 *>(src + r * pitch) + c));
       else
         *to = make_uint4(0, 0, 0, 0);
     }
@@ -142,7 +144,7 @@ __device__ void loadRows(N (*dst)[Pitch], const N *src, int rows,
   }
   for (int e = threadIdx.x; e < rows * D; e += 32 * kWarps) {
     int r = e / D, c = e % D;
-    dst[r][c] = r < valid ? src[r * D + c] : N();
+    dst[r][c] = r < valid ? src[r * pitch + c] : N();
   }
 }
 
@@ -170,7 +172,8 @@ __global__ void __launch_bounds__(32 * kWarps, D == 64 ? 3 : 2)
                 const typename Native<T>::type *k,
                 const typename Native<T>::type *v,
                 typename Native<T>::type *out, int sq, int sk, float scale,
-                bool divide, bool aligned, int outAlign, DeviceMasks m) {
+                bool divide, bool aligned, int outAlign, int heads,
+                DeviceMasks m) {
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
   using N = typename Native<T>::type;
   using Sh = Tiles<N, D>;
@@ -181,10 +184,19 @@ __global__ void __launch_bounds__(32 * kWarps, D == 64 ? 3 : 2)
   int64_t b = blockIdx.x;
   int i0 = int(gridDim.y - 1 - blockIdx.y) * kRows;
   int from = int(m.hideFrom); // clamped by the host
-  const N *kb = k + b * sk * D, *vb = v + b * sk * D;
+  // Problem b's rows: [b, s, :] of [batch, s, D] tensors, or with `heads`,
+  // [b / heads, s, b % heads, :] of [batch / heads, s, heads, D] ones (the
+  // heads read and written in place).
+  int64_t pitch = heads ? int64_t(heads) * D : D;
+  auto rows = [&](auto *x, int64_t len) {
+    return heads ? x + (b / heads) * len * pitch + (b % heads) * D
+                 : x + b * len * D;
+  };
+  const N *qb = rows(q, sq), *kb = rows(k, sk), *vb = rows(v, sk);
+  N *ob = rows(out, sq);
 
   // This warp's query rows, as A operands of each 16-feature chunk.
-  loadRows<N, D, L>(t.k, q + (b * sq + i0) * D, kRows, sq - i0, aligned);
+  loadRows<N, D, L>(t.k, qb + i0 * pitch, pitch, kRows, sq - i0, aligned);
   commitLoads();
   waitLoads<0>();
   __syncthreads();
@@ -300,11 +312,13 @@ __global__ void __launch_bounds__(32 * kWarps, D == 64 ? 3 : 2)
     return j0;
   };
   auto loadKeys = [&](int j0) {
-    loadRows<N, D, L>(t.k, kb + j0 * D, kKeys, tileKeys(j0), aligned);
+    loadRows<N, D, L>(t.k, kb + j0 * pitch, pitch, kKeys, tileKeys(j0),
+                      aligned);
     commitLoads();
   };
   auto loadValues = [&](int j0) {
-    loadRows<N, D, L>(t.v, vb + j0 * D, kKeys, tileKeys(j0), aligned);
+    loadRows<N, D, L>(t.v, vb + j0 * pitch, pitch, kKeys, tileKeys(j0),
+                      aligned);
     commitLoads();
   };
 
@@ -436,10 +450,12 @@ __global__ void __launch_bounds__(32 * kWarps, D == 64 ? 3 : 2)
     j0 = next;
     hide = nextHide;
   }
+  float inv[2]; // one division a row
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     sum[h] += __shfl_xor_sync(0xffffffffu, sum[h], 1);
     sum[h] += __shfl_xor_sync(0xffffffffu, sum[h], 2);
+    inv[h] = 1.0f / sum[h];
   }
   if (outAlign == 16) {
     // Through this warp's 16 rows of the key tile (free: the loop's last
@@ -451,14 +467,14 @@ __global__ void __launch_bounds__(32 * kWarps, D == 64 ? 3 : 2)
       for (int n = 0; n < D / 8; ++n)
         *reinterpret_cast<uint32_t *>(
             &stage[quadRow + 8 * h][8 * n + quadCol]) =
-            Native<T>::pack(o[n][2 * h] / sum[h], o[n][2 * h + 1] / sum[h]);
+            Native<T>::pack(o[n][2 * h] * inv[h], o[n][2 * h + 1] * inv[h]);
     __syncwarp();
     constexpr int V = D / 8;
 #pragma unroll
     for (int e = lane; e < 16 * V; e += 32) {
       int r = e / V, c = e % V, at = i0 + warp * 16 + r;
       if (at < sq)
-        reinterpret_cast<uint4 *>(out + (b * sq + at) * D)[c] =
+        reinterpret_cast<uint4 *>(ob + at * pitch)[c] =
             reinterpret_cast<const uint4 *>(stage[r])[c];
     }
     return;
@@ -467,10 +483,10 @@ __global__ void __launch_bounds__(32 * kWarps, D == 64 ? 3 : 2)
   for (int h = 0; h < 2; ++h) {
     if (row[h] >= sq)
       continue;
-    N *to = out + (b * sq + row[h]) * D;
+    N *to = ob + row[h] * pitch;
 #pragma unroll
     for (int n = 0; n < D / 8; ++n) {
-      float lo = o[n][2 * h] / sum[h], hi = o[n][2 * h + 1] / sum[h];
+      float lo = o[n][2 * h] * inv[h], hi = o[n][2 * h + 1] * inv[h];
       if (outAlign == 4) { // both columns in one 4-byte store
         *reinterpret_cast<uint32_t *>(to + 8 * n + quadCol) =
             Native<T>::pack(lo, hi);
@@ -488,7 +504,7 @@ __global__ void __launch_bounds__(32 * kWarps, D == 64 ? 3 : 2)
 template <typename T, int D>
 void launch(const T *q, const T *k, const T *v, T *out, int64_t batch,
             int64_t sq, int64_t sk, float scale, bool divide,
-            const DeviceMasks &m) {
+            const DeviceMasks &m, int64_t heads) {
   using N = typename Native<T>::type;
   auto at16 = [](const void *p) {
     return reinterpret_cast<uintptr_t>(p) % 16 == 0;
@@ -498,7 +514,8 @@ void launch(const T *q, const T *k, const T *v, T *out, int64_t batch,
                  : reinterpret_cast<uintptr_t>(out) % 4 == 0 ? 4
                                                              : 2;
   int64_t rowTiles = (sq + kRows - 1) / kRows;
-  if (rowTiles > 65535 || batch > INT32_MAX || sk > INT32_MAX / 2)
+  if (rowTiles > 65535 || batch > INT32_MAX || sk > INT32_MAX / 2 ||
+      heads > INT32_MAX / 128)
     fail("attention16", "too many query rows, keys or heads for one launch");
   // The kernel's index arithmetic is 32-bit: a band's offset beyond every
   // row-column difference means the same clamped.
@@ -509,7 +526,7 @@ void launch(const T *q, const T *k, const T *v, T *out, int64_t batch,
   attendTiles<T, D><<<grid, 32 * kWarps, 0, stream()>>>(
       reinterpret_cast<const N *>(q), reinterpret_cast<const N *>(k),
       reinterpret_cast<const N *>(v), reinterpret_cast<N *>(out), int(sq),
-      int(sk), scale, divide, aligned, outAlign, clamped);
+      int(sk), scale, divide, aligned, outAlign, int(heads), clamped);
   PCC_LAUNCHED();
 }
 
@@ -518,7 +535,7 @@ void launch(const T *q, const T *k, const T *v, T *out, int64_t batch,
 template <typename T>
 void attention16(const T *q, const T *k, const T *v, T *out, int64_t batch,
                  int64_t sq, int64_t sk, int64_t d, float scale, bool divide,
-                 const AttentionMasks &masks) {
+                 const AttentionMasks &masks, int64_t heads) {
   if (batch == 0 || sq == 0)
     return;
   static int major = -1;
@@ -533,16 +550,16 @@ void attention16(const T *q, const T *k, const T *v, T *out, int64_t batch,
                         "compute capability 8.0 or newer");
   DeviceMasks m = toDevice(masks, batch);
   if (d == 64)
-    return launch<T, 64>(q, k, v, out, batch, sq, sk, scale, divide, m);
+    return launch<T, 64>(q, k, v, out, batch, sq, sk, scale, divide, m, heads);
   if (d == 128)
-    return launch<T, 128>(q, k, v, out, batch, sq, sk, scale, divide, m);
+    return launch<T, 128>(q, k, v, out, batch, sq, sk, scale, divide, m, heads);
   fail("attention16", "head dimension must be 64 or 128");
 }
 
 #define INSTANTIATE(T)                                                         \
   template void attention16<T>(const T *, const T *, const T *, T *, int64_t,  \
                                int64_t, int64_t, int64_t, float, bool,         \
-                               const AttentionMasks &);
+                               const AttentionMasks &, int64_t);
 INSTANTIATE(Half)
 INSTANTIATE(BFloat16)
 #undef INSTANTIATE

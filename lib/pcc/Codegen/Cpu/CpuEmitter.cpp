@@ -392,6 +392,8 @@ FailureOr<EmittedModel> emitSource(ModuleOp module, const EmitOptions &options,
   if (failed(raiseCausalMasks(fn)))
     return failure();
   cpu::widenSixteenBitKernels(fn, kind == cpu::SourceKind::Cuda);
+  if (kind == cpu::SourceKind::Cuda)
+    cpu::foldHeadTransposes(fn);
   cpu::Emitter emitter(fn, mesh, options, kind);
   return emitter.run();
 }

@@ -45,6 +45,10 @@ void widenSixteenBitKernels(mlir::func::FuncOp fn, bool sixteenBitGemms);
 bool hasTensorCoreAttention(AttentionOp op);
 /// Scratch of the blocked attention kernel (EmitAttention.cpp).
 int64_t attentionScratchBytes(AttentionOp op);
+/// GPU ranks: tensor-core attentions between the head split and merge
+/// transposes of [B, S, H, D] tensors read and write them in place
+/// (`seq_first`), and the transposes go (FoldHeadTransposes.cpp).
+void foldHeadTransposes(mlir::func::FuncOp fn);
 
 /// What the emitter writes: C++ for CPU ranks, or CUDA C++ for GPU ranks
 /// (the same program over the same runtime API on device pointers, with

@@ -61,11 +61,21 @@ LogicalResult Emitter::emitAttention(AttentionOp op) {
                      hasTensorCoreAttention(op);
   if (!tensorCores && failed(requireF32(op, op.getQuery())))
     return failure();
+  if (!tensorCores && op.getSeqFirst())
+    return op->emitError("seq_first attention needs the tensor-core kernel");
   ArrayRef<int64_t> q = typeOf(op.getQuery()).getShape(),
                     k = typeOf(op.getKey()).getShape();
   ArrayRef<int64_t> batchDims = q.drop_back(2);
   int64_t batch = numElements(batchDims);
   int64_t sq = q[q.size() - 2], sk = k[k.size() - 2];
+  // [B, S, H, D]: B x H problems of S rows, read in place.
+  int64_t heads = 0;
+  if (op.getSeqFirst()) {
+    heads = q[2];
+    batch = q[0] * heads;
+    sq = q[1];
+    sk = k[1];
+  }
   int64_t d = q.back(), dv = typeOf(op.getValue()).getShape().back();
   if (batch * sq * dv == 0)
     return success();
@@ -98,7 +108,8 @@ LogicalResult Emitter::emitAttention(AttentionOp op) {
        << ptr(op.getKey()) << ", " << ptr(op.getValue()) << ", " << out(op)
        << ", " << batch << ", " << sq << ", " << sk << ", " << d << ", "
        << floatLiteral(op.getScale().convertToDouble(), f32) << ", "
-       << (op.getDivide() ? "true" : "false") << ", " << masks << ");\n";
+       << (op.getDivide() ? "true" : "false") << ", " << masks << ", " << heads
+       << ");\n";
     return success();
   }
   int ring = -1;

@@ -381,6 +381,11 @@ def PCC_AttentionOp : PCC_Op<"attention", [PCC_Differentiable, PCC_HasFactorRule
     row `i` where `j - i >= hide_from` (a causal mask is `hide_from = 1`),
     so kernels compute the mask from indices and skip the tiles it hides.
 
+    `seq_first` (set on a GPU rank's program before code generation, where
+    the tensor-core kernel reads heads in place): Q, K, V and the result
+    are `[B, S, H, D]`, the sequence before the heads, as the projections
+    leave them, instead of `[B, H, S, D]`; no mask operands.
+
     Example: `%o = pcc.attention %q, %k, %v hide %h {scale = 0.125 : f64, fill = 0xFFF0000000000000 : f64} : (tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<16x16xi1>) -> tensor<2x4x16x8xf32>`
   }];
   let arguments = (ins PCC_FloatTensor:$query, PCC_FloatTensor:$key,
@@ -391,7 +396,8 @@ def PCC_AttentionOp : PCC_Op<"attention", [PCC_Differentiable, PCC_HasFactorRule
                        UnitAttr:$divide,
                        DefaultValuedAttr<F64Attr, "0.0">:$fill,
                        OptionalAttr<DenseI64ArrayAttr>:$ring_axes,
-                       OptionalAttr<I64Attr>:$hide_from);
+                       OptionalAttr<I64Attr>:$hide_from,
+                       UnitAttr:$seq_first);
   let results = (outs PCC_FloatTensor:$result);
   let assemblyFormat = [{
     $query `,` $key `,` $value (`mask` $mask^)? (`hide` $hide^)? attr-dict

@@ -59,9 +59,11 @@ GemmShape AttentionOp::gemmShapeFor(ArrayRef<SmallVector<int64_t>> in,
   // per score, left out as for a GEMM's epilogue.
   ArrayRef<int64_t> q = in[0], k = in[1], v = in[2];
   GemmShape s;
-  s.m = q[q.size() - 2];
-  s.n = k[k.size() - 2];
+  // seq_first: [B, S, H, D], the sequence before the heads.
+  size_t seq = getSeqFirst() ? 1 : q.size() - 2;
+  s.m = q[seq];
+  s.n = k[seq];
   s.k = q.back() + v.back();
-  s.batch = numElements(q.drop_back(2));
+  s.batch = numElements(q.drop_back(1)) / s.m;
   return s;
 }

@@ -382,9 +382,9 @@ LogicalResult GemmOp::buildGradients(GradientBuilder &g, ArrayRef<Value> dy,
 LogicalResult AttentionOp::buildGradients(GradientBuilder &g,
                                           ArrayRef<Value> dy, Grads &dx) {
   // Masks by index exist only on per-device programs, built after the step.
-  if (getHideFrom())
-    return emitOpError("hide_from is not differentiable; differentiate "
-                       "before pcc-raise-causal-masks");
+  if (getHideFrom() || getSeqFirst())
+    return emitOpError("hide_from and seq_first are not differentiable; "
+                       "differentiate before code generation's rewrites");
   // The forward's chain, rebuilt (scores are materialized here; the forward
   // kernel never holds them).
   Value q = getQuery(), k = getKey(), v = getValue(), d = dy[0];

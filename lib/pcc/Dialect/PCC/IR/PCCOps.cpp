@@ -88,6 +88,15 @@ LogicalResult AttentionOp::verify() {
                     v = getValue().getType().getShape();
   if (k.size() != q.size() || v.size() != q.size())
     return emitOpError("query, key and value must have the same rank");
+  if (getSeqFirst()) {
+    // [B, S, H, D]: batch and heads equal, K and V of one length.
+    if (q.size() != 4 || getMask() || getHide() || getRingAxes() ||
+        q[0] != k[0] || q[0] != v[0] || q[2] != k[2] || q[2] != v[2] ||
+        q[3] != k[3] || k[1] != v[1])
+      return emitOpError("seq_first needs [B, S, H, D] query, key and value "
+                         "of one batch and head count, and no mask operands");
+    return success();
+  }
   if (q.drop_back(2) != k.drop_back(2) || q.drop_back(2) != v.drop_back(2))
     return emitOpError("query, key and value leading dimensions differ");
   if (q.back() != k.back())
