@@ -15,7 +15,7 @@
 #include "pcc/Dialect/PCC/IR/TensorUtils.h"
 #include "pcc/Dialect/PCC/Transforms/Passes.h"
 
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 namespace pcc {
 #define GEN_PASS_DEF_RAISECAUSALMASKS
@@ -204,32 +204,41 @@ std::optional<Band> bandOf(Value v, int depth = 0) {
   return std::nullopt;
 }
 
-struct RaiseCausalMask : OpRewritePattern<AttentionOp> {
-  using OpRewritePattern::OpRewritePattern;
+/// Replaces `op`'s hide operand by hide_from where it is a band; whether
+/// it did.
+bool raiseCausalMask(AttentionOp op) {
+  Value hide = op.getHide();
+  if (!hide || op.getRingAxes())
+    return false;
+  ArrayRef<int64_t> q = shapeOf(op.getQuery()), k = shapeOf(op.getKey()),
+                    h = shapeOf(hide);
+  // The band is over the mask's own last two dimensions: they must be the
+  // scores' rows and key columns, not broadcast.
+  if (h.size() < 2 || h[h.size() - 2] != q[q.size() - 2] ||
+      h.back() != k[k.size() - 2])
+    return false;
+  auto band = bandOf(hide);
+  if (!band || (!band->upper && !band->isNowhere()) || band->isEverywhere())
+    return false;
+  op.getHideMutable().clear();
+  if (!band->isNowhere())
+    op.setHideFromAttr(
+        IntegerAttr::get(IntegerType::get(op.getContext(), 64), band->k));
+  return true;
+}
 
-  LogicalResult matchAndRewrite(AttentionOp op,
-                                PatternRewriter &rewriter) const override {
-    Value hide = op.getHide();
-    if (!hide || op.getRingAxes())
-      return failure();
-    ArrayRef<int64_t> q = shapeOf(op.getQuery()), k = shapeOf(op.getKey()),
-                      h = shapeOf(hide);
-    // The band is over the mask's own last two dimensions: they must be
-    // the scores' rows and key columns, not broadcast.
-    if (h.size() < 2 || h[h.size() - 2] != q[q.size() - 2] ||
-        h.back() != k[k.size() - 2])
-      return failure();
-    auto band = bandOf(hide);
-    if (!band || (!band->upper && !band->isNowhere()) || band->isEverywhere())
-      return failure();
-    rewriter.modifyOpInPlace(op, [&] {
-      op.getHideMutable().clear();
-      if (!band->isNowhere())
-        op.setHideFromAttr(rewriter.getI64IntegerAttr(band->k));
-    });
-    return success();
+/// Erases `op` and the ops feeding only it, while they are trivially dead.
+void eraseDeadChain(Operation *op) {
+  SmallVector<Operation *> work{op};
+  while (!work.empty()) {
+    Operation *o = work.pop_back_val();
+    if (!o || !isOpTriviallyDead(o))
+      continue;
+    for (Value v : o->getOperands())
+      work.push_back(v.getDefiningOp());
+    o->erase();
   }
-};
+}
 
 struct RaiseCausalMasksPass : impl::RaiseCausalMasksBase<RaiseCausalMasksPass> {
   void runOnOperation() override {
@@ -240,10 +249,17 @@ struct RaiseCausalMasksPass : impl::RaiseCausalMasksBase<RaiseCausalMasksPass> {
 
 } // namespace
 
+// A walk, not the greedy driver: that would also fold and hoist constants,
+// moving them out of the pipeline stage that uses them.
 LogicalResult raiseCausalMasks(func::FuncOp fn) {
-  RewritePatternSet patterns(fn.getContext());
-  patterns.add<RaiseCausalMask>(fn.getContext());
-  return applyPatternsGreedily(fn, std::move(patterns));
+  SmallVector<AttentionOp> attentions;
+  fn.walk([&](AttentionOp op) { attentions.push_back(op); });
+  for (AttentionOp op : attentions) {
+    Operation *mask = op.getHide() ? op.getHide().getDefiningOp() : nullptr;
+    if (raiseCausalMask(op) && mask)
+      eraseDeadChain(mask);
+  }
+  return success();
 }
 
 } // namespace pcc
