@@ -2,8 +2,9 @@
 //
 // Contiguous rows (layer norm; softmax over the last axis) take one warp
 // each: coalesced loads, statistics combined by warp shuffles, in double
-// for f32 layer norm as on the CPU, in f32 for 16-bit rows (layerNorm16). Softmax over an inner axis (rare: the last
-// axis is the one models use) keeps one thread per (outer, inner) line.
+// for f32 layer norm as on the CPU, in f32 for 16-bit rows (layerNorm16).
+// Softmax over an inner axis (rare: the last axis is the one models use)
+// keeps one thread per (outer, inner) line.
 //
 //===----------------------------------------------------------------------===//
 
