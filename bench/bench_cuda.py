@@ -6,13 +6,15 @@ pcc:
 
   bench_cuda.py build PCC OUT   exports the models below (torch 1.13 here),
                                 compiles each with `pcc --target cuda` in
-                                fp32 and bf16, and packs OUT for travel
+                                fp32, tf32 and bf16, and packs OUT for
+                                travel
   bench_cuda.py run OUT [--iters N] [--repeats R]
                                 on the GPU machine (python3 with torch):
                                 runs each executable with --outputs and
                                 --bench N, the same nn.Module in PyTorch eager
                                 (CUDA events, same precision: fp32 without
-                                TF32, or the module cast to bfloat16), checks
+                                TF32, fp32 with TF32 GEMMs, or the module
+                                cast to bfloat16), checks
                                 pcc's output against PyTorch's fp32 output and
                                 prints one table row per case; R alternating
                                 repeats, median of the medians
@@ -113,7 +115,7 @@ def build(pcc, out):
         with open(onnx_path, "wb") as f:
             f.write(buf.getvalue())
         del buf
-        for precision in ("fp32", "bf16"):
+        for precision in ("fp32", "tf32", "bf16"):
             case = f"{name}-{precision}"
             d = os.path.join(out, case)
             subprocess.run([pcc, onnx_path, "--target", "cuda", "--quiet",
@@ -229,6 +231,8 @@ def run(out, iters, repeats):
             got = numpy_helper.to_array(t).astype(np.float32)
             scale = float(np.abs(ref).max()) or 1.0
             err = f"{float(np.abs(got - ref).max()) / scale:.2e}"
+        # The peer computes as the case does: tf32 GEMMs for tf32.
+        torch.backends.cuda.matmul.allow_tf32 = c["precision"] == "tf32"
         if c["precision"] == "bf16":
             model = model.to(torch.bfloat16)
             x = [t.to(torch.bfloat16) if t.is_floating_point() else t

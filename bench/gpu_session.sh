@@ -6,7 +6,8 @@
 #                                   them (DIR/pack.tar.xz) with the ONNX and
 #                                   protobuf libraries the programs need
 #   bench/gpu_session.sh run DIR    on the GPU machine, from the repository
-#                                   root: --check every case, compute-sanitizer
+#                                   root: pcc-gpu-probe (the GPU's cluster
+#                                   spec), --check every case, compute-sanitizer
 #                                   on the tensor-core attention, bench_cuda
 #                                   against PyTorch, per-kernel times of
 #                                   GPT-2 bf16 and every ncu section of one
@@ -27,10 +28,11 @@ if [ "$cmd" = pack ]; then
   /usr/bin/python3 "$root/test/e2e/gpu_check.py" "$dir/check" --build-only
   /usr/bin/python3 "$root/bench/bench_cuda.py" build "$root/build/bin/pcc" \
     "$dir/bench"
-  mkdir -p "$dir/lib"
+  mkdir -p "$dir/lib" "$dir/probe"
   cp /lib/x86_64-linux-gnu/libonnx_proto.so.1 \
      /lib/x86_64-linux-gnu/libprotobuf.so.32 "$dir/lib/"
-  (cd "$dir" && tar c check bench | xz -T2 -3 > pack.tar.xz)
+  cp "$root/build/bin/pcc-gpu-probe" "$dir/probe/"
+  (cd "$dir" && tar c check bench probe | xz -T2 -3 > pack.tar.xz)
   ls -la "$dir/pack.tar.xz"
   exit 0
 fi
@@ -44,6 +46,10 @@ nvidia-smi -L | tee "$out/smi.txt"
 start=$(date +%s)
 since() { echo "$1 at $(( $(date +%s) - start )) s"; }
 tar xJf pack.tar.xz
+# The GPU as a cluster spec's measurements (`pcc calibrate --target cuda
+# --probe-output probe.json` turns the line into the spec, back here).
+timeout 60 probe/pcc-gpu-probe > "$out/probe.json" 2> "$out/probe.err"
+since "probe done"
 timeout 180 python3 "$root/test/e2e/gpu_check.py" check --run-only \
   --mpirun "bash $root/test/e2e/mpirun.sh" 2>&1 | tee "$out/check.txt" | tail -3
 since "check done"

@@ -33,6 +33,7 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Format.h"
@@ -208,6 +209,17 @@ cl::opt<int> calibrateRanks("ranks",
                             cl::desc("MPI ranks to measure collectives with"),
                             cl::init(2), cl::sub(calibrateCmd),
                             cl::cat(pccCategory));
+cl::opt<std::string> calibrateTarget(
+    "target",
+    cl::desc("cpu: this machine's cores, BLAS and MPI (the 'host' spec); "
+             "cuda: GPU 0, through pcc-gpu-probe (a one-GPU spec)"),
+    cl::value_desc("t"), cl::init("cpu"), cl::sub(calibrateCmd),
+    cl::cat(pccCategory));
+cl::opt<std::string> probeOutput(
+    "probe-output",
+    cl::desc("With --target cuda: read the line pcc-gpu-probe printed on a "
+             "GPU machine from this file instead of running the probe here"),
+    cl::value_desc("file"), cl::sub(calibrateCmd), cl::cat(pccCategory));
 
 cl::opt<std::string> cxxFlags(
     "cxx-flags",
@@ -520,20 +532,38 @@ int writeText(mlir::ModuleOp module) {
   return 0;
 }
 
+/// The GPU spec, measured here or read from a probe's saved output.
+Expected<pcc::ClusterSpec> calibrateGpu(StringRef probe) {
+  if (probeOutput.empty())
+    return pcc::calibrateGpu(probe.str(), errs());
+  auto text = MemoryBuffer::getFile(probeOutput);
+  if (!text)
+    return createStringError(text.getError(), "cannot read '" + probeOutput +
+                                                  "': " +
+                                                  text.getError().message());
+  return pcc::gpuSpecFromProbe((*text)->getBuffer());
+}
+
 int runCalibrate() {
+  if (calibrateTarget != "cpu" && calibrateTarget != "cuda")
+    return fail("--target must be cpu or cuda, got '" + calibrateTarget + "'");
+  bool gpu = calibrateTarget == "cuda";
+  if (!gpu && !probeOutput.empty())
+    return fail("--probe-output goes with --target cuda");
   pcc::CalibrateOptions o;
   o.ranks = calibrateRanks;
   if (o.ranks < 2)
     return fail("--ranks must be at least 2, got " + Twine(int(calibrateRanks)));
   SmallString<256> probe(sys::path::parent_path(
       sys::fs::getMainExecutable(nullptr, (void *)&fail)));
-  sys::path::append(probe, "pcc-mpi-probe");
+  sys::path::append(probe, gpu ? "pcc-gpu-probe" : "pcc-mpi-probe");
   o.probe = std::string(probe);
-  auto spec = pcc::calibrateHost(o, errs());
+  auto spec = gpu ? calibrateGpu(probe) : pcc::calibrateHost(o, errs());
   if (!spec)
     return fail(toString(spec.takeError()));
-  std::string path =
-      outputPath.empty() ? pcc::hostClusterPath() : outputPath.getValue();
+  std::string path = !outputPath.empty() ? outputPath.getValue()
+                     : gpu               ? pcc::gpuClusterPath()
+                                         : pcc::hostClusterPath();
   if (auto ec = sys::fs::create_directories(sys::path::parent_path(path)))
     if (!sys::path::parent_path(path).empty())
       return fail("cannot create the directory of '" + path +

@@ -24,6 +24,15 @@ struct CalibrateOptions {
 llvm::Expected<ClusterSpec> calibrateHost(const CalibrateOptions &options,
                                           llvm::raw_ostream &log);
 
+/// One GPU as a one-device spec, from what pcc-gpu-probe prints (one JSON
+/// line, schema pcc-gpu-probe/1): measured GEMM rates by dtype and their
+/// thin-GEMM fractions, copy bandwidth, time per kernel launch, and the
+/// host copy path as its only link (CalibrateGpu.cpp).
+llvm::Expected<ClusterSpec> gpuSpecFromProbe(llvm::StringRef probeOutput);
+/// Runs the probe executable `probe` on GPU 0 and reads its line.
+llvm::Expected<ClusterSpec> calibrateGpu(const std::string &probe,
+                                         llvm::raw_ostream &log);
+
 } // namespace pcc
 
 #endif // PCC_CALIBRATE_CALIBRATE_H

@@ -37,7 +37,8 @@ std::optional<int64_t> stageOf(mlir::Operation *op);
 mlir::LogicalResult assignStages(mlir::func::FuncOp fn, int64_t stages);
 
 /// Gives the ops the partitioner added (without a stage) the stage of the
-/// next staged op, the one they feed.
+/// next staged op, the one they feed, or an earlier one: the first stage
+/// that reads a weight the added op reads.
 void stageAddedOps(mlir::func::FuncOp fn, int64_t stages);
 
 void setStage(mlir::Operation *op, int64_t stage);

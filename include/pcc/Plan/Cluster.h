@@ -4,7 +4,7 @@
 // FLOP/s by dtype, memory and its bandwidth, and the two link levels (inside a
 // node, between nodes) as bandwidth per device and latency. Specs are JSON
 // (docs/planner.md has the schema); dgx-a100, dgx-h100 and h200 are built in,
-// `host` is written by `pcc calibrate`.
+// `host` is written by `pcc calibrate`, `gpu` by `pcc calibrate --target cuda`.
 //
 //===----------------------------------------------------------------------===//
 
@@ -70,6 +70,9 @@ llvm::ArrayRef<llvm::StringRef> clusterPresetNames();
 /// Where `pcc calibrate` writes the `host` spec and `--cluster host` reads
 /// it: $PCC_HOST_CLUSTER, else $HOME/.config/pcc/host.json.
 std::string hostClusterPath();
+/// Where `pcc calibrate --target cuda` writes the `gpu` spec and `--cluster
+/// gpu` reads it: $PCC_GPU_CLUSTER, else $HOME/.config/pcc/gpu.json.
+std::string gpuClusterPath();
 
 /// A preset by name, `host`, or a JSON file path.
 llvm::Expected<ClusterSpec> loadCluster(llvm::StringRef nameOrPath);

@@ -45,9 +45,9 @@ public:
   /// Time of one kernel doing `flops` arithmetic and moving `bytes`; a
   /// `fused` op runs inside its consumer's loop (no launch of its own). A
   /// GEMM whose smallest dimension is `gemmMinDim` runs at the spec's
-  /// efficiency for that shape.
+  /// efficiency for that shape. `launches` kernels pay the launch overhead.
   double kernelTime(double flops, double bytes, bool fused = false,
-                    double gemmMinDim = 0) const;
+                    double gemmMinDim = 0, int launches = 1) const;
   /// Fraction of the GEMM rate a GEMM with smallest dimension `dim` gets.
   double gemmShapeEfficiency(double dim) const;
   /// Time of one collective over `n` devices on a buffer of `bytes` (the

@@ -1,7 +1,10 @@
 //===- PlanGraph.h - the model as the planner sees it -----------*- C++ -*-===//
 //
 // The planner works on the imported function's compute ops in program order
-// (weights and constants are not nodes; they are what nodes read). Models
+// (weights and constants are not nodes; they are what nodes read), except
+// that ops computed from weights and constants alone which several ops read
+// (a causal mask the exporter built inside the first layer) come first, as
+// inputs of every layer. Models
 // built from a repeated block (transformer layers) are recognised: nodes
 // [begin, begin + period * count) are `count` copies of one block, each
 // reading the previous copy's outputs where the first reads the prefix. The
@@ -30,8 +33,10 @@ struct PlanNode {
   /// For each operand: index of the producing node, or -1 when it is a
   /// function argument, weight or constant.
   llvm::SmallVector<int, 4> producers;
-  /// Forward FLOPs and bytes moved, on global shapes.
+  /// Forward FLOPs and bytes moved, on global shapes, and the kernels that
+  /// take.
   double flops = 0, bytes = 0;
+  int launches = 1;
   /// Elements of the weights this node reads first (a weight shared by
   /// several nodes counts once).
   double params = 0;
@@ -46,6 +51,12 @@ struct PlanNode {
   /// A contraction with a weight (linear layer) or between two activations
   /// (attention scores and context).
   bool linear = false, activationMatmul = false;
+  /// Computed from weights and constants alone (a mask, a transposed
+  /// weight): the compiled program runs it in the pipeline stage of its
+  /// first reader (pcc-apply-plan), wherever it sits in the node order.
+  bool derived = false;
+  /// A reshape: a view of its operand, no kernel launched and nothing moved.
+  bool view = false;
 };
 
 /// Nodes [begin, begin + period * count) are `count` copies of one block.
@@ -85,6 +96,9 @@ struct OpWork {
   /// For a matrix product, its smallest dimension (M, N or K of one GEMM);
   /// 0 otherwise. Thin GEMMs run below peak (ClusterSpec::gemmShape).
   double gemmMinDim = 0;
+  /// Kernels the back ends launch for the op (a GEMM with a broadcast bias
+  /// copies the bias into its output first).
+  int launches = 1;
 };
 /// With `fusion`, bytes that stay in registers inside a fused chain are not
 /// counted.

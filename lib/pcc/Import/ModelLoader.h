@@ -62,10 +62,27 @@ mlir::RankedTensorType tensorType(const onnx::TensorProto &tensor,
 /// Whether a tensor's bytes are small enough to inline as pcc.constant.
 bool shouldInline(const onnx::TensorProto &tensor, int64_t floatLimit = 1);
 
-/// For a bool or integer tensor whose bytes are in the model (raw_data)
-/// and whose elements are all equal: that element as a one-element tensor
-/// of no dimensions (a ones mask of any size imports as a splat constant).
-std::optional<onnx::TensorProto> splatElement(const onnx::TensorProto &t);
+/// For a tensor whose bytes are in the model (raw_data) and whose elements
+/// are all equal: that element as a one-element tensor of no dimensions (a
+/// ones mask of any size imports as a splat constant). Only bool and integer
+/// tensors unless `floatsToo`: a float initializer that is all ones or zeros
+/// is a freshly initialised parameter, but a Constant node's never is.
+std::optional<onnx::TensorProto> splatElement(const onnx::TensorProto &t,
+                                              bool floatsToo = false);
+
+/// Whether a bool or integer tensor (bytes in the model, at most 64M
+/// elements) is a band over its last two dimensions, the same under every
+/// leading index: non-zero where column - row <= k (tril) or >= k (triu).
+/// Exporters fold causal masks into such tensors (GPT-2's `bias` buffer);
+/// imported as constants, the attention passes and the planner see them.
+bool isBandMask(const onnx::TensorProto &t);
+
+/// Pairs (copy, original) of 2-D initializers where `copy` holds the
+/// transpose of `original`: what `do_constant_folding` leaves of a weight
+/// tied to a transposed use (an embedding shared with the output head).
+/// Only tensors whose bytes are in the model are compared.
+std::vector<std::pair<std::string, std::string>>
+findTransposedCopies(const onnx::GraphProto &graph);
 
 /// Reads a tensor's values (embedded, or external relative to `modelDir`).
 mlir::FailureOr<mlir::DenseElementsAttr>

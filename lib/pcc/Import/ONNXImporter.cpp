@@ -77,7 +77,8 @@ private:
 
   FailureOr<Value> lookup(const std::string &name, Location useLoc);
   FailureOr<Value> materializeTensor(const onnx::TensorProto &tensor,
-                                     Location loc, int64_t floatLimit = 1);
+                                     Location loc, int64_t floatLimit = 1,
+                                     bool splatFloats = false);
   LogicalResult importNode(const onnx::NodeProto &node, int index);
   LogicalResult importConstantNode(const onnx::NodeProto &node, Location loc);
   LogicalResult checkDeclaredOutput(const onnx::ValueInfoProto &info,
@@ -95,14 +96,19 @@ private:
 
   std::unordered_map<std::string, Value> values;
   std::unordered_map<std::string, const onnx::TensorProto *> initializers;
+  /// Initializers that hold another's transpose (a tied weight after
+  /// constant folding): imported as that transpose, so the tie is one
+  /// parameter to train and to count.
+  std::unordered_map<std::string, std::string> transposedCopyOf;
   /// Outputs a converter does not produce, with the node that owns them.
   std::unordered_map<std::string, std::string> unavailable;
 };
 
 FailureOr<Value> GraphImporter::materializeTensor(const onnx::TensorProto &t,
                                                   Location loc,
-                                                  int64_t floatLimit) {
-  if (shouldInline(t, floatLimit)) {
+                                                  int64_t floatLimit,
+                                                  bool splatFloats) {
+  if (shouldInline(t, floatLimit) || isBandMask(t)) {
     // Small tensors are folded into shape arithmetic, so read them now; an
     // absent external file leaves them as weights (planning still works).
     bool absentExternal = false;
@@ -121,7 +127,7 @@ FailureOr<Value> GraphImporter::materializeTensor(const onnx::TensorProto &t,
           .getResult();
     }
   }
-  if (std::optional<onnx::TensorProto> one = splatElement(t)) {
+  if (std::optional<onnx::TensorProto> one = splatElement(t, splatFloats)) {
     auto element = readTensor(*one, modelDir, &ctx, diagFn());
     if (failed(element))
       return failure();
@@ -158,6 +164,16 @@ FailureOr<Value> GraphImporter::lookup(const std::string &name,
   auto init = initializers.find(name);
   if (init == initializers.end())
     return emitError(useLoc) << "reads undefined tensor '" << name << "'";
+  if (auto tied = transposedCopyOf.find(name); tied != transposedCopyOf.end()) {
+    auto original = lookup(tied->second, useLoc);
+    if (failed(original))
+      return failure();
+    Value t = TransposeOp::create(builder, nodeLoc(name),
+                                  tensorType(*init->second, &ctx), *original,
+                                  builder.getDenseI64ArrayAttr({1, 0}));
+    values[name] = t;
+    return t;
+  }
   auto v = materializeTensor(*init->second, nodeLoc(name));
   if (failed(v))
     return failure();
@@ -204,7 +220,8 @@ LogicalResult GraphImporter::importConstantNode(const onnx::NodeProto &node,
       [&](const std::string &m, const std::string &) { emitError(loc) << m; });
   if (!ok)
     return failure();
-  auto v = materializeTensor(tensor, loc, /*floatLimit=*/8);
+  auto v = materializeTensor(tensor, loc, /*floatLimit=*/8,
+                             /*splatFloats=*/true);
   if (failed(v))
     return failure();
   values[node.output(0)] = *v;
@@ -314,6 +331,8 @@ OwningOpRef<ModuleOp> GraphImporter::run(const std::vector<int> &order) {
 
   for (const auto &t : graph.initializer())
     initializers[t.name()] = &t;
+  for (auto &[copy, original] : findTransposedCopies(graph))
+    transposedCopyOf[copy] = original;
 
   // Graph inputs that are also initializers are defaults (IR < 4): weights.
   SmallVector<Type> argTypes;

@@ -6,6 +6,9 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
+#include <map>
+#include <set>
+
 using namespace mlir;
 
 namespace pcc::import {
@@ -42,7 +45,8 @@ bool shouldInline(const onnx::TensorProto &tensor, int64_t floatLimit) {
   return isFloat ? count <= floatLimit : count <= 4096;
 }
 
-std::optional<onnx::TensorProto> splatElement(const onnx::TensorProto &t) {
+std::optional<onnx::TensorProto> splatElement(const onnx::TensorProto &t,
+                                              bool floatsToo) {
   using TP = onnx::TensorProto;
   int32_t type = t.data_type();
   bool integral = type == TP::BOOL || type == TP::INT8 || type == TP::UINT8 ||
@@ -53,7 +57,7 @@ std::optional<onnx::TensorProto> splatElement(const onnx::TensorProto &t) {
   for (int64_t d : t.dims())
     count *= d;
   const std::string &raw = t.raw_data();
-  if (!integral || width == 0 || count == 0 ||
+  if (!(integral || floatsToo) || width == 0 || count == 0 ||
       t.data_location() == TP::EXTERNAL || !t.has_raw_data() ||
       int64_t(raw.size()) != count * width)
     return std::nullopt;
@@ -65,6 +69,113 @@ std::optional<onnx::TensorProto> splatElement(const onnx::TensorProto &t) {
   one.set_data_type(type);
   one.set_raw_data(raw.substr(0, width));
   return one;
+}
+
+bool isBandMask(const onnx::TensorProto &t) {
+  using TP = onnx::TensorProto;
+  int32_t type = t.data_type();
+  bool integral = type == TP::BOOL || type == TP::INT8 || type == TP::UINT8 ||
+                  type == TP::INT32 || type == TP::INT64;
+  int64_t width = elementBytes(type), count = 1;
+  for (int64_t d : t.dims())
+    count *= d;
+  const std::string &raw = t.raw_data();
+  if (!integral || t.dims_size() < 2 || count == 0 || count > (1 << 26) ||
+      t.data_location() == TP::EXTERNAL || !t.has_raw_data() ||
+      int64_t(raw.size()) != count * width)
+    return false;
+  int64_t rows = t.dims(t.dims_size() - 2), cols = t.dims(t.dims_size() - 1);
+  auto nonZero = [&](int64_t i) {
+    for (int64_t b = 0; b < width; ++b)
+      if (raw[i * width + b])
+        return true;
+    return false;
+  };
+  // Row 0 fixes k: tril keeps c - r <= k (a prefix of row 0), triu keeps
+  // c - r >= k (a suffix).
+  int64_t lead = 0;
+  while (lead < cols && nonZero(lead))
+    ++lead;
+  bool lower = lead > 0;
+  int64_t k = lower ? lead - 1 : 0;
+  if (!lower)
+    while (k < cols && !nonZero(k))
+      ++k;
+  if (lower ? lead == cols : k == 0)
+    return false; // all ones in row 0: not a band worth a constant
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t r = (i / cols) % rows, c = i % cols;
+    if (nonZero(i) != (lower ? c - r <= k : c - r >= k))
+      return false;
+  }
+  return true;
+}
+
+namespace {
+
+/// Whether `b` ([cols, rows]) holds the transpose of `a` ([rows, cols]),
+/// both as raw bytes of `width`-byte elements.
+bool isTransposeOf(const std::string &a, const std::string &b, int64_t rows,
+                   int64_t cols, int64_t width) {
+  auto same = [&](int64_t i, int64_t j) {
+    return a.compare((i * cols + j) * width, width, b,
+                     (j * rows + i) * width, width) == 0;
+  };
+  // A few scattered elements first: unrelated weights differ at once.
+  for (int64_t k = 1; k <= 16; ++k)
+    if (!same((k * 7919) % rows, (k * 104729) % cols))
+      return false;
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j)
+      if (!same(i, j))
+        return false;
+  return true;
+}
+
+} // namespace
+
+std::vector<std::pair<std::string, std::string>>
+findTransposedCopies(const onnx::GraphProto &graph) {
+  using TP = onnx::TensorProto;
+  // 2-D float initializers with their bytes inline, by (rows, cols).
+  std::map<std::pair<int64_t, int64_t>, std::vector<const TP *>> byShape;
+  for (const TP &t : graph.initializer()) {
+    int32_t type = t.data_type();
+    bool isFloat = type == TP::FLOAT || type == TP::FLOAT16 ||
+                   type == TP::BFLOAT16 || type == TP::DOUBLE;
+    if (!isFloat || t.dims_size() != 2 || t.dims(0) == t.dims(1) ||
+        t.data_location() == TP::EXTERNAL || !t.has_raw_data() ||
+        int64_t(t.raw_data().size()) !=
+            t.dims(0) * t.dims(1) * elementBytes(type))
+      continue;
+    byShape[{t.dims(0), t.dims(1)}].push_back(&t);
+  }
+  auto isTorchFolded = [](const TP *t) {
+    return llvm::StringRef(t->name()).starts_with("onnx::");
+  };
+  std::vector<std::pair<std::string, std::string>> pairs;
+  std::set<const TP *> taken;
+  for (auto &[shape, group] : byShape) {
+    auto other = byShape.find({shape.second, shape.first});
+    if (shape.first > shape.second || other == byShape.end())
+      continue;
+    for (const TP *a : group)
+      for (const TP *b : other->second) {
+        if (taken.count(a) || taken.count(b) ||
+            a->data_type() != b->data_type() ||
+            !isTransposeOf(a->raw_data(), b->raw_data(), shape.first,
+                           shape.second, elementBytes(a->data_type())))
+          continue;
+        // torch names what constant folding made "onnx::<Op>_<n>"; the
+        // parameter keeps its module path.
+        bool aIsCopy = isTorchFolded(a) && !isTorchFolded(b);
+        pairs.push_back(aIsCopy ? std::pair{a->name(), b->name()}
+                                : std::pair{b->name(), a->name()});
+        taken.insert(a);
+        taken.insert(b);
+      }
+  }
+  return pairs;
 }
 
 std::optional<ExternalLocation> externalLocation(const onnx::TensorProto &t) {

@@ -94,17 +94,17 @@ LogicalResult assignStages(func::FuncOp fn, int64_t stages) {
   }
   bool training =
       forward.size() + 1 < fn.getBody().front().getOperations().size();
+  // What only rearranges weights (MatMul(x, Transpose(W)) in training-mode
+  // exports, a mask) runs in the stage that uses it: the weight lives there.
+  llvm::DenseSet<Operation *> weightOnly;
+  for (Operation *op : ops)
+    if (op->getNumOperands() > 0 &&
+        llvm::all_of(op->getOperands(), [&](Value v) {
+          Operation *def = v.getDefiningOp();
+          return def && (isParameter(def) || weightOnly.contains(def));
+        }))
+      weightOnly.insert(op);
   auto finish = [&] {
-    // What only rearranges weights (MatMul(x, Transpose(W)) in training-mode
-    // exports) runs in the stage that uses it: the weight lives there.
-    llvm::DenseSet<Operation *> weightOnly;
-    for (Operation *op : ops)
-      if (op->getNumOperands() > 0 &&
-          llvm::all_of(op->getOperands(), [&](Value v) {
-            Operation *def = v.getDefiningOp();
-            return def && (isParameter(def) || weightOnly.contains(def));
-          }))
-        weightOnly.insert(op);
     for (Operation *op : llvm::reverse(ops)) {
       if (!weightOnly.contains(op))
         continue;
@@ -129,6 +129,13 @@ LogicalResult assignStages(func::FuncOp fn, int64_t stages) {
     int64_t last = 0;
     for (Operation *op : ops) {
       int64_t s = op->getAttrOfType<IntegerAttr>(kPlannedStageAttr).getInt();
+      // Weight-only ops sit wherever the exporter put them; finish() moves
+      // them to their first reader's stage.
+      if (weightOnly.contains(op) && s < stages) {
+        setStage(op, s);
+        op->removeAttr(kPlannedStageAttr);
+        continue;
+      }
       if (s < last || s >= stages)
         return op->emitError() << "planned pipeline stage " << s
                                << " is out of order (stages must be "
@@ -153,17 +160,38 @@ LogicalResult assignStages(func::FuncOp fn, int64_t stages) {
 }
 
 void stageAddedOps(func::FuncOp fn, int64_t stages) {
+  // The stage that reads each weight, where only one does (by name: stages
+  // may hold copies of it). A training step updates the weight there.
+  llvm::StringMap<std::optional<int64_t>> weightStage;
+  fn.walk([&](WeightOp w) {
+    for (Operation *user : w->getUsers())
+      if (std::optional<int64_t> s = stageOf(user)) {
+        auto [it, inserted] = weightStage.try_emplace(w.getName(), *s);
+        if (!inserted && it->second != s)
+          it->second = std::nullopt; // several stages: no single home
+      }
+  });
   // Ops the partitioner added (collectives, reshards) run with the next
-  // staged op, the one they feed.
+  // staged op, the one they feed; but one that reads a weight (the bias a
+  // row-parallel product adds after its all-reduce) runs, with what feeds
+  // it, where that weight's readers run: the bias stays one value, updated
+  // where it is read.
   int64_t next = stages - 1;
   for (Operation &op :
        llvm::reverse(fn.getBody().front().without_terminator())) {
     if (isParameter(&op))
       continue;
-    if (std::optional<int64_t> s = stageOf(&op))
+    if (std::optional<int64_t> s = stageOf(&op)) {
       next = *s;
-    else
-      setStage(&op, next);
+      continue;
+    }
+    if (!isLocalParameter(&op))
+      for (Value v : op.getOperands())
+        if (auto w = v.getDefiningOp<WeightOp>())
+          if (auto it = weightStage.find(w.getName());
+              it != weightStage.end() && it->second)
+            next = std::min(next, *it->second);
+    setStage(&op, next);
   }
 }
 

@@ -83,18 +83,31 @@ double ClusterSpec::peak(StringRef dtype) const {
 }
 
 ArrayRef<StringRef> clusterPresetNames() {
-  static const StringRef names[] = {"dgx-a100", "dgx-h100", "h200", "host"};
+  static const StringRef names[] = {"dgx-a100", "dgx-h100", "h200", "host",
+                                    "gpu"};
   return names;
 }
 
-std::string hostClusterPath() {
-  if (auto env = sys::Process::GetEnv("PCC_HOST_CLUSTER"))
+namespace {
+
+std::string calibratedPath(const char *variable, const char *file) {
+  if (auto env = sys::Process::GetEnv(variable))
     return *env;
   SmallString<256> path;
   if (auto home = sys::Process::GetEnv("HOME"))
     path = *home;
-  sys::path::append(path, ".config", "pcc", "host.json");
+  sys::path::append(path, ".config", "pcc", file);
   return std::string(path);
+}
+
+} // namespace
+
+std::string hostClusterPath() {
+  return calibratedPath("PCC_HOST_CLUSTER", "host.json");
+}
+
+std::string gpuClusterPath() {
+  return calibratedPath("PCC_GPU_CLUSTER", "gpu.json");
 }
 
 std::string clusterToJSON(const ClusterSpec &c) {
@@ -261,17 +274,23 @@ Expected<ClusterSpec> loadCluster(StringRef nameOrPath) {
     return dgxH100();
   if (nameOrPath == "h200")
     return h200();
-  std::string path = nameOrPath == "host" ? hostClusterPath() : nameOrPath.str();
-  if (nameOrPath == "host" && !sys::fs::exists(path))
-    return createStringError(inconvertibleErrorCode(),
-                             "cluster 'host' is not calibrated yet (no " +
-                                 path + "); run `pcc calibrate` first");
+  bool calibrated = nameOrPath == "host" || nameOrPath == "gpu";
+  std::string path = nameOrPath == "host"  ? hostClusterPath()
+                     : nameOrPath == "gpu" ? gpuClusterPath()
+                                           : nameOrPath.str();
+  if (calibrated && !sys::fs::exists(path))
+    return createStringError(
+        inconvertibleErrorCode(),
+        "cluster '" + nameOrPath + "' is not calibrated yet (no " + path +
+            "); run `pcc calibrate" +
+            (nameOrPath == "gpu" ? " --target cuda" : "") + "` first");
   if (!nameOrPath.contains('/') && !nameOrPath.ends_with(".json") &&
-      nameOrPath != "host")
+      !calibrated)
     return createStringError(
         inconvertibleErrorCode(),
         "unknown cluster '" + nameOrPath +
-            "' (presets: dgx-a100, dgx-h100, h200, host; or a JSON file)");
+            "' (presets: dgx-a100, dgx-h100, h200, host, gpu; or a JSON "
+            "file)");
   auto buffer = MemoryBuffer::getFile(path);
   if (!buffer)
     return createStringError(inconvertibleErrorCode(),

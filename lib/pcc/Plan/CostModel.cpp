@@ -63,10 +63,10 @@ double CostModel::gemmShapeEfficiency(double dim) const {
 }
 
 double CostModel::kernelTime(double flops, double bytes, bool fused,
-                             double gemmMinDim) const {
+                             double gemmMinDim, int launches) const {
   double rate = flopRate * gemmShapeEfficiency(gemmMinDim);
   return std::max(flops / rate, bytes / byteRate) +
-         (fused ? 0 : spec.kernelOverhead);
+         (fused ? 0 : launches * spec.kernelOverhead);
 }
 
 double CostModel::collectiveTime(CollectiveKind kind, double bytes, int64_t n,

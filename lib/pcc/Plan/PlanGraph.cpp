@@ -2,6 +2,7 @@
 
 #include "pcc/Plan/PlanGraph.h"
 
+#include "pcc/Dialect/PCC/Transforms/Passes.h"
 #include "pcc/Dialect/PCC/Transforms/Precision.h"
 #include "pcc/Dialect/PCC/IR/TensorUtils.h"
 
@@ -10,7 +11,13 @@
 
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/Hashing.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallPtrSet.h"
+
+#include <functional>
+#include <tuple>
 
 using namespace mlir;
 
@@ -28,9 +35,38 @@ std::string nodeName(Operation *op) {
   return op->getName().getStringRef().str();
 }
 
-/// Finds the longest run of back-to-back copies of one block of node
-/// signatures (ties: the shortest block), checks that copies are wired
-/// alike, and returns it; `count` stays 0 when there is none.
+/// Whether copies [begin, begin + period * count) are wired alike: copy j
+/// of node k reads what copy 0 reads, shifted by j blocks (its own block or
+/// the previous one), or the very same producer before the block (a mask
+/// shared by all layers); nodes after the block read only the last copy or
+/// earlier nodes outside it.
+bool wiredAlike(const PlanGraph &g, RepeatedBlock b) {
+  for (int j = 1; j < b.count; ++j)
+    for (int k = 0; k < b.period; ++k) {
+      const PlanNode &first = g.nodes[b.begin + k];
+      const PlanNode &copy = g.nodes[b.begin + j * b.period + k];
+      for (auto [p0, p] : llvm::zip(first.producers, copy.producers)) {
+        bool shifted = p0 >= 0 && p == p0 + j * b.period &&
+                       p0 >= b.begin - b.period;
+        if (!(p == p0 || shifted))
+          return false;
+        if (p == p0 && p0 >= b.begin)
+          return false;
+      }
+    }
+  int lastBegin = b.end() - b.period;
+  for (int i = b.end(); i < int(g.nodes.size()); ++i)
+    for (int p : g.nodes[i].producers)
+      if (p >= b.begin && p < lastBegin)
+        return false;
+  return true;
+}
+
+/// Finds the most nodes covered by back-to-back copies of one block of node
+/// signatures that are wired alike (ties: more copies, then the earliest).
+/// A periodic run can be entered at any of its `period` phases; only some
+/// start where a layer starts (the others break the residual wiring), so
+/// each phase is tried. `count` stays 0 when there is no block.
 RepeatedBlock findRepeatedBlock(const PlanGraph &g) {
   int n = g.nodes.size();
   std::vector<llvm::hash_code> sig(n);
@@ -45,43 +81,88 @@ RepeatedBlock findRepeatedBlock(const PlanGraph &g) {
       h = llvm::hash_combine(h, t.getAsOpaquePointer());
     sig[i] = h;
   }
-  RepeatedBlock best;
+  // Maximal p-periodic runs [start, start + length) of at least 2 periods.
+  struct Run {
+    int start, period, length;
+  };
+  std::vector<Run> runs;
   for (int p = 1; p <= n / 2; ++p) {
     int run = 0;
-    for (int i = 0; i + p < n; ++i) {
-      run = sig[i] == sig[i + p] ? run + 1 : 0;
-      // sig[start, i + p] is p-periodic.
-      int start = i - run + 1, count = (run + p) / p;
-      if (run >= p && count * p > best.count * best.period)
-        best = {start, p, count};
+    for (int i = 0; i + p <= n; ++i) {
+      bool match = i + p < n && sig[i] == sig[i + p];
+      if (match) {
+        ++run;
+        continue;
+      }
+      if (run >= p)
+        runs.push_back({i - run, p, run + p});
+      run = 0;
     }
   }
-  if (!best.present())
-    return {};
+  std::vector<RepeatedBlock> candidates;
+  for (const Run &r : runs)
+    for (int phase = 0; phase < r.period; ++phase)
+      if (int count = (r.length - phase) / r.period; count >= 2)
+        candidates.push_back({r.start + phase, r.period, count});
+  llvm::stable_sort(candidates, [](const RepeatedBlock &a,
+                                   const RepeatedBlock &b) {
+    return std::tuple(a.period * a.count, a.count, -a.begin) >
+           std::tuple(b.period * b.count, b.count, -b.begin);
+  });
+  for (const RepeatedBlock &b : candidates)
+    if (wiredAlike(g, b))
+      return b;
+  return {};
+}
 
-  // Copy j of node k reads what copy 0 reads, shifted by j blocks (its own
-  // block or the previous one), or the very same producer (a mask shared by
-  // all layers); nodes after the block read only the last copy or earlier
-  // nodes outside it.
-  for (int j = 1; j < best.count; ++j)
-    for (int k = 0; k < best.period; ++k) {
-      const PlanNode &first = g.nodes[best.begin + k];
-      const PlanNode &copy = g.nodes[best.begin + j * best.period + k];
-      for (auto [p0, p] : llvm::zip(first.producers, copy.producers)) {
-        bool shifted = p0 >= 0 && p == p0 + j * best.period &&
-                       p0 >= best.begin - best.period;
-        if (!(p == p0 || shifted))
-          return {};
-        if (p == p0 && p0 >= best.begin)
-          return {};
-      }
-    }
-  int lastBegin = best.end() - best.period;
-  for (int i = best.end(); i < n; ++i)
-    for (int p : g.nodes[i].producers)
-      if (p >= best.begin && p < lastBegin)
-        return {};
-  return best;
+/// The compute ops in the order the planner sees them: program order, but
+/// an op computed from weights and constants alone that several ops read
+/// goes first (with what it reads), and one read once goes right before its
+/// reader. Exporters put such ops wherever tracing met them (a mask inside
+/// the first layer, a folded weight transpose at the top), which would
+/// break the layer pattern.
+std::vector<Operation *> planOrder(func::FuncOp fn,
+                                   llvm::DenseSet<Operation *> &derived) {
+  std::vector<Operation *> ops;
+  for (Operation &op : fn.getBody().front().without_terminator()) {
+    if (isa<WeightOp, ConstantOp>(op))
+      continue;
+    ops.push_back(&op);
+    bool fromParameters =
+        op.getNumOperands() > 0 &&
+        llvm::all_of(op.getOperands(), [&](Value v) {
+          Operation *def = v.getDefiningOp();
+          return def && (isa<WeightOp, ConstantOp>(def) || derived.count(def));
+        });
+    if (fromParameters)
+      derived.insert(&op);
+  }
+  std::vector<Operation *> order;
+  llvm::DenseSet<Operation *> placed;
+  std::function<void(Operation *)> place = [&](Operation *op) {
+    if (!placed.insert(op).second)
+      return;
+    for (Value v : op->getOperands())
+      if (Operation *def = v.getDefiningOp(); def && derived.count(def))
+        place(def);
+    order.push_back(op);
+  };
+  for (Operation *op : ops) {
+    if (!derived.count(op))
+      continue;
+    llvm::SmallPtrSet<Operation *, 4> readers;
+    for (Operation *user : op->getUsers())
+      if (!derived.count(user) && !isa<func::ReturnOp>(user))
+        readers.insert(user);
+    if (readers.size() >= 2)
+      place(op);
+  }
+  for (Operation *op : ops)
+    if (!derived.count(op))
+      place(op);
+  for (Operation *op : ops)
+    place(op); // derived ops only the function's results read
+  return order;
 }
 
 /// Follows the batch split of the inputs through the sharding rules (as
@@ -150,13 +231,26 @@ OpWork opWork(Operation *op, ArrayRef<SmallVector<int64_t>> operandShapes,
   if (auto contraction = dyn_cast<ContractionOpInterface>(op)) {
     GemmShape s = contraction.gemmShapeFor(operandShapes, resultShapes.front());
     w.flops = s.flops();
-    if (isa<GemmOp>(op))
-      w.flops += out; // alpha and beta C
+    if (auto gemm = dyn_cast<GemmOp>(op); gemm && gemm.getC()) {
+      // Both back ends broadcast C into the result, then accumulate the
+      // product onto it (beta): one more kernel, the result written twice
+      // and read once more, as a separate bias add would cost.
+      w.flops += out;
+      if (!resultShapes.empty()) {
+        w.bytes += 2 * shapeBytes(resultShapes.front(),
+                                  elementTypeOf(op->getResult(0))) *
+                   activationScale;
+        w.launches = 2;
+      }
+    }
     // A GEMM's efficiency follows its smallest dimension; the rows shrink
     // with the activation share.
     if (!isa<ConvOp>(op) && !resultShapes.front().empty())
       w.gemmMinDim = std::min({double(s.m) * activationScale, double(s.n),
                                double(s.k)});
+    // A causal attention's kernels skip the pairs its band hides.
+    if (isa<AttentionOp>(op))
+      w.flops *= visibleScoreFraction(op);
   } else if (auto work = dyn_cast<WorkOpInterface>(op)) {
     w.flops = out * work.getFlopsPerElement();
   } else {
@@ -172,12 +266,14 @@ PlanGraph buildPlanGraph(func::FuncOp fn) {
   llvm::DenseMap<Operation *, int> index;
   llvm::DenseMap<Operation *, bool> weightSeen;
   bool dtypeSet = false;
-  for (Operation &op : fn.getBody().front().without_terminator()) {
-    if (isa<WeightOp, ConstantOp>(op))
-      continue;
+  llvm::DenseSet<Operation *> derived;
+  for (Operation *opPtr : planOrder(fn, derived)) {
+    Operation &op = *opPtr;
     PlanNode node;
     node.op = &op;
     node.name = nodeName(&op);
+    node.derived = derived.count(&op);
+    node.view = isa<ReshapeOp>(op);
     bool weightOperand = false, activationOperands = true;
     for (Value v : op.getOperands()) {
       auto type = cast<RankedTensorType>(v.getType());
@@ -187,7 +283,9 @@ PlanGraph buildPlanGraph(func::FuncOp fn) {
       if (def && isa<WeightOp>(def)) {
         weightOperand = true;
         activationOperands = false;
-        if (!weightSeen[def]) {
+        // Parameters are what training updates: float initializers (bool
+        // and integer ones are masks and tables, never trained).
+        if (!weightSeen[def] && isa<FloatType>(type.getElementType())) {
           weightSeen[def] = true;
           node.params += double(type.getNumElements());
         }
@@ -252,6 +350,7 @@ PlanGraph buildPlanGraph(func::FuncOp fn) {
     OpWork w = opWork(node.op, in, out, 1, &node);
     node.flops = w.flops;
     node.bytes = w.bytes;
+    node.launches = w.launches;
     g.totalFlops += node.flops;
   }
   markBatchDims(g);

@@ -246,8 +246,9 @@ void printPlanText(raw_ostream &os, const PlanGraph &g,
                 count(g.totalParams), count(g.totalFlops), g.batch,
                 g.nodes.size());
   if (g.block.present())
-    os << formatv(" ({0} copies of a {1}-op block from op {2})",
-                  g.block.count, g.block.period, g.block.begin);
+    os << formatv(" (layers 0-{0}: {1} copies of a {2}-op block from op {3})",
+                  g.block.count - 1, g.block.count, g.block.period,
+                  g.block.begin);
   os << "\n\n";
   os << formatv("plan: {0}\n", b.label());
   os << formatv("mesh: dp={0} pp={1} tp={2} ({3}", b.dp, b.pp, b.tp,

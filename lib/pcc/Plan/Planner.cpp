@@ -20,6 +20,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <chrono>
+#include <cstdint>
 #include <cmath>
 #include <map>
 #include <tuple>
@@ -106,10 +107,12 @@ SearchResult gridLayout(const PlanGraph &g, const CostModel &cost,
     Operation *op = node.op;
     double weightBytes = node.params * eb;
     double actBytes = std::max(0.0, node.bytes - weightBytes);
-    c.compute = cost.kernelTime(node.flops * scale / grid.size,
-                                actBytes * scale / grid.size +
-                                    weightBytes / weightShare,
-                                node.fusedResult);
+    c.compute = node.view ? 0
+                          : cost.kernelTime(node.flops * scale / grid.size,
+                                            actBytes * scale / grid.size +
+                                                weightBytes / weightShare,
+                                            node.fusedResult, 0,
+                                            node.launches);
     c.weightBytes = weightBytes / weightShare;
     if (!isa<ReshapeOp>(op))
       for (Value v : op->getResults())
@@ -225,12 +228,27 @@ double peakLiveBytes(const PlanGraph &g, const SearchResult &layout,
 std::vector<PlanCandidate::StageTransfer>
 stageTransfers(const PlanGraph &g, const SearchResult &layout,
                ArrayRef<int> stageBegin) {
-  auto stageOf = [&](int node) -> int64_t {
+  auto cutOf = [&](int node) -> int64_t {
     return llvm::upper_bound(stageBegin, node) - stageBegin.begin() - 1;
+  };
+  // A node computed from weights alone runs in its first reader's stage, as
+  // pcc-apply-plan places it, wherever the node order put it.
+  int n = g.nodes.size();
+  std::vector<int64_t> stage(n);
+  for (int i = 0; i < n; ++i)
+    stage[i] = g.nodes[i].derived ? INT64_MAX : cutOf(i);
+  for (int i = n - 1; i >= 0; --i)
+    for (int p : g.nodes[i].producers)
+      if (p >= 0 && g.nodes[p].derived)
+        stage[p] = std::min(stage[p], stage[i]);
+  auto stageOf = [&](int node) {
+    return stage[node] == INT64_MAX ? cutOf(node) : stage[node];
   };
   std::vector<PlanCandidate::StageTransfer> out;
   llvm::DenseSet<std::tuple<void *, int64_t>> seen;
   for (auto [i, node] : llvm::enumerate(g.nodes)) {
+    if (node.derived)
+      continue;
     int64_t to = stageOf(i);
     for (auto [k, p] : llvm::enumerate(node.producers)) {
       if (p < 0 || stageOf(p) >= to)

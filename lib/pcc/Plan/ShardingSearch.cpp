@@ -150,9 +150,11 @@ NodeChoice costOption(const PlanNode &node, OpSharding sharding,
     c.scratchBytes += 2 * bytes;
   }
   OpWork w = opWork(op, local, localOut, in.scale, &node);
-  c.compute = double(summaSteps) *
-              cost.kernelTime(w.flops, w.bytes, /*fused=*/node.fusedResult,
-                              w.gemmMinDim);
+  c.compute = node.view ? 0
+                        : double(summaSteps) *
+                              cost.kernelTime(w.flops, w.bytes,
+                                              /*fused=*/node.fusedResult,
+                                              w.gemmMinDim, w.launches);
   c.comm += std::max(0.0, ringComm - c.compute);
   if (!sharding.reduceBeforeBias.empty()) {
     double bytes = tensorBytes(op->getResult(0)) * in.scale;

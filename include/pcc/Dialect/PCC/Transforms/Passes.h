@@ -23,6 +23,11 @@ void buildImportCleanupPipeline(mlir::OpPassManager &pm);
 /// the per-device program).
 mlir::LogicalResult raiseCausalMasks(mlir::func::FuncOp fn);
 
+/// The share of query-key pairs a pcc.attention computes: below 1 where it hides a
+/// band (hide_from, or a hide operand pcc-raise-causal-masks would raise),
+/// whose hidden pairs every kernel skips; 1 otherwise.
+double visibleScoreFraction(mlir::Operation *attention);
+
 /// Registers all pcc passes and pipelines (for pcc-opt).
 void registerPCCPassesAndPipelines();
 

@@ -51,6 +51,10 @@ inline mlir::Value other(mlir::Operation *op, mlir::Value known) {
 /// pcc.attention (RaiseAttention.cpp).
 void populateRaiseAttentionPatterns(mlir::RewritePatternSet &patterns);
 
+/// Adds the pattern raising written-out tanh GELU to pcc.gelu
+/// (RaiseTanhGelu.cpp).
+void populateRaiseTanhGeluPatterns(mlir::RewritePatternSet &patterns);
+
 } // namespace pcc
 
 #endif // PCC_DIALECT_PCC_TRANSFORMS_MATCHUTILS_H

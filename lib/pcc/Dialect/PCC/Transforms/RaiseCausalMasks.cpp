@@ -17,6 +17,8 @@
 
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include <algorithm>
+
 namespace pcc {
 #define GEN_PASS_DEF_RAISECAUSALMASKS
 #include "pcc/Dialect/PCC/Transforms/Passes.h.inc"
@@ -204,21 +206,30 @@ std::optional<Band> bandOf(Value v, int depth = 0) {
   return std::nullopt;
 }
 
-/// Replaces `op`'s hide operand by hide_from where it is a band; whether
-/// it did.
-bool raiseCausalMask(AttentionOp op) {
+/// The band `op`'s hide operand hides, where it is one the kernels compute
+/// by index: c - r >= k (or nothing).
+std::optional<Band> hideBand(AttentionOp op) {
   Value hide = op.getHide();
   if (!hide || op.getRingAxes())
-    return false;
+    return std::nullopt;
   ArrayRef<int64_t> q = shapeOf(op.getQuery()), k = shapeOf(op.getKey()),
                     h = shapeOf(hide);
   // The band is over the mask's own last two dimensions: they must be the
   // scores' rows and key columns, not broadcast.
   if (h.size() < 2 || h[h.size() - 2] != q[q.size() - 2] ||
       h.back() != k[k.size() - 2])
-    return false;
+    return std::nullopt;
   auto band = bandOf(hide);
   if (!band || (!band->upper && !band->isNowhere()) || band->isEverywhere())
+    return std::nullopt;
+  return band;
+}
+
+/// Replaces `op`'s hide operand by hide_from where it is a band; whether
+/// it did.
+bool raiseCausalMask(AttentionOp op) {
+  std::optional<Band> band = hideBand(op);
+  if (!band)
     return false;
   op.getHideMutable().clear();
   if (!band->isNowhere())
@@ -248,6 +259,26 @@ struct RaiseCausalMasksPass : impl::RaiseCausalMasksBase<RaiseCausalMasksPass> {
 };
 
 } // namespace
+
+double visibleScoreFraction(Operation *attention) {
+  auto op = dyn_cast<AttentionOp>(attention);
+  if (!op)
+    return 1;
+  std::optional<int64_t> from;
+  if (auto attr = op.getHideFromAttr())
+    from = attr.getInt();
+  else if (std::optional<Band> band = hideBand(op))
+    from = band->isNowhere() ? kFar : band->k;
+  if (!from)
+    return 1;
+  // Row r sees the keys c < r + k.
+  int64_t rows = shapeOf(op.getQuery()).drop_back().back(),
+          keys = shapeOf(op.getKey()).drop_back().back();
+  double seen = 0;
+  for (int64_t r = 0; r < rows; ++r)
+    seen += double(std::clamp<int64_t>(r + *from, 0, keys));
+  return rows && keys ? seen / (double(rows) * double(keys)) : 1;
+}
 
 // A walk, not the greedy driver: that would also fold and hoist constants,
 // moving them out of the pipeline stage that uses them.

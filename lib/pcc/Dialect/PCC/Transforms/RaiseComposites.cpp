@@ -189,6 +189,7 @@ struct RaiseCompositesPass
     RewritePatternSet patterns(&getContext());
     patterns.add<RaiseGelu, RaiseLayerNorm>(&getContext());
     populateRaiseAttentionPatterns(patterns);
+    populateRaiseTanhGeluPatterns(patterns);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }

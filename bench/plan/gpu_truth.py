@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""The planner's single-GPU predictions against measured CUDA executables.
+
+`pcc calibrate --target cuda` measures one GPU into a cluster spec (through
+pcc-gpu-probe); bench/bench_cuda.py measures pcc's executables of the same
+models on the same GPU. This script plans each measured case with that spec
+(`pcc plan --devices 1 --target cuda --precision P`) and prints predicted
+against measured step time, their ratio, and Spearman's rank correlation
+over the cases (the planner must order precisions and models as the GPU
+does).
+
+  /usr/bin/python3 bench/plan/gpu_truth.py --pcc build/bin/pcc \\
+      --cluster gpu.json --bench bench.json [--json out.json]
+
+The models are exported again here from bench_cuda.py's definitions (the
+weights do not matter to the planner).
+"""
+import argparse
+import io
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
+sys.path.insert(0, HERE)
+
+
+def export(name, path):
+    import torch
+    import bench_cuda
+    make, spec = bench_cuda.models()[name]
+    model = make().eval()
+    x = tuple(torch.from_numpy(a) for a in bench_cuda.make_inputs(spec))
+    buf = io.BytesIO()
+    torch.onnx.export(model, x, buf, opset_version=14,
+                      input_names=[s[0] for s in spec],
+                      output_names=["output"], do_constant_folding=True)
+    with open(path, "wb") as f:
+        f.write(buf.getvalue())
+
+
+def predict(pcc, model, cluster, precision):
+    out = subprocess.run(
+        [pcc, "plan", model, "--devices", "1", "--target", "cuda",
+         "--cluster", cluster, "--precision", precision, "--format", "json"],
+        capture_output=True, text=True)
+    if out.returncode:
+        raise SystemExit(f"pcc plan {model} failed: {out.stderr.strip()}")
+    return json.loads(out.stdout)["predicted"]["step_time_s"] * 1e3
+
+
+def ranks(values):
+    order = sorted(range(len(values)), key=lambda i: values[i])
+    r = [0.0] * len(values)
+    for rank, i in enumerate(order):
+        r[i] = float(rank)
+    return r
+
+
+def spearman(a, b):
+    ra, rb = ranks(a), ranks(b)
+    n = len(a)
+    ma, mb = sum(ra) / n, sum(rb) / n
+    cov = sum((x - ma) * (y - mb) for x, y in zip(ra, rb))
+    va = sum((x - ma) ** 2 for x in ra) ** 0.5
+    vb = sum((y - mb) ** 2 for y in rb) ** 0.5
+    return cov / (va * vb)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--pcc", default=os.path.join(HERE, "../../build/bin/pcc"))
+    ap.add_argument("--cluster", required=True,
+                    help="the spec `pcc calibrate --target cuda` wrote")
+    ap.add_argument("--bench", required=True,
+                    help="bench_cuda.py run's --json rows, on the same GPU")
+    ap.add_argument("--json", help="write the rows here")
+    args = ap.parse_args()
+    rows = [r for r in json.load(open(args.bench)) if r["pcc_ms"] == r["pcc_ms"]]
+    results = []
+    print("| case | measured ms | predicted ms | predicted / measured |")
+    print("|---|---|---|---|")
+    with tempfile.TemporaryDirectory() as tmp:
+        exported = {}
+        for r in rows:
+            name, precision = r["case"].rsplit("-", 1)
+            if name not in exported:
+                exported[name] = os.path.join(tmp, name + ".onnx")
+                export(name, exported[name])
+            p = predict(args.pcc, exported[name], args.cluster, precision)
+            results.append({"case": r["case"], "measured_ms": r["pcc_ms"],
+                            "predicted_ms": p,
+                            "ratio": p / r["pcc_ms"]})
+            print(f"| {r['case']} | {r['pcc_ms']:.3f} | {p:.3f} "
+                  f"| {p / r['pcc_ms']:.2f} |", flush=True)
+    within = sum(1 for r in results if abs(r["ratio"] - 1) <= 0.15)
+    rho = spearman([r["measured_ms"] for r in results],
+                   [r["predicted_ms"] for r in results])
+    print(f"\nwithin 15%: {within} of {len(results)}; Spearman rank "
+          f"correlation {rho:.3f}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
