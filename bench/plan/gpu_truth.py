@@ -78,18 +78,23 @@ def main():
     ap.add_argument("--bench", required=True,
                     help="bench_cuda.py run's --json rows, on the same GPU")
     ap.add_argument("--json", help="write the rows here")
+    ap.add_argument("--models", help="keep the exported models here (and "
+                    "reuse them)")
     args = ap.parse_args()
     rows = [r for r in json.load(open(args.bench)) if r["pcc_ms"] == r["pcc_ms"]]
     results = []
     print("| case | measured ms | predicted ms | predicted / measured |")
     print("|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
+        where = args.models or tmp
+        os.makedirs(where, exist_ok=True)
         exported = {}
         for r in rows:
             name, precision = r["case"].rsplit("-", 1)
             if name not in exported:
-                exported[name] = os.path.join(tmp, name + ".onnx")
-                export(name, exported[name])
+                exported[name] = os.path.join(where, name + ".onnx")
+                if not os.path.exists(exported[name]):
+                    export(name, exported[name])
             p = predict(args.pcc, exported[name], args.cluster, precision)
             results.append({"case": r["case"], "measured_ms": r["pcc_ms"],
                             "predicted_ms": p,

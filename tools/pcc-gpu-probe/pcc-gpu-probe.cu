@@ -9,7 +9,12 @@
 // - the time per kernel of back-to-back launches of an empty kernel;
 // - pinned host-to-device copy bandwidth (256 MiB) and the time of a 4-byte
 //   copy: the path `--comm mpi` stages messages through, the only link one
-//   GPU has.
+//   GPU has;
+// - pcc's own attention kernels (the runtime's, as compiled models call
+//   them) on GPT-2's shape, causal: 8 sequences x 12 heads x 1024 tokens x
+//   64, the tensor-core kernel in bf16 reading [B, S, H, D] in place (as
+//   GPU programs do) and the fp32 kernel, in FLOP/s of the score pairs
+//   they compute.
 // Each figure is the median of several timed repetitions after a warm-up.
 // It needs no MLIR, so it runs on GPU machines where pcc itself is not
 // installed; `pcc calibrate --target cuda --probe-output FILE` turns a saved
@@ -17,12 +22,16 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "pccrt/Kernels.h"
+#include "pccrt/Mesh.h"
+
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -90,6 +99,72 @@ double gemmRate(cublasHandle_t h, const GemmKind &kind, int m, int n, int k,
 }
 
 __global__ void emptyKernel() {}
+
+/// Fills `n` values of `width` bytes with hashed values in [-1, 1): zeros
+/// would make every score equal, which is not how attention runs.
+__global__ void fillRandom(void *data, size_t n, int width) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
+       i += size_t(gridDim.x) * blockDim.x) {
+    uint32_t h = uint32_t(i) * 2654435761u ^ uint32_t(i >> 32) * 40503u;
+    h ^= h >> 15;
+    h *= 2246822519u;
+    h ^= h >> 13;
+    float x = float(h & 0xFFFFFF) / float(0x800000) - 1.0f;
+    if (width == 2)
+      static_cast<__nv_bfloat16 *>(data)[i] = __float2bfloat16(x);
+    else
+      static_cast<float *>(data)[i] = x;
+  }
+}
+/// Median seconds of one call of `f`, timed on the host around `calls`
+/// back-to-back calls and a device synchronization: for runtime kernels,
+/// which launch on the runtime's own (non-blocking) stream.
+template <typename F> double medianWallSeconds(int reps, int calls, F &&f) {
+  std::vector<double> times;
+  for (int r = -1; r < reps; ++r) {
+    check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+    auto start = std::chrono::steady_clock::now();
+    for (int c = 0; c < calls; ++c)
+      f();
+    check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+    std::chrono::duration<double> s = std::chrono::steady_clock::now() - start;
+    if (r >= 0) // the first round warms up
+      times.push_back(s.count() / calls);
+  }
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+/// FLOP/s of causal attention over `heads` problems of s x s x d (the
+/// 4 s s d of the visible half of the score pairs, diagonal included).
+double attentionRate(bool sixteenBit, void *buffers, int heads, int s, int d) {
+  pccrt::AttentionMasks masks;
+  masks.band = true;
+  masks.hideFrom = 1;
+  masks.fill = -INFINITY; // hidden pairs skipped, as masked_fill(-inf) is
+  size_t elems = size_t(heads) * s * d, width = sixteenBit ? 2 : 4;
+  char *base = static_cast<char *>(buffers);
+  void *q = base, *k = base + elems * width, *v = base + 2 * elems * width,
+       *out = base + 3 * elems * width;
+  float *scratch = reinterpret_cast<float *>(base + 4 * elems * width);
+  pccrt::Mesh mesh;
+  double sec = medianWallSeconds(5, 10, [&] {
+    if (sixteenBit)
+      pccrt::attention16(static_cast<pccrt::BFloat16 *>(q),
+                         static_cast<pccrt::BFloat16 *>(k),
+                         static_cast<pccrt::BFloat16 *>(v),
+                         static_cast<pccrt::BFloat16 *>(out), heads, s, s, d,
+                         0.125f, false, masks, /*heads=*/12);
+    else
+      pccrt::attentionF32(static_cast<float *>(q), static_cast<float *>(k),
+                          static_cast<float *>(v), static_cast<float *>(out),
+                          heads, s, s, d, d, 0.125f, false, masks, mesh, -1,
+                          scratch);
+    check(cudaGetLastError(), "attention launch");
+  });
+  double pairs = double(s) * (s + 1) / 2;
+  return 4.0 * heads * pairs * d / sec;
+}
 
 } // namespace
 
@@ -161,13 +236,29 @@ int main() {
     check(cudaMemcpy(dst, pinned, 4, cudaMemcpyHostToDevice), "cudaMemcpy");
   });
 
+  // Scratch: the fp32 kernel's row maxima and sums (64 * 64 + 2 * heads *
+  // s floats) after q, k, v and the output.
+  const int heads = 96, seq = 1024, dim = 64;
+  size_t attnBytes = 4 * size_t(heads) * seq * dim * 4 +
+                     (64 * 64 + 2 * size_t(heads) * seq) * 4;
+  void *attn;
+  check(cudaMalloc(&attn, attnBytes), "cudaMalloc");
+  check(cudaMemset(attn, 0, attnBytes), "cudaMemset");
+  size_t qkv = 3 * size_t(heads) * seq * dim;
+  fillRandom<<<1024, 256>>>(attn, qkv, 2);
+  double attention16Rate = attentionRate(true, attn, heads, seq, dim);
+  fillRandom<<<1024, 256>>>(attn, qkv, 4);
+  double attention32Rate = attentionRate(false, attn, heads, seq, dim);
+
   std::printf("{\"schema\": \"pcc-gpu-probe/1\", \"device\": \"%s\", "
               "\"memory_bytes\": %zu, \"gemm_flops\": {%s}, "
               "\"gemm_shape_bf16\": [%s], \"copy_bytes_s\": %.6g, "
               "\"kernel_s\": %.6g, \"host_link_bytes_s\": %.6g, "
-              "\"host_link_latency_s\": %.6g}\n",
+              "\"host_link_latency_s\": %.6g, \"attention_flops\": "
+              "{\"bf16\": %.6g, \"fp16\": %.6g, \"fp32\": %.6g}}\n",
               prop.name, size_t(prop.totalGlobalMem), peaks.c_str(),
               shape.c_str(), 2.0 * copyBytes / copy, launchBatch / launches,
-              hostBytes / upload, small);
+              hostBytes / upload, small, attention16Rate, attention16Rate,
+              attention32Rate);
   return 0;
 }

@@ -58,6 +58,10 @@ struct ClusterSpec {
   /// `first` (sorted; interpolated on a log scale, clamped at the ends);
   /// empty: every GEMM reaches `gemmEfficiency` of peak.
   std::vector<std::pair<double, double>> gemmShape;
+  /// FLOP/s pcc's own fused attention kernels reach per dtype (the
+  /// score pairs they compute), as `pcc calibrate --target cuda` measures
+  /// them; empty: attention runs at the GEMM rate of its shape.
+  std::map<std::string, double> attentionFlops;
 
   int64_t totalDevices() const { return nodes * devicesPerNode; }
   /// Peak for `dtype`, falling back to fp32 when the device lists none.

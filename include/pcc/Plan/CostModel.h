@@ -46,8 +46,12 @@ public:
   /// `fused` op runs inside its consumer's loop (no launch of its own). A
   /// GEMM whose smallest dimension is `gemmMinDim` runs at the spec's
   /// efficiency for that shape. `launches` kernels pay the launch overhead.
+  /// Work not done by BLAS GEMMs (`viaBlas` false: pcc's own attention
+  /// kernels) runs at the spec's measured attention rate, else at the
+  /// GEMM rate of its shape (fp32's under tf32, which only GEMMs use).
   double kernelTime(double flops, double bytes, bool fused = false,
-                    double gemmMinDim = 0, int launches = 1) const;
+                    double gemmMinDim = 0, int launches = 1,
+                    bool viaBlas = true) const;
   /// Fraction of the GEMM rate a GEMM with smallest dimension `dim` gets.
   double gemmShapeEfficiency(double dim) const;
   /// Time of one collective over `n` devices on a buffer of `bytes` (the
@@ -60,7 +64,8 @@ private:
   ClusterSpec spec;
   std::string dtypeName;
   /// Effective rates after efficiencies (and core sharing on a host).
-  double flopRate, byteRate;
+  double flopRate, kernelFlopRate, byteRate;
+  bool attentionMeasured = false;
 };
 
 } // namespace pcc

@@ -37,6 +37,7 @@ struct PlanNode {
   /// take.
   double flops = 0, bytes = 0;
   int launches = 1;
+  bool viaBlas = true;
   /// Elements of the weights this node reads first (a weight shared by
   /// several nodes counts once).
   double params = 0;
@@ -99,6 +100,9 @@ struct OpWork {
   /// Kernels the back ends launch for the op (a GEMM with a broadcast bias
   /// copies the bias into its output first).
   int launches = 1;
+  /// Whether the op's arithmetic runs in BLAS GEMMs (pcc's attention
+  /// kernels do not; see CostModel::kernelTime).
+  bool viaBlas = true;
 };
 /// With `fusion`, bytes that stay in registers inside a fused chain are not
 /// counted.

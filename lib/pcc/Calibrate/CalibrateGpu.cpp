@@ -53,6 +53,12 @@ Expected<ClusterSpec> gpuSpecFromProbe(StringRef line) {
         c.gemmShape.push_back(
             {*(*pair)[0].getAsNumber(), *(*pair)[1].getAsNumber()});
   c.gemmShape.push_back({8192.0, 1.0});
+  // pcc's attention kernels (older probes did not measure them).
+  if (const json::Object *attention = o->getObject("attention_flops"))
+    for (const auto &kv : *attention)
+      if (std::optional<double> rate = kv.second.getAsNumber();
+          rate && *rate > 0)
+        c.attentionFlops[kv.first.str()] = *rate;
   for (auto [key, out] :
        {std::pair<StringRef, double *>{"memory_bytes", &c.memoryBytes},
         {"copy_bytes_s", &c.memoryBandwidth},

@@ -133,6 +133,12 @@ std::string clusterToJSON(const ClusterSpec &c) {
                                   {"memory", c.memoryEfficiency},
                                   {"network", c.networkEfficiency}}},
       {"kernel_overhead_us", c.kernelOverhead / kMicro}};
+  if (!c.attentionFlops.empty()) {
+    json::Object rates;
+    for (const auto &[dtype, flops] : c.attentionFlops)
+      rates[dtype] = flops / kTera;
+    root["attention_tflops"] = std::move(rates);
+  }
   if (c.sharedCores)
     root["shared_cores"] = true;
   if (c.nodeMemoryBandwidth > 0)
@@ -205,6 +211,13 @@ Expected<ClusterSpec> parseCluster(StringRef text, StringRef origin) {
       return std::move(e);
     c.peakFlops[kv.first.str()] = v;
   }
+  if (const json::Object *rates = root->getObject("attention_tflops"))
+    for (const auto &kv : *rates) {
+      double v = 0;
+      if (Error e = number(*rates, kv.first, kTera, v, "attention_tflops."))
+        return std::move(e);
+      c.attentionFlops[kv.first.str()] = v;
+    }
   if (Error e = number(*root, "memory_gib", kGiB, c.memoryBytes, ""))
     return std::move(e);
   if (Error e = number(*root, "memory_bandwidth_gb_s", kGB, c.memoryBandwidth,

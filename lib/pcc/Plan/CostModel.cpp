@@ -32,6 +32,14 @@ CostModel::CostModel(const ClusterSpec &cluster, std::string dtype,
                      int64_t devices)
     : spec(cluster), dtypeName(std::move(dtype)) {
   flopRate = spec.peak(dtypeName) * spec.gemmEfficiency;
+  // TF32 is a mode of the BLAS GEMMs; other kernels compute in fp32. A
+  // measured attention rate is used as is.
+  std::string kernelDtype = dtypeName == "tf32" ? "fp32" : dtypeName;
+  auto measured = spec.attentionFlops.find(kernelDtype);
+  attentionMeasured = measured != spec.attentionFlops.end();
+  kernelFlopRate = attentionMeasured
+                       ? measured->second
+                       : spec.peak(kernelDtype) * spec.gemmEfficiency;
   byteRate = spec.memoryBandwidth * spec.memoryEfficiency;
   // A calibrated host's "devices" are cores: ranks beyond the cores share
   // them.
@@ -39,6 +47,7 @@ CostModel::CostModel(const ClusterSpec &cluster, std::string dtype,
     double share = double(spec.totalDevices()) / double(devices) *
                    spec.sharedCoreEfficiency;
     flopRate *= share;
+    kernelFlopRate *= share;
     byteRate *= share;
   }
   // Cores streaming at once split the node's memory bandwidth.
@@ -63,8 +72,12 @@ double CostModel::gemmShapeEfficiency(double dim) const {
 }
 
 double CostModel::kernelTime(double flops, double bytes, bool fused,
-                             double gemmMinDim, int launches) const {
-  double rate = flopRate * gemmShapeEfficiency(gemmMinDim);
+                             double gemmMinDim, int launches,
+                             bool viaBlas) const {
+  double rate = viaBlas ? flopRate * gemmShapeEfficiency(gemmMinDim)
+                 : attentionMeasured
+                     ? kernelFlopRate
+                     : kernelFlopRate * gemmShapeEfficiency(gemmMinDim);
   return std::max(flops / rate, bytes / byteRate) +
          (fused ? 0 : launches * spec.kernelOverhead);
 }

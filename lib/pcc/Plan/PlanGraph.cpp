@@ -249,8 +249,10 @@ OpWork opWork(Operation *op, ArrayRef<SmallVector<int64_t>> operandShapes,
       w.gemmMinDim = std::min({double(s.m) * activationScale, double(s.n),
                                double(s.k)});
     // A causal attention's kernels skip the pairs its band hides.
-    if (isa<AttentionOp>(op))
+    if (isa<AttentionOp>(op)) {
       w.flops *= visibleScoreFraction(op);
+      w.viaBlas = false;
+    }
   } else if (auto work = dyn_cast<WorkOpInterface>(op)) {
     w.flops = out * work.getFlopsPerElement();
   } else {
@@ -351,6 +353,7 @@ PlanGraph buildPlanGraph(func::FuncOp fn) {
     node.flops = w.flops;
     node.bytes = w.bytes;
     node.launches = w.launches;
+    node.viaBlas = w.viaBlas;
     g.totalFlops += node.flops;
   }
   markBatchDims(g);

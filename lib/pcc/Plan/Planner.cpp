@@ -112,7 +112,7 @@ SearchResult gridLayout(const PlanGraph &g, const CostModel &cost,
                                             actBytes * scale / grid.size +
                                                 weightBytes / weightShare,
                                             node.fusedResult, 0,
-                                            node.launches);
+                                            node.launches, node.viaBlas);
     c.weightBytes = weightBytes / weightShare;
     if (!isa<ReshapeOp>(op))
       for (Value v : op->getResults())
@@ -833,11 +833,12 @@ void PlanSearch::enumerateBatch(int64_t pp, int64_t tg, TensorMode mode,
                                 SequenceMode spMode, int64_t dp) {
   for (int64_t m : divisors(g.batch / dp)) {
     int64_t mbSize = g.batch / dp / m;
+    bool inferenceWithoutStages = !opt.train && pp == 1;
     if (!forced(opt.microbatches, m) ||
-        (!opt.microbatches && mbSize > kMaxMicrobatchSize &&
-         m < g.batch / dp))
+        (!opt.microbatches && !inferenceWithoutStages &&
+         mbSize > kMaxMicrobatchSize && m < g.batch / dp))
       continue;
-    if (!opt.train && pp == 1 && m > 1 && !opt.microbatches)
+    if (inferenceWithoutStages && m > 1 && !opt.microbatches)
       continue; // inference without stages gains nothing from it
     for (bool recompute : recomputeChoices()) {
       ++plan.evaluated;

@@ -154,7 +154,8 @@ NodeChoice costOption(const PlanNode &node, OpSharding sharding,
                         : double(summaSteps) *
                               cost.kernelTime(w.flops, w.bytes,
                                               /*fused=*/node.fusedResult,
-                                              w.gemmMinDim, w.launches);
+                                              w.gemmMinDim, w.launches,
+                                              w.viaBlas);
   c.comm += std::max(0.0, ringComm - c.compute);
   if (!sharding.reduceBeforeBias.empty()) {
     double bytes = tensorBytes(op->getResult(0)) * in.scale;

@@ -23,9 +23,10 @@ void buildImportCleanupPipeline(mlir::OpPassManager &pm);
 /// the per-device program).
 mlir::LogicalResult raiseCausalMasks(mlir::func::FuncOp fn);
 
-/// The share of query-key pairs a pcc.attention computes: below 1 where it hides a
-/// band (hide_from, or a hide operand pcc-raise-causal-masks would raise),
-/// whose hidden pairs every kernel skips; 1 otherwise.
+/// The share of query-key pairs a pcc.attention computes: below 1 where it
+/// hides a band (hide_from, or a hide operand pcc-raise-causal-masks would
+/// raise) with an -inf fill, whose hidden pairs every kernel skips; 1
+/// otherwise (a finite fill still counts in the softmax).
 double visibleScoreFraction(mlir::Operation *attention);
 
 /// Registers all pcc passes and pipelines (for pcc-opt).

@@ -18,6 +18,7 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace pcc {
 #define GEN_PASS_DEF_RAISECAUSALMASKS
@@ -262,7 +263,10 @@ struct RaiseCausalMasksPass : impl::RaiseCausalMasksBase<RaiseCausalMasksPass> {
 
 double visibleScoreFraction(Operation *attention) {
   auto op = dyn_cast<AttentionOp>(attention);
-  if (!op)
+  // Hidden scores set to a finite fill still count in the softmax: the
+  // kernels skip hidden pairs under an -inf fill only.
+  double fill = op ? op.getFill().convertToDouble() : 0;
+  if (!op || !(std::isinf(fill) && fill < 0))
     return 1;
   std::optional<int64_t> from;
   if (auto attr = op.getHideFromAttr())
