@@ -99,22 +99,26 @@ def make_inputs(spec):
     return out
 
 
-def build(pcc, out):
+def export(name, path):
+    """Writes model `name` (seeded weights) as ONNX to `path`."""
     import torch
-    import onnx
+    make, spec = models()[name]
+    model = fill_params(make())
+    x = tuple(torch.from_numpy(a) for a in make_inputs(spec))
+    buf = io.BytesIO()
+    torch.onnx.export(model, x, buf, opset_version=14,
+                      input_names=[s[0] for s in spec],
+                      output_names=["output"], do_constant_folding=True)
+    with open(path, "wb") as f:
+        f.write(buf.getvalue())
+
+
+def build(pcc, out):
     os.makedirs(out, exist_ok=True)
     manifest = []
     for name, (make, spec) in models().items():
-        model = fill_params(make())
-        x = tuple(torch.from_numpy(a) for a in make_inputs(spec))
         onnx_path = os.path.join(out, name + ".onnx")
-        buf = io.BytesIO()
-        torch.onnx.export(model, x, buf, opset_version=14,
-                          input_names=[s[0] for s in spec],
-                          output_names=["output"], do_constant_folding=True)
-        with open(onnx_path, "wb") as f:
-            f.write(buf.getvalue())
-        del buf
+        export(name, onnx_path)
         for precision in ("fp32", "tf32", "bf16"):
             case = f"{name}-{precision}"
             d = os.path.join(out, case)

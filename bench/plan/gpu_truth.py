@@ -16,7 +16,6 @@ The models are exported again here from bench_cuda.py's definitions (the
 weights do not matter to the planner).
 """
 import argparse
-import io
 import json
 import os
 import subprocess
@@ -26,20 +25,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, HERE)
-
-
-def export(name, path):
-    import torch
-    import bench_cuda
-    make, spec = bench_cuda.models()[name]
-    model = make().eval()
-    x = tuple(torch.from_numpy(a) for a in bench_cuda.make_inputs(spec))
-    buf = io.BytesIO()
-    torch.onnx.export(model, x, buf, opset_version=14,
-                      input_names=[s[0] for s in spec],
-                      output_names=["output"], do_constant_folding=True)
-    with open(path, "wb") as f:
-        f.write(buf.getvalue())
+import bench_cuda  # noqa: E402
 
 
 def predict(pcc, model, cluster, precision):
@@ -94,7 +80,7 @@ def main():
             if name not in exported:
                 exported[name] = os.path.join(where, name + ".onnx")
                 if not os.path.exists(exported[name]):
-                    export(name, exported[name])
+                    bench_cuda.export(name, exported[name])
             p = predict(args.pcc, exported[name], args.cluster, precision)
             results.append({"case": r["case"], "measured_ms": r["pcc_ms"],
                             "predicted_ms": p,
