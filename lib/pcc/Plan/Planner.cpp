@@ -833,6 +833,11 @@ void PlanSearch::enumerateBatch(int64_t pp, int64_t tg, TensorMode mode,
                                 SequenceMode spMode, int64_t dp) {
   for (int64_t m : divisors(g.batch / dp)) {
     int64_t mbSize = g.batch / dp / m;
+    // 2D, 2.5D and 3D grids split each microbatch again, over their rows
+    // and depth (the partitioner's splitBatch).
+    int64_t gridParts = mode == TensorMode::OneD ? 1 : grid.first * grid.second;
+    if (mbSize % gridParts)
+      continue;
     bool inferenceWithoutStages = !opt.train && pp == 1;
     if (!forced(opt.microbatches, m) ||
         (!opt.microbatches && !inferenceWithoutStages &&
