@@ -893,10 +893,10 @@ llvm::Expected<Plan> PlanSearch::finish() {
   plan.infeasible += rejected.size();
   if (feasible.empty()) {
     if (rejected.empty())
-      return planError(formatv("no plan for {0} devices fits the constraints "
+      return planError(formatv("no plan for {0} device{2} fits the constraints "
                              "(batch {1}, forced degrees must multiply to the "
                              "device count and divide the batch)",
-                             n, g.batch));
+                             n, g.batch, n == 1 ? "" : "s"));
     const PlanCandidate &r = rejected.front();
     return planError(formatv("no plan fits in {0:F1} GiB per device: the best "
                            "candidate ({1}) needs {2:F1} GiB",
