@@ -30,15 +30,41 @@ RankedTensorType tensorType(const onnx::TensorProto &tensor, MLIRContext *ctx) {
   return RankedTensorType::get(dims, elementTypeFor(tensor.data_type(), ctx));
 }
 
-bool shouldInline(const onnx::TensorProto &tensor, int64_t floatLimit) {
+namespace {
+
+using TP = onnx::TensorProto;
+
+bool isFloatType(int32_t type) {
+  return type == TP::FLOAT || type == TP::DOUBLE || type == TP::FLOAT16 ||
+         type == TP::BFLOAT16;
+}
+
+bool isIntegralType(int32_t type) {
+  return type == TP::BOOL || type == TP::INT8 || type == TP::UINT8 ||
+         type == TP::INT16 || type == TP::UINT16 || type == TP::INT32 ||
+         type == TP::UINT32 || type == TP::INT64 || type == TP::UINT64;
+}
+
+int64_t elementCount(const TP &t) {
   int64_t count = 1;
-  for (int64_t d : tensor.dims())
+  for (int64_t d : t.dims())
     count *= d;
-  using TP = onnx::TensorProto;
-  bool isFloat = tensor.data_type() == TP::FLOAT ||
-                 tensor.data_type() == TP::DOUBLE ||
-                 tensor.data_type() == TP::FLOAT16 ||
-                 tensor.data_type() == TP::BFLOAT16;
+  return count;
+}
+
+/// Whether all of `t`'s bytes are in the model, as raw_data of its size:
+/// what the analyses below read directly.
+bool hasInlineBytes(const TP &t) {
+  int64_t width = elementBytes(t.data_type());
+  return width > 0 && t.data_location() != TP::EXTERNAL && t.has_raw_data() &&
+         int64_t(t.raw_data().size()) == elementCount(t) * width;
+}
+
+} // namespace
+
+bool shouldInline(const onnx::TensorProto &tensor, int64_t floatLimit) {
+  int64_t count = elementCount(tensor);
+  bool isFloat = isFloatType(tensor.data_type());
   // Integer and bool tensors are shape arithmetic, indices and masks; float
   // tensors beyond a few scalars are parameters (a Constant node's few
   // floats, such as Resize's scales, are literals of the graph).
@@ -47,19 +73,11 @@ bool shouldInline(const onnx::TensorProto &tensor, int64_t floatLimit) {
 
 std::optional<onnx::TensorProto> splatElement(const onnx::TensorProto &t,
                                               bool floatsToo) {
-  using TP = onnx::TensorProto;
   int32_t type = t.data_type();
-  bool integral = type == TP::BOOL || type == TP::INT8 || type == TP::UINT8 ||
-                  type == TP::INT16 || type == TP::UINT16 ||
-                  type == TP::INT32 || type == TP::UINT32 ||
-                  type == TP::INT64 || type == TP::UINT64;
-  int64_t width = elementBytes(type), count = 1;
-  for (int64_t d : t.dims())
-    count *= d;
+  int64_t width = elementBytes(type);
   const std::string &raw = t.raw_data();
-  if (!(integral || floatsToo) || width == 0 || count == 0 ||
-      t.data_location() == TP::EXTERNAL || !t.has_raw_data() ||
-      int64_t(raw.size()) != count * width)
+  if (!(isIntegralType(type) || floatsToo) || elementCount(t) == 0 ||
+      !hasInlineBytes(t))
     return std::nullopt;
   for (int64_t at = width; at < int64_t(raw.size()); at += width)
     if (raw.compare(at, width, raw, 0, width) != 0)
@@ -72,17 +90,10 @@ std::optional<onnx::TensorProto> splatElement(const onnx::TensorProto &t,
 }
 
 bool isBandMask(const onnx::TensorProto &t) {
-  using TP = onnx::TensorProto;
-  int32_t type = t.data_type();
-  bool integral = type == TP::BOOL || type == TP::INT8 || type == TP::UINT8 ||
-                  type == TP::INT32 || type == TP::INT64;
-  int64_t width = elementBytes(type), count = 1;
-  for (int64_t d : t.dims())
-    count *= d;
+  int64_t width = elementBytes(t.data_type()), count = elementCount(t);
   const std::string &raw = t.raw_data();
-  if (!integral || t.dims_size() < 2 || count == 0 || count > (1 << 26) ||
-      t.data_location() == TP::EXTERNAL || !t.has_raw_data() ||
-      int64_t(raw.size()) != count * width)
+  if (!isIntegralType(t.data_type()) || t.dims_size() < 2 || count == 0 ||
+      count > (1 << 26) || !hasInlineBytes(t))
     return false;
   int64_t rows = t.dims(t.dims_size() - 2), cols = t.dims(t.dims_size() - 1);
   auto nonZero = [&](int64_t i) {
@@ -136,17 +147,11 @@ bool isTransposeOf(const std::string &a, const std::string &b, int64_t rows,
 
 std::vector<std::pair<std::string, std::string>>
 findTransposedCopies(const onnx::GraphProto &graph) {
-  using TP = onnx::TensorProto;
   // 2-D float initializers with their bytes inline, by (rows, cols).
   std::map<std::pair<int64_t, int64_t>, std::vector<const TP *>> byShape;
   for (const TP &t : graph.initializer()) {
-    int32_t type = t.data_type();
-    bool isFloat = type == TP::FLOAT || type == TP::FLOAT16 ||
-                   type == TP::BFLOAT16 || type == TP::DOUBLE;
-    if (!isFloat || t.dims_size() != 2 || t.dims(0) == t.dims(1) ||
-        t.data_location() == TP::EXTERNAL || !t.has_raw_data() ||
-        int64_t(t.raw_data().size()) !=
-            t.dims(0) * t.dims(1) * elementBytes(type))
+    if (!isFloatType(t.data_type()) || t.dims_size() != 2 ||
+        t.dims(0) == t.dims(1) || !hasInlineBytes(t))
       continue;
     byShape[{t.dims(0), t.dims(1)}].push_back(&t);
   }
