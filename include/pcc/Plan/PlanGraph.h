@@ -58,6 +58,9 @@ struct PlanNode {
   bool derived = false;
   /// A reshape: a view of its operand, no kernel launched and nothing moved.
   bool view = false;
+  /// For an attention, the share of score pairs its kernels compute
+  /// (visibleScoreFraction), found once: the mask analysis reads constants.
+  double visibleScores = 1;
 };
 
 /// Nodes [begin, begin + period * count) are `count` copies of one block.

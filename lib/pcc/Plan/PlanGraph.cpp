@@ -250,7 +250,7 @@ OpWork opWork(Operation *op, ArrayRef<SmallVector<int64_t>> operandShapes,
                                double(s.k)});
     // A causal attention's kernels skip the pairs its band hides.
     if (isa<AttentionOp>(op)) {
-      w.flops *= visibleScoreFraction(op);
+      w.flops *= fusion ? fusion->visibleScores : visibleScoreFraction(op);
       w.viaBlas = false;
     }
   } else if (auto work = dyn_cast<WorkOpInterface>(op)) {
@@ -276,6 +276,8 @@ PlanGraph buildPlanGraph(func::FuncOp fn) {
     node.name = nodeName(&op);
     node.derived = derived.count(&op);
     node.view = isa<ReshapeOp>(op);
+    if (isa<AttentionOp>(op))
+      node.visibleScores = visibleScoreFraction(&op);
     bool weightOperand = false, activationOperands = true;
     for (Value v : op.getOperands()) {
       auto type = cast<RankedTensorType>(v.getType());

@@ -275,13 +275,17 @@ double visibleScoreFraction(Operation *attention) {
     from = band->isNowhere() ? kFar : band->k;
   if (!from)
     return 1;
-  // Row r sees the keys c < r + k.
+  // Row r sees the keys c < r + k: none for r < a, r + k for a <= r < b,
+  // all of them from b on.
   int64_t rows = shapeOf(op.getQuery()).drop_back().back(),
-          keys = shapeOf(op.getKey()).drop_back().back();
-  double seen = 0;
-  for (int64_t r = 0; r < rows; ++r)
-    seen += double(std::clamp<int64_t>(r + *from, 0, keys));
-  return rows && keys ? seen / (double(rows) * double(keys)) : 1;
+          keys = shapeOf(op.getKey()).drop_back().back(), k = *from;
+  if (!rows || !keys)
+    return 1;
+  int64_t a = std::clamp<int64_t>(1 - k, 0, rows),
+          b = std::clamp<int64_t>(keys - k, a, rows);
+  double seen = double(b - a) * double(a + b - 1) / 2 + double(k) * (b - a) +
+                double(keys) * double(rows - b);
+  return seen / (double(rows) * double(keys));
 }
 
 // A walk, not the greedy driver: that would also fold and hoist constants,
