@@ -97,7 +97,7 @@ protected:
 
   static double total(const SearchResult &r) {
     double t = 0;
-    for (const NodeChoice &c : r.nodes)
+    for (const NodeCost &c : r.costs)
       t += c.compute + c.comm;
     return t;
   }
@@ -149,13 +149,13 @@ TEST_F(LayoutSearch, MlpFindsColumnThenRow) {
   ASSERT_TRUE(searched.optimal && searched.feasible);
   EXPECT_LE(total(searched), total(megatron) * (1 + 1e-9));
   // fc1 by columns, fc2 by rows.
-  const OpSharding &first = searched.nodes[0].sharding;
-  const OpSharding &second = searched.nodes[2].sharding;
+  const OpSharding &first = searched.layouts[0].sharding;
+  const OpSharding &second = searched.layouts[2].sharding;
   EXPECT_TRUE(first.operands[1].dims[1].isSplit());
   EXPECT_FALSE(first.operands[1].dims[0].isSplit());
   EXPECT_TRUE(second.operands[1].dims[0].isSplit());
   int allReduces = 0;
-  for (const NodeChoice &c : searched.nodes)
+  for (const NodeLayout &c : searched.layouts)
     for (const PlannedCollective &pc : c.collectives)
       allReduces += pc.kind == CollectiveKind::AllReduce;
   EXPECT_EQ(allReduces, 1);
@@ -187,7 +187,7 @@ TEST_F(LayoutSearch, AttentionNoWorseThanMegatron) {
     })mlir");
   auto [searched, megatron] = searchAndMegatron(fn, 2);
   ASSERT_TRUE(searched.optimal && searched.feasible);
-  ASSERT_EQ(searched.nodes.size(), megatron.nodes.size());
+  ASSERT_EQ(searched.costs.size(), megatron.costs.size());
   EXPECT_LE(total(searched), total(megatron) * (1 + 1e-9));
 }
 

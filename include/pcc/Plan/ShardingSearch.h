@@ -33,17 +33,25 @@ struct PlannedCollective {
   double bytes = 0, seconds = 0;
 };
 
-struct NodeChoice {
-  OpSharding sharding;
-  /// Per microbatch, forward: time on the device, time of the collectives
-  /// feeding it (and inside it), local weight and result bytes.
+/// What one node costs on one device, per microbatch, forward: all that
+/// pricing a candidate reads.
+struct NodeCost {
+  /// Time on the device, and time of the collectives feeding it (and
+  /// inside it); local weight and result bytes.
   double compute = 0, comm = 0, weightBytes = 0, resultBytes = 0;
   /// Workspace the op's kernel holds while it runs (SUMMA's panels, the
-  /// attention kernel's tile, row statistics and ring blocks), per device.
+  /// attention kernel's tile, row statistics and ring blocks, gathered
+  /// operands).
   double scratchBytes = 0;
   /// Training, per step: all-reducing the gradients of weights this op
   /// reads whole while its work is split over the axis.
   double gradSync = 0;
+};
+
+/// How one node runs: its layout and the collectives it inserts (what the
+/// report shows and the partitioner is told).
+struct NodeLayout {
+  OpSharding sharding;
   llvm::SmallVector<PlannedCollective, 2> collectives;
 };
 
@@ -78,12 +86,20 @@ struct SearchInput {
   /// The grid `fixed` is laid out on (a 2D / 2.5D tensor grid); unset: one
   /// axis of `degree` devices.
   const Mesh *grid = nullptr;
+  /// Spell out every node's layout and collectives (SearchResult::layouts),
+  /// not just its costs: for the plans shown and compiled, not for the
+  /// thousands of candidates only priced.
+  bool layouts = true;
 };
 
 struct SearchResult {
-  /// Per node (every copy of the block gets its copy-0 choice; copies after
-  /// the second carry costs only, their layout is their first copy's).
-  std::vector<NodeChoice> nodes;
+  /// Per node (copies of the block after the second cost what the second
+  /// does).
+  std::vector<NodeCost> costs;
+  /// Per node, with SearchInput::layouts only (else empty): every copy of
+  /// the block gets its copy-0 layout; copies after the second carry their
+  /// collectives only, their layout is their first copy's.
+  std::vector<NodeLayout> layouts;
   int variables = 0, constraints = 0;
   bool optimal = false, feasible = true;
   double seconds = 0;

@@ -34,7 +34,7 @@ void recordPlannedLayouts(const PlanGraph &graph, const SearchResult &layout) {
   for (auto [i, node] : llvm::enumerate(graph.nodes)) {
     // Later copies of a repeated block carry costs only; their layout is
     // their first copy's.
-    const OpSharding &s = layout.nodes[graph.representative(i)].sharding;
+    const OpSharding &s = layout.layouts[graph.representative(i)].sharding;
     if (s.operands.size() == node.op->getNumOperands())
       setOperandShardings(node.op, kPlannedShardingAttr, tensorAxis,
                           s.operands);

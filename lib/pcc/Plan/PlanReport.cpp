@@ -97,7 +97,7 @@ std::string layoutOf(const PlanGraph &g, const PlanCandidate &c, int i) {
     return "replicated";
   if (c.mode != TensorMode::OneD)
     return formatv("activations over the {0} grid", tensorModeName(c.mode));
-  const OpSharding &s = c.layout->nodes[i].sharding;
+  const OpSharding &s = c.layout->layouts[i].sharding;
   Mesh mesh = tpMesh(c);
   std::string out;
   for (auto [k, t] : llvm::enumerate(s.operands)) {
@@ -139,12 +139,12 @@ std::vector<CollectiveSummary> collectives(const PlanGraph &g,
     s.seconds += t * times;
   };
   int64_t perStep = c.microbatches * int64_t(passes);
-  for (auto [i, nc] : llvm::enumerate(c.layout->nodes))
+  for (auto [i, nc] : llvm::enumerate(c.layout->layouts))
     for (const PlannedCollective &pc : nc.collectives)
       add(collectiveName(pc.kind), "tp", pc.bytes, pc.seconds, perStep,
           g.nodes[i].name);
   if (c.sequenceLayout)
-    for (auto [i, nc] : llvm::enumerate(c.sequenceLayout->nodes))
+    for (auto [i, nc] : llvm::enumerate(c.sequenceLayout->layouts))
       for (const PlannedCollective &pc : nc.collectives)
         add(collectiveName(pc.kind), "sp", pc.bytes, pc.seconds, perStep,
             g.nodes[i].name);
@@ -308,7 +308,7 @@ void printPlanText(raw_ostream &os, const PlanGraph &g,
         os << "  ...\n";
         break;
       }
-      const NodeChoice &nc = b.layout->nodes[i];
+      const NodeLayout &nc = b.layout->layouts[i];
       os << formatv("  {0,-40} {1,-14} {2}", g.nodes[i].name,
                     g.nodes[i].op->getName().stripDialect(), layoutOf(g, b, i));
       for (const PlannedCollective &pc : nc.collectives)
@@ -455,7 +455,7 @@ void printPlanDot(raw_ostream &os, const PlanGraph &g, const Plan &plan) {
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     if (!shown(g, i))
       continue;
-    const NodeChoice &nc = b.layout->nodes[i];
+    const NodeLayout &nc = b.layout->layouts[i];
     for (int p : g.nodes[i].producers) {
       if (p < 0)
         continue;

@@ -84,10 +84,12 @@ struct Grid {
 /// their row statistics.
 SearchResult gridLayout(const PlanGraph &g, const CostModel &cost,
                         const Grid &grid, double scale,
-                        const ClusterSpec &cluster) {
+                        const ClusterSpec &cluster, bool layouts) {
   SearchResult r;
   r.optimal = true;
-  r.nodes.resize(g.nodes.size());
+  r.costs.resize(g.nodes.size());
+  if (layouts)
+    r.layouts.resize(g.nodes.size());
   double eb = g.elementBytes;
   int64_t q = grid.q;
   bool crossCol = groupCrossesNodes(1, q, cluster);
@@ -98,10 +100,12 @@ SearchResult gridLayout(const PlanGraph &g, const CostModel &cost,
   int firstCopy = g.block.present() ? g.block.begin + g.block.period
                                     : int(g.nodes.size());
   for (auto [i, node] : llvm::enumerate(g.nodes)) {
-    NodeChoice &c = r.nodes[i];
+    NodeCost &c = r.costs[i];
     // Block copies cost what the first copy costs.
     if (int(i) >= firstCopy && int(i) < g.block.end()) {
-      c = r.nodes[i - g.block.period];
+      c = r.costs[i - g.block.period];
+      if (layouts)
+        r.layouts[i] = r.layouts[i - g.block.period];
       continue;
     }
     Operation *op = node.op;
@@ -121,7 +125,8 @@ SearchResult gridLayout(const PlanGraph &g, const CostModel &cost,
                    double times) {
       double t = times * cost.collectiveTime(kind, bytes, n, cross);
       c.comm += t;
-      c.collectives.push_back({kind, int(i), bytes, t});
+      if (layouts)
+        r.layouts[i].collectives.push_back({kind, int(i), bytes, t});
     };
     if (auto dims = node.linear ? gemmDims(op) : std::nullopt) {
       auto [m, k, n] = *dims;
@@ -204,7 +209,7 @@ std::vector<int> lastUses(const PlanGraph &g) {
 double peakLiveBytes(const PlanGraph &g, const SearchResult &layout,
                      ArrayRef<int> lastUse, int first, int last) {
   auto bytes = [&](int i) {
-    return g.nodes[i].fusedResult ? 0.0 : layout.nodes[i].resultBytes;
+    return g.nodes[i].fusedResult ? 0.0 : layout.costs[i].resultBytes;
   };
   std::vector<std::vector<int>> freedAfter(last - first + 1);
   double live = 0, peak = 0;
@@ -216,7 +221,7 @@ double peakLiveBytes(const PlanGraph &g, const SearchResult &layout,
       freedAfter[std::min(lastUse[i], last) - first].push_back(i);
   for (int i = first; i <= last; ++i) {
     live += bytes(i);
-    peak = std::max(peak, live + layout.nodes[i].scratchBytes);
+    peak = std::max(peak, live + layout.costs[i].scratchBytes);
     for (int j : freedAfter[i - first])
       live -= bytes(j);
   }
@@ -268,7 +273,7 @@ stageTransfers(const PlanGraph &g, const SearchResult &layout,
         all += tensorBytes(r);
       double share = all > 0 ? tensorBytes(v) / all : 1;
       out.push_back({p, stageOf(p), to,
-                     layout.nodes[base].resultBytes * share, 0});
+                     layout.costs[base].resultBytes * share, 0});
     }
   }
   return out;
@@ -290,7 +295,7 @@ double blockBoundaryBytes(const PlanGraph &g, const SearchResult &layout) {
   for (int i = second; i < second + g.block.period; ++i)
     for (int p : g.nodes[i].producers)
       if (p >= g.block.begin && p < second && seen.insert(p).second)
-        bytes += layout.nodes[p].resultBytes;
+        bytes += layout.costs[p].resultBytes;
   return bytes;
 }
 
@@ -416,7 +421,7 @@ private:
   /// PlanOptions::sequenceLayouts), priced at this share of the batch.
   std::shared_ptr<const SearchResult>
   sequenceLayout(int64_t tg, int64_t sp, SequenceMode spMode, int64_t dp,
-                 int64_t m, double cw, double cc);
+                 int64_t m, double cw, double cc, bool exact);
   struct Stages {
     /// The slowest stage and its time per microbatch.
     StageSummary worst;
@@ -474,10 +479,10 @@ private:
   std::map<std::tuple<int64_t, int64_t, int, int64_t>, std::vector<OpSharding>>
       fixedGrid;
   // Sequence layouts (PlanOptions::sequenceLayouts) per (dp, sp, mode), and
-  // priced per (dp, sp, mode, tensor size, microbatches).
+  // priced per (dp, sp, mode, tensor size, microbatches, with layouts).
   std::map<std::tuple<int64_t, int64_t, int>, std::vector<OpSharding>>
       fixedSequence;
-  std::map<std::tuple<int64_t, int64_t, int, int64_t, int64_t>,
+  std::map<std::tuple<int64_t, int64_t, int, int64_t, int64_t, bool>,
            std::shared_ptr<const SearchResult>>
       sequenceLayouts;
 };
@@ -557,10 +562,11 @@ PlanSearch::layoutFor(int64_t pp, int64_t dp, int64_t tg, TensorMode mode,
     in.fixed = &fixed;
     in.fixedPerCopy = true;
     in.grid = &gridMesh;
+    in.layouts = exact;
     layout = std::make_shared<SearchResult>(searchTensorParallel(g, cost, in));
   } else if (mode != TensorMode::OneD) {
     layout = std::make_shared<SearchResult>(gridLayout(
-        g, cost, {mode, tg, grid.first, grid.second}, scale, cluster));
+        g, cost, {mode, tg, grid.first, grid.second}, scale, cluster, exact));
   } else {
     SearchInput in;
     in.degree = tg;
@@ -591,6 +597,7 @@ PlanSearch::oneDimLayout(SearchInput in, int64_t pp, int64_t dp, int64_t tg,
       fixed = opt.tensorLayouts(dp, tg);
     in.fixed = &fixed;
     in.fixedPerCopy = true;
+    in.layouts = exact;
     return std::make_shared<SearchResult>(searchTensorParallel(g, cost, in));
   }
   auto seedKey = std::make_tuple(int(TensorMode::OneD), tg, recompute, pp,
@@ -603,6 +610,8 @@ PlanSearch::oneDimLayout(SearchInput in, int64_t pp, int64_t dp, int64_t tg,
   bool solve = exact || seed == seedChoice.end() || tg == 1;
   if (!solve)
     in.fixed = &seed->second;
+  // A solve's layouts seed the candidates after it.
+  in.layouts = solve;
   auto result =
       std::make_shared<SearchResult>(searchTensorParallel(g, cost, in));
   if (solve && tg > 1)
@@ -611,8 +620,8 @@ PlanSearch::oneDimLayout(SearchInput in, int64_t pp, int64_t dp, int64_t tg,
     noLayout[seedKey] = result;
   if (solve && result->feasible) {
     std::vector<OpSharding> choice;
-    for (const NodeChoice &nc : result->nodes)
-      choice.push_back(nc.sharding);
+    for (const NodeLayout &nl : result->layouts)
+      choice.push_back(nl.sharding);
     seedChoice[seedKey] = std::move(choice);
   }
   return result;
@@ -620,8 +629,9 @@ PlanSearch::oneDimLayout(SearchInput in, int64_t pp, int64_t dp, int64_t tg,
 
 std::shared_ptr<const SearchResult>
 PlanSearch::sequenceLayout(int64_t tg, int64_t sp, SequenceMode spMode,
-                           int64_t dp, int64_t m, double cw, double cc) {
-  auto key = std::make_tuple(dp, sp, int(spMode), tg, m);
+                           int64_t dp, int64_t m, double cw, double cc,
+                           bool exact) {
+  auto key = std::make_tuple(dp, sp, int(spMode), tg, m, exact);
   if (auto found = sequenceLayouts.find(key); found != sequenceLayouts.end())
     return found->second;
   std::vector<OpSharding> &fixed = fixedSequence[{dp, sp, int(spMode)}];
@@ -639,6 +649,7 @@ PlanSearch::sequenceLayout(int64_t tg, int64_t sp, SequenceMode spMode,
   in.microbatches = double(m);
   in.fixed = &fixed;
   in.fixedPerCopy = true;
+  in.layouts = exact;
   auto result = std::make_shared<SearchResult>(searchTensorParallel(g, cost, in));
   sequenceLayouts[key] = result;
   return result;
@@ -654,7 +665,7 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
   for (auto [u, unit] : llvm::enumerate(units))
     for (int i = unit.first; i <= unit.last; ++i)
       unitTime[u] +=
-          cw * layout.nodes[i].compute + cc * (layout.nodes[i].comm + spComm[i]);
+          cw * layout.costs[i].compute + cc * (layout.costs[i].comm + spComm[i]);
   std::vector<int> starts = balanceStages(unitTime, pp);
   Stages out;
   out.boundary = blockBoundaryBytes(g, layout);
@@ -667,7 +678,7 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
       time += unitTime[u];
       double unitBytes = 0;
       for (int i = units[u].first; i <= units[u].last; ++i) {
-        const NodeChoice &nc = layout.nodes[i];
+        const NodeCost &nc = layout.costs[i];
         st.compute += nc.compute;
         st.comm += nc.comm + spComm[i];
         st.weightBytes += nc.weightBytes;
@@ -745,8 +756,8 @@ PlanCandidate PlanSearch::evaluate(int64_t pp, int64_t tg, TensorMode mode,
 
   std::vector<double> spComm(g.nodes.size(), 0);
   if (sp > 1) {
-    c.sequenceLayout = sequenceLayout(tg, sp, spMode, dp, m, cw, cc);
-    for (auto [i, nc] : llvm::enumerate(c.sequenceLayout->nodes))
+    c.sequenceLayout = sequenceLayout(tg, sp, spMode, dp, m, cw, cc, exact);
+    for (auto [i, nc] : llvm::enumerate(c.sequenceLayout->costs))
       spComm[i] = nc.comm;
   }
   Stages stages = priceStages(c, *layout, spComm, cw, cc);

@@ -33,6 +33,13 @@ namespace pcc {
 
 namespace {
 
+/// One way a node can run: what it costs and how (its layout and the
+/// collectives inside it).
+struct Choice : NodeCost {
+  OpSharding sharding;
+  SmallVector<PlannedCollective, 2> collectives;
+};
+
 std::string key(const OpSharding &s, const Mesh &mesh) {
   std::string k;
   for (const TensorSharding &t : s.operands)
@@ -44,11 +51,11 @@ std::string key(const OpSharding &s, const Mesh &mesh) {
 }
 
 /// Costs one option of `op` on the per-device shapes.
-NodeChoice costOption(const PlanNode &node, OpSharding sharding,
-                      const Mesh &mesh, const CostModel &cost,
-                      const SearchInput &in) {
+Choice costOption(const PlanNode &node, OpSharding sharding,
+                  const Mesh &mesh, const CostModel &cost,
+                  const SearchInput &in) {
   Operation *op = node.op;
-  NodeChoice c;
+  Choice c;
   SmallVector<SmallVector<int64_t>> local, localOut;
   for (auto [i, v, s] :
        llvm::enumerate(op->getOperands(), sharding.operands)) {
@@ -214,12 +221,12 @@ bool stacksOnBatch(const PlanNode &node, const OpSharding &s, int64_t degree) {
   return true;
 }
 
-std::vector<NodeChoice> enumerateOptions(const PlanNode &node,
+std::vector<Choice> enumerateOptions(const PlanNode &node,
                                          const Mesh &mesh,
                                          const CostModel &cost,
                                          const SearchInput &in) {
   Operation *op = node.op;
-  std::vector<NodeChoice> options;
+  std::vector<Choice> options;
   llvm::StringSet<> seen;
   // Splitting the batch is data parallelism's job (the outer search); a
   // tensor axis splitting it again would double-count it.
@@ -263,12 +270,15 @@ struct Edge {
 
 } // namespace
 
-double reshardTime(const TensorSharding &from, const TensorSharding &to,
-                   double bytes, const Mesh &mesh, bool crossNode,
-                   const CostModel &cost,
-                   SmallVectorImpl<PlannedCollective> *out) {
+namespace {
+
+/// Time of the steps of one reshard (as planReshard gives them), each added
+/// to `out` when given.
+double stepsTime(ArrayRef<ReshardStep> steps, double bytes, const Mesh &mesh,
+                 bool crossNode, const CostModel &cost,
+                 SmallVectorImpl<PlannedCollective> *out) {
   double total = 0;
-  for (const ReshardStep &step : planReshard(from, to)) {
+  for (const ReshardStep &step : steps) {
     int64_t n = mesh.size(step.axes);
     if (step.kind == ReshardKind::AllSlice || n <= 1)
       continue;
@@ -286,6 +296,15 @@ double reshardTime(const TensorSharding &from, const TensorSharding &to,
       out->push_back({kind, -1, buffer, t});
   }
   return total;
+}
+
+} // namespace
+
+double reshardTime(const TensorSharding &from, const TensorSharding &to,
+                   double bytes, const Mesh &mesh, bool crossNode,
+                   const CostModel &cost,
+                   SmallVectorImpl<PlannedCollective> *out) {
+  return stepsTime(planReshard(from, to), bytes, mesh, crossNode, cost, out);
 }
 
 namespace {
@@ -352,7 +371,7 @@ private:
   const SearchInput &in;
   int n;
   Mesh mesh;
-  std::vector<std::vector<NodeChoice>> options;
+  std::vector<std::vector<Choice>> options;
   std::vector<double> nodeMult;
   std::vector<Edge> edges;
   std::vector<int> choice, firstVar;
@@ -364,7 +383,7 @@ void LayoutProblem::collectOptions() {
   for (int i = 0; i < n; ++i) {
     if (!isVariable(i))
       continue;
-    options[i] = in.fixed ? std::vector<NodeChoice>{costOption(
+    options[i] = in.fixed ? std::vector<Choice>{costOption(
                                 g.nodes[i], (*in.fixed)[i], mesh, cost, in)}
                           : enumerateOptions(g.nodes[i], mesh, cost, in);
     bool inBlock = b.present() && i >= b.begin && i < b.end() &&
@@ -419,7 +438,7 @@ void LayoutProblem::priceOutputReductions() {
       continue;
     int i = rep(it->second);
     int r = cast<OpResult>(v).getResultNumber();
-    for (NodeChoice &c : options[i]) {
+    for (Choice &c : options[i]) {
       const TensorSharding &s = c.sharding.results[r];
       if (s.partial.empty())
         continue;
@@ -496,7 +515,7 @@ void LayoutProblem::solveProgram(SearchResult &result) {
       continue;
     firstVar[i] = int(p.objective.size());
     std::vector<std::pair<int, double>> one;
-    for (const NodeChoice &c : options[i]) {
+    for (const Choice &c : options[i]) {
       double objective =
           nodeMult[i] * (in.computeWeight * c.compute +
                          in.commWeight * c.comm + c.gradSync / in.microbatches);
@@ -559,27 +578,30 @@ void LayoutProblem::solveProgram(SearchResult &result) {
 
 void LayoutProblem::spellOut(SearchResult &result) const {
   const RepeatedBlock &b = g.block;
-  result.nodes.resize(n);
+  result.costs.resize(n);
+  if (in.layouts)
+    result.layouts.resize(n);
   // Copies after the second are wired like the second: copy its costs.
   int copiedFrom =
       b.present() && !in.fixedPerCopy ? b.begin + 2 * b.period : n;
   for (int i = 0; i < n; ++i) {
     if (i >= copiedFrom && i < b.end()) {
-      // Numbers and collectives only: layouts are read from the first copy.
-      const NodeChoice &from = result.nodes[i - b.period];
-      NodeChoice &to = result.nodes[i];
-      to.compute = from.compute;
-      to.comm = from.comm;
-      to.weightBytes = from.weightBytes;
-      to.resultBytes = from.resultBytes;
-      to.gradSync = from.gradSync;
-      to.collectives = from.collectives;
-      for (PlannedCollective &pc : to.collectives)
+      result.costs[i] = result.costs[i - b.period];
+      if (!in.layouts)
+        continue;
+      // Collectives only: layouts are read from the first copy.
+      auto &to = result.layouts[i].collectives;
+      to = result.layouts[i - b.period].collectives;
+      for (PlannedCollective &pc : to)
         pc.node = i;
       continue;
     }
     int r = rep(i);
-    NodeChoice c = options[r][choice[r]];
+    const Choice &chosen = options[r][choice[r]];
+    NodeCost c = chosen;
+    SmallVector<PlannedCollective, 2> colls;
+    if (in.layouts)
+      colls = chosen.collectives;
     Operation *op = g.nodes[i].op;
     for (auto [k, p] : llvm::enumerate(g.nodes[i].producers)) {
       if (p < 0)
@@ -587,15 +609,15 @@ void LayoutProblem::spellOut(SearchResult &result) const {
       Value v = op->getOperand(k);
       int rp = rep(p);
       int ri = cast<OpResult>(v).getResultNumber();
-      SmallVector<PlannedCollective, 2> colls;
       const TensorSharding &from = options[rp][choice[rp]].sharding.results[ri];
-      const TensorSharding &to = c.sharding.operands[k];
-      c.comm += reshardTime(from, to, tensorBytes(v) * in.scale, mesh,
-                            in.crossNode, cost, &colls);
-      c.collectives.append(colls.begin(), colls.end());
+      const TensorSharding &to = chosen.sharding.operands[k];
+      std::vector<ReshardStep> steps = planReshard(from, to);
+      if (steps.empty())
+        continue;
+      c.comm += stepsTime(steps, tensorBytes(v) * in.scale, mesh,
+                          in.crossNode, cost, in.layouts ? &colls : nullptr);
       // A gathered or moved operand is a buffer of its own while the op
       // runs (a sum's result takes its producer's place in the arena).
-      std::vector<ReshardStep> steps = planReshard(from, to);
       if (llvm::any_of(steps, [](const ReshardStep &s) {
             return s.kind == ReshardKind::AllGather ||
                    s.kind == ReshardKind::AllToAll;
@@ -604,9 +626,12 @@ void LayoutProblem::spellOut(SearchResult &result) const {
             shapeBytes(localShape(shapeOf(v), to, mesh), elementTypeOf(v)) *
             in.scale;
     }
-    for (PlannedCollective &pc : c.collectives)
+    result.costs[i] = c;
+    if (!in.layouts)
+      continue;
+    for (PlannedCollective &pc : colls)
       pc.node = i;
-    result.nodes[i] = std::move(c);
+    result.layouts[i] = {chosen.sharding, std::move(colls)};
   }
 }
 
