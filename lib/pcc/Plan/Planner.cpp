@@ -272,8 +272,8 @@ stageTransfers(const PlanGraph &g, const SearchResult &layout,
       for (Value r : def->getResults())
         all += tensorBytes(r);
       double share = all > 0 ? tensorBytes(v) / all : 1;
-      out.push_back({p, stageOf(p), to,
-                     layout.costs[base].resultBytes * share, 0});
+      out.push_back(
+          {p, stageOf(p), to, layout.costs[base].resultBytes * share, 0});
     }
   }
   return out;
@@ -664,8 +664,8 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
   std::vector<double> unitTime(units.size());
   for (auto [u, unit] : llvm::enumerate(units))
     for (int i = unit.first; i <= unit.last; ++i)
-      unitTime[u] +=
-          cw * layout.costs[i].compute + cc * (layout.costs[i].comm + spComm[i]);
+      unitTime[u] += cw * layout.costs[i].compute +
+                     cc * (layout.costs[i].comm + spComm[i]);
   std::vector<int> starts = balanceStages(unitTime, pp);
   Stages out;
   out.boundary = blockBoundaryBytes(g, layout);

@@ -51,9 +51,8 @@ std::string key(const OpSharding &s, const Mesh &mesh) {
 }
 
 /// Costs one option of `op` on the per-device shapes.
-Choice costOption(const PlanNode &node, OpSharding sharding,
-                  const Mesh &mesh, const CostModel &cost,
-                  const SearchInput &in) {
+Choice costOption(const PlanNode &node, OpSharding sharding, const Mesh &mesh,
+                  const CostModel &cost, const SearchInput &in) {
   Operation *op = node.op;
   Choice c;
   SmallVector<SmallVector<int64_t>> local, localOut;
@@ -221,10 +220,9 @@ bool stacksOnBatch(const PlanNode &node, const OpSharding &s, int64_t degree) {
   return true;
 }
 
-std::vector<Choice> enumerateOptions(const PlanNode &node,
-                                         const Mesh &mesh,
-                                         const CostModel &cost,
-                                         const SearchInput &in) {
+std::vector<Choice> enumerateOptions(const PlanNode &node, const Mesh &mesh,
+                                     const CostModel &cost,
+                                     const SearchInput &in) {
   Operation *op = node.op;
   std::vector<Choice> options;
   llvm::StringSet<> seen;
@@ -614,8 +612,8 @@ void LayoutProblem::spellOut(SearchResult &result) const {
       std::vector<ReshardStep> steps = planReshard(from, to);
       if (steps.empty())
         continue;
-      c.comm += stepsTime(steps, tensorBytes(v) * in.scale, mesh,
-                          in.crossNode, cost, in.layouts ? &colls : nullptr);
+      c.comm += stepsTime(steps, tensorBytes(v) * in.scale, mesh, in.crossNode,
+                          cost, in.layouts ? &colls : nullptr);
       // A gathered or moved operand is a buffer of its own while the op
       // runs (a sum's result takes its producer's place in the arena).
       if (llvm::any_of(steps, [](const ReshardStep &s) {
