@@ -97,8 +97,8 @@ protected:
 
   static double total(const SearchResult &r) {
     double t = 0;
-    for (const NodeCost &c : r.costs)
-      t += c.compute + c.comm;
+    for (int i = 0; i < r.costs.size(); ++i)
+      t += r.costs[i].compute + r.costs[i].comm;
     return t;
   }
 

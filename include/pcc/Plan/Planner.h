@@ -3,8 +3,11 @@
 // The search: every factorisation of the devices into data x pipeline x
 // tensor x sequence groups, the tensor group 1D (t), 2D (q x q), 2.5D
 // (q x q x d) or 3D (q x q x q); every microbatch size; with and without
-// activation recompute when training. Per candidate, per-op layouts on a 1D
-// tensor axis come from the exact search (ShardingSearch.h); 2D/2.5D/3D
+// activation recompute when training. Per-op layouts on a 1D tensor axis
+// come from the exact search (ShardingSearch.h): candidates are priced on
+// a seed layout (searched once per tensor size, recompute setting and batch
+// split, weights priced rather than budgeted), and the fastest few are
+// searched again on their own and keep the better of the two; 2D/2.5D/3D
 // linear layers follow Colossal-AI's algorithms (SUMMA, Tesseract, 3D
 // matmul) and are costed in closed form. Pipeline stages are contiguous runs
 // of nodes (whole copies of a repeated block) balanced by time; the schedule

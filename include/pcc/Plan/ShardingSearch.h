@@ -48,6 +48,41 @@ struct NodeCost {
   double gradSync = 0;
 };
 
+/// Per-node costs. Copies of the repeated block after the second cost what
+/// the second does (they are wired alike) and share its slots: a 96-layer
+/// model keeps about two layers' worth for each of the thousands of
+/// candidates priced.
+class NodeCosts {
+public:
+  NodeCosts() = default;
+  /// `nodes` costs; with `fold`, the block's copies after the second share
+  /// the second's.
+  NodeCosts(int nodes, const RepeatedBlock &block, bool fold) : nodes(nodes) {
+    if (fold && block.present() && block.count > 2) {
+      foldBegin = block.begin + 2 * block.period;
+      foldEnd = block.end();
+      period = block.period;
+    }
+    stored.resize(nodes - (foldEnd - foldBegin));
+  }
+  const NodeCost &operator[](int i) const { return stored[slot(i)]; }
+  NodeCost &operator[](int i) { return stored[slot(i)]; }
+  int size() const { return nodes; }
+  /// Whether node `i` has a slot of its own.
+  bool owns(int i) const { return i < foldBegin || i >= foldEnd; }
+
+private:
+  int slot(int i) const {
+    if (i < foldBegin)
+      return i;
+    if (i < foldEnd)
+      return foldBegin - period + (i - foldBegin) % period;
+    return i - (foldEnd - foldBegin);
+  }
+  std::vector<NodeCost> stored;
+  int nodes = 0, foldBegin = 0, foldEnd = 0, period = 1;
+};
+
 /// How one node runs: its layout and the collectives it inserts (what the
 /// report shows and the partitioner is told).
 struct NodeLayout {
@@ -73,6 +108,9 @@ struct SearchInput {
   /// Budget for weight bytes x `weightFactor` per device, summed over the
   /// whole model (0: no limit).
   double weightBudget = 0, weightFactor = 1;
+  /// Seconds added to the objective per weight byte x `weightFactor` (a
+  /// Lagrange multiplier of the budget; 0: weights are free).
+  double weightPrice = 0;
   /// Training: microbatches per step (gradient syncs happen once a step).
   bool train = false;
   double microbatches = 1;
@@ -93,13 +131,14 @@ struct SearchInput {
 };
 
 struct SearchResult {
-  /// Per node (copies of the block after the second cost what the second
-  /// does).
-  std::vector<NodeCost> costs;
+  NodeCosts costs;
   /// Per node, with SearchInput::layouts only (else empty): every copy of
   /// the block gets its copy-0 layout; copies after the second carry their
   /// collectives only, their layout is their first copy's.
   std::vector<NodeLayout> layouts;
+  /// The chosen layouts' objective (weight price excluded) and weight
+  /// bytes x weightFactor per device, summed over the model.
+  double objective = 0, weightBytes = 0;
   int variables = 0, constraints = 0;
   bool optimal = false, feasible = true;
   double seconds = 0;

@@ -34,6 +34,12 @@ struct OpSharding {
   /// over one more axis and all-gathers them at use). Filled for the
   /// planner from the annotated weights; inferOpSharding leaves it empty.
   llvm::SmallVector<TensorSharding> storedWeights;
+
+  bool operator==(const OpSharding &o) const {
+    return operands == o.operands && results == o.results &&
+           reduceBeforeBias == o.reduceBeforeBias &&
+           storedWeights == o.storedWeights;
+  }
 };
 
 /// Never fails: an op without a rule computes on whole (replicated) tensors.

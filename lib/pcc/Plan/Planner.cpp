@@ -3,9 +3,12 @@
 // Invariants: every candidate covers all devices (dp * pp * tensor * sp =
 // N); the batch splits evenly over dp and microbatches and the sequence
 // over sp; each pipeline stage is a contiguous, non-empty run of units
-// (single nodes, or whole copies of the repeated block); per-microbatch
-// layouts are shared by all candidates that give a device the same work, so
-// the exact search runs once per distinct (tensor grid, microbatch share).
+// (single nodes, or whole copies of the repeated block); a candidate's
+// costs are shared by all candidates with the same layouts and per-device
+// share of the batch, so the tens of thousands of candidates of a
+// 1000-GPU search price a few hundred layouts; exact searches run per
+// (tensor size, recompute, batch split) along a Lagrangian weight price,
+// and once more for each finalist.
 //
 //===----------------------------------------------------------------------===//
 
@@ -87,7 +90,7 @@ SearchResult gridLayout(const PlanGraph &g, const CostModel &cost,
                         const ClusterSpec &cluster, bool layouts) {
   SearchResult r;
   r.optimal = true;
-  r.costs.resize(g.nodes.size());
+  r.costs = NodeCosts(g.nodes.size(), g.block, /*fold=*/true);
   if (layouts)
     r.layouts.resize(g.nodes.size());
   double eb = g.elementBytes;
@@ -103,7 +106,8 @@ SearchResult gridLayout(const PlanGraph &g, const CostModel &cost,
     NodeCost &c = r.costs[i];
     // Block copies cost what the first copy costs.
     if (int(i) >= firstCopy && int(i) < g.block.end()) {
-      c = r.costs[i - g.block.period];
+      if (r.costs.owns(i))
+        c = r.costs[i - g.block.period];
       if (layouts)
         r.layouts[i] = r.layouts[i - g.block.period];
       continue;
@@ -228,53 +232,77 @@ double peakLiveBytes(const PlanGraph &g, const SearchResult &layout,
   return peak;
 }
 
-/// The values each stage sends later ones, one per (value, receiving
-/// stage), with the bytes of one device's block per microbatch.
-std::vector<PlanCandidate::StageTransfer>
-stageTransfers(const PlanGraph &g, const SearchResult &layout,
-               ArrayRef<int> stageBegin) {
-  auto cutOf = [&](int node) -> int64_t {
-    return llvm::upper_bound(stageBegin, node) - stageBegin.begin() - 1;
+/// What stage transfers depend on that no candidate changes: where each
+/// node runs relative to the cuts, and the edges into nodes that run.
+struct TransferEdges {
+  /// Per node, the node whose stage it runs in: itself, or for a node
+  /// computed from weights alone its first reader's (pcc-apply-plan places
+  /// it there, wherever the node order put it).
+  std::vector<int> placedAt;
+  struct Edge {
+    int consumer, producer;
+    /// The node whose result bytes the value has (a view's source), and
+    /// the value's share of them.
+    int base;
+    double share;
+    const void *value;
   };
-  // A node computed from weights alone runs in its first reader's stage, as
-  // pcc-apply-plan places it, wherever the node order put it.
+  std::vector<Edge> edges;
+};
+
+TransferEdges transferEdges(const PlanGraph &g) {
   int n = g.nodes.size();
-  std::vector<int64_t> stage(n);
-  for (int i = 0; i < n; ++i)
-    stage[i] = g.nodes[i].derived ? INT64_MAX : cutOf(i);
-  for (int i = n - 1; i >= 0; --i)
+  TransferEdges t;
+  t.placedAt.assign(n, INT_MAX);
+  for (int i = n - 1; i >= 0; --i) {
+    if (!g.nodes[i].derived)
+      t.placedAt[i] = i;
     for (int p : g.nodes[i].producers)
       if (p >= 0 && g.nodes[p].derived)
-        stage[p] = std::min(stage[p], stage[i]);
-  auto stageOf = [&](int node) {
-    return stage[node] == INT64_MAX ? cutOf(node) : stage[node];
-  };
-  std::vector<PlanCandidate::StageTransfer> out;
-  llvm::DenseSet<std::tuple<void *, int64_t>> seen;
+        t.placedAt[p] = std::min(t.placedAt[p], t.placedAt[i]);
+  }
+  for (int i = 0; i < n; ++i)
+    if (t.placedAt[i] == INT_MAX)
+      t.placedAt[i] = i;
   for (auto [i, node] : llvm::enumerate(g.nodes)) {
     if (node.derived)
       continue;
-    int64_t to = stageOf(i);
     for (auto [k, p] : llvm::enumerate(node.producers)) {
-      if (p < 0 || stageOf(p) >= to)
+      if (p < 0)
         continue;
       Value v = node.op->getOperand(k);
-      if (!seen.insert({v.getAsOpaquePointer(), to}).second)
-        continue;
-      // The producer's local result bytes, shared out by result size (a
-      // view has the bytes of the value it views).
       int base = p;
       while (isa<ReshapeOp>(g.nodes[base].op) &&
              g.nodes[base].producers[0] >= 0)
         base = g.nodes[base].producers[0];
-      Operation *def = g.nodes[base].op;
+      // The producer's local result bytes, shared out by result size.
       double all = 0;
-      for (Value r : def->getResults())
+      for (Value r : g.nodes[base].op->getResults())
         all += tensorBytes(r);
       double share = all > 0 ? tensorBytes(v) / all : 1;
-      out.push_back(
-          {p, stageOf(p), to, layout.costs[base].resultBytes * share, 0});
+      t.edges.push_back({int(i), p, base, share, v.getAsOpaquePointer()});
     }
+  }
+  return t;
+}
+
+/// The values each stage sends later ones, one per (value, receiving
+/// stage), with the bytes of one device's block per microbatch.
+std::vector<PlanCandidate::StageTransfer>
+stageTransfers(const TransferEdges &t, const SearchResult &layout,
+               ArrayRef<int> stageBegin) {
+  auto stageOf = [&](int node) -> int64_t {
+    return llvm::upper_bound(stageBegin, t.placedAt[node]) -
+           stageBegin.begin() - 1;
+  };
+  std::vector<PlanCandidate::StageTransfer> out;
+  llvm::SmallDenseSet<std::pair<const void *, int64_t>, 32> seen;
+  for (const TransferEdges::Edge &e : t.edges) {
+    int64_t from = stageOf(e.producer), to = stageOf(e.consumer);
+    if (from >= to || !seen.insert({e.value, to}).second)
+      continue;
+    out.push_back(
+        {e.producer, from, to, layout.costs[e.base].resultBytes * e.share, 0});
   }
   return out;
 }
@@ -363,6 +391,10 @@ std::string PlanCandidate::label() const {
 
 namespace {
 
+/// How a candidate's layouts are found: the seed's choice costed (Priced)
+/// or also spelled out per node (Seeded), or an exact search of its own.
+enum class Pricing { Priced, Seeded, Exact };
+
 /// One run of the search: the model, cluster and options, the caches of
 /// searched layouts, and the candidates found. The candidate families are
 /// enumerated per kind (pipeline, tensor grid, sequence, data, microbatches,
@@ -378,7 +410,8 @@ public:
         // moments when that precision is 16-bit (Megatron's mixed
         // precision), or just the two moments in fp32.
         stateBytesPerParam(2 * eb + (eb >= 4 ? 8 : 12)), units(makeUnits(g)),
-        lastUse(lastUses(g)), usable(cluster.memoryBytes * kUsableMemory),
+        lastUse(lastUses(g)), edges(transferEdges(g)),
+        usable(cluster.memoryBytes * kUsableMemory),
         hasAttention(llvm::any_of(g.nodes, [](const PlanNode &node) {
           return isa<AttentionOp>(node.op);
         })) {}
@@ -407,21 +440,23 @@ private:
                       int64_t sp, SequenceMode spMode, int64_t dp);
 
   std::shared_ptr<const SearchResult>
-  layoutFor(int64_t pp, int64_t dp, int64_t tg, TensorMode mode,
-            GridShape grid, int64_t m, bool recompute, double scale,
-            double cw, double cc, bool exact);
+  layoutFor(int64_t pp, int64_t dp, int64_t tg, TensorMode mode, GridShape grid,
+            int64_t m, bool recompute, double scale, double cw, double cc,
+            Pricing pricing);
   /// 1D layouts: the exact search, or a choice re-costed at this share.
   std::shared_ptr<const SearchResult> oneDimLayout(SearchInput in, int64_t pp,
                                                    int64_t dp, int64_t tg,
-                                                   bool recompute, bool exact);
+                                                   bool recompute,
+                                                   Pricing pricing);
   PlanCandidate evaluate(int64_t pp, int64_t tg, TensorMode mode,
                          GridShape grid, int64_t sp, SequenceMode spMode,
-                         int64_t dp, int64_t m, bool recompute, bool exact);
+                         int64_t dp, int64_t m, bool recompute,
+                         Pricing pricing);
   /// Sequence parallelism: the sp axis's layouts (the partitioner's, from
   /// PlanOptions::sequenceLayouts), priced at this share of the batch.
   std::shared_ptr<const SearchResult>
   sequenceLayout(int64_t tg, int64_t sp, SequenceMode spMode, int64_t dp,
-                 int64_t m, double cw, double cc, bool exact);
+                 int64_t m, double cw, double cc, Pricing pricing);
   struct Stages {
     /// The slowest stage and its time per microbatch.
     StageSummary worst;
@@ -431,9 +466,9 @@ private:
     double boundary = 0, maxGradSync = 0;
   };
   /// Balances units over the candidate's stages and fills its memory and
-  /// stage starts.
+  /// stage starts (`sequence`: the sp axis's layouts, if any).
   Stages priceStages(PlanCandidate &c, const SearchResult &layout,
-                     ArrayRef<double> spComm, double cw, double cc);
+                     const SearchResult *sequence, double cw, double cc);
   /// Training: the gradient all-reduce over replicas and the optimizer step.
   void priceTraining(PlanCandidate &c, double maxGradSync) const;
   /// Re-searches the fastest candidates exactly and re-ranks.
@@ -449,6 +484,7 @@ private:
   std::vector<Unit> units;
   /// Per node, its last reader (lastUses), for inference activations.
   std::vector<int> lastUse;
+  TransferEdges edges;
   double usable;
   /// Sequence parallelism splits what attention reads: without attention
   /// it would be tensor parallelism under another name.
@@ -464,30 +500,65 @@ private:
                       int64_t>,
            std::shared_ptr<const SearchResult>>
       layouts;
-  // The exact search runs once per tensor grid and recompute setting;
-  // other candidates with that grid re-cost its choice at their own
-  // microbatch share, and the fastest few are then searched exactly.
-  std::map<std::tuple<int, int64_t, bool, int64_t, bool>, std::vector<OpSharding>>
-      seedChoice;
-  std::map<std::tuple<int, int64_t, bool, int64_t, bool>,
-           std::shared_ptr<const SearchResult>>
-      noLayout;
+  // Layouts only priced (SearchInput::layouts off) by what their costs
+  // depend on: the kind of layout (a tensor mode, or -1: a given 1D layout,
+  // -2: a seed), what fixes the choice (three numbers, per kind) and the
+  // per-device share of the batch.
+  using PricedKey = std::tuple<int, int64_t, int64_t, int64_t, double>;
+  std::map<PricedKey, std::shared_ptr<const SearchResult>> priced;
+  // Candidates only priced take their layouts from a seed: an exact
+  // search per tensor size, recompute setting and batch split, at the
+  // first such candidate's share, with weights priced instead of budgeted
+  // (Lagrangian relaxation). Its solutions for rising weight prices trace
+  // the lower convex hull of (weight bytes, objective) over all layouts,
+  // found point by point as budgets (one per pipeline depth) ask; a budget
+  // gets the best hull point within it. The fastest few candidates are
+  // then searched exactly, with their own budget.
+  struct HullPoint {
+    double weight = 0, objective = 0;
+    int seed = -1;
+    /// No hull point lies between this one and the next.
+    bool adjacentToNext = false;
+  };
+  struct Frontier {
+    SearchInput base;
+    /// By weight, heaviest (price 0) first.
+    std::vector<HullPoint> points;
+    /// The lightest layout is the last point.
+    bool lightest = false;
+  };
+  using FrontierKey = std::tuple<int64_t, bool, bool>;
+  std::map<FrontierKey, Frontier> frontiers;
+  /// Distinct seed layouts.
+  std::vector<std::vector<OpSharding>> seeds;
+  /// The seed for `in`'s weight budget, and whether it fits it (else the
+  /// lightest layout).
+  std::pair<int, bool> seedFor(const SearchInput &in, FrontierKey key);
+  HullPoint solveAt(const SearchInput &base, double price);
   // Given layouts (PlanOptions::tensorLayouts) per (dp, tensor size).
   std::map<std::pair<int64_t, int64_t>, std::vector<OpSharding>> fixedLayouts;
-  // Grid layouts (PlanOptions::gridLayouts) per (dp, tensor size, mode,
-  // depth).
+  // Grid layouts (PlanOptions::gridLayouts) per (replicaClass(dp), tensor
+  // size, mode, depth).
   std::map<std::tuple<int64_t, int64_t, int, int64_t>, std::vector<OpSharding>>
       fixedGrid;
-  // Sequence layouts (PlanOptions::sequenceLayouts) per (dp, sp, mode), and
-  // priced per (dp, sp, mode, tensor size, microbatches, with layouts).
+  // Sequence layouts (PlanOptions::sequenceLayouts) per (replicaClass(dp),
+  // sp, mode), and priced per (those, crossing nodes, batch share, with
+  // layouts).
   std::map<std::tuple<int64_t, int64_t, int>, std::vector<OpSharding>>
       fixedSequence;
-  std::map<std::tuple<int64_t, int64_t, int, int64_t, int64_t, bool>,
+  std::map<std::tuple<int64_t, int64_t, int, bool, double, bool>,
            std::shared_ptr<const SearchResult>>
       sequenceLayouts;
 };
 
 bool forced(int64_t want, int64_t v) { return want == 0 || want == v; }
+
+/// The partitioner's layouts on tensor and sequence axes depend on whether
+/// the batch is also split over replicas, not (the planner assumes; true of
+/// every model in test/ and bench/) on how many: they are derived once per
+/// class, 1 or more than 1 (a derivation clones and propagates the whole
+/// program, which on a 96-layer GPT took 3 of 10 seconds of planning).
+int64_t replicaClass(int64_t dp) { return std::min<int64_t>(dp, 2); }
 
 llvm::Error planError(const llvm::Twine &msg) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
@@ -527,16 +598,24 @@ SmallVector<bool, 2> PlanSearch::recomputeChoices() const {
 std::shared_ptr<const SearchResult>
 PlanSearch::layoutFor(int64_t pp, int64_t dp, int64_t tg, TensorMode mode,
                       GridShape grid, int64_t m, bool recompute, double scale,
-                      double cw, double cc, bool exact) {
+                      double cw, double cc, Pricing pricing) {
   auto key = std::make_tuple(int(mode), tg, grid.second, scale, recompute, m,
                              pp, dp);
-  auto found = layouts.find(key);
-  if (found != layouts.end())
-    return found->second;
+  if (pricing == Pricing::Exact)
+    if (auto found = layouts.find(key); found != layouts.end())
+      return found->second;
+  // Grids: a candidate only priced costs what another with the same
+  // layouts and per-device share costs (1D: see oneDimLayout).
+  PricedKey pricedKey(int(mode), tg, grid.second,
+                      opt.gridLayouts ? replicaClass(dp) : 0, scale);
+  if (pricing == Pricing::Priced && mode != TensorMode::OneD)
+    if (auto hit = priced.find(pricedKey); hit != priced.end())
+      return hit->second;
   std::shared_ptr<const SearchResult> layout;
   if (mode != TensorMode::OneD && opt.gridLayouts) {
     // The partitioner's own 2D / 2.5D layouts, priced on their grid.
-    auto fixedKey = std::make_tuple(dp, tg, int(mode), grid.second);
+    auto fixedKey =
+        std::make_tuple(replicaClass(dp), tg, int(mode), grid.second);
     std::vector<OpSharding> &fixed = fixedGrid[fixedKey];
     if (fixed.empty())
       fixed = opt.gridLayouts(dp, tg, mode, grid.second);
@@ -562,11 +641,12 @@ PlanSearch::layoutFor(int64_t pp, int64_t dp, int64_t tg, TensorMode mode,
     in.fixed = &fixed;
     in.fixedPerCopy = true;
     in.grid = &gridMesh;
-    in.layouts = exact;
+    in.layouts = pricing != Pricing::Priced;
     layout = std::make_shared<SearchResult>(searchTensorParallel(g, cost, in));
   } else if (mode != TensorMode::OneD) {
-    layout = std::make_shared<SearchResult>(gridLayout(
-        g, cost, {mode, tg, grid.first, grid.second}, scale, cluster, exact));
+    layout = std::make_shared<SearchResult>(
+        gridLayout(g, cost, {mode, tg, grid.first, grid.second}, scale, cluster,
+                   pricing != Pricing::Priced));
   } else {
     SearchInput in;
     in.degree = tg;
@@ -581,60 +661,136 @@ PlanSearch::layoutFor(int64_t pp, int64_t dp, int64_t tg, TensorMode mode,
     // in every stage.
     in.weightBudget = 0.8 * usable * double(pp);
     in.weightFactor = opt.train ? stateBytesPerParam / eb : 1;
-    layout = oneDimLayout(in, pp, dp, tg, recompute, exact);
+    layout = oneDimLayout(in, pp, dp, tg, recompute, pricing);
   }
-  if (exact)
+  if (pricing == Pricing::Exact)
     layouts[key] = layout;
+  else if (pricing == Pricing::Priced && mode != TensorMode::OneD)
+    priced[pricedKey] = layout;
   return layout;
 }
 
 std::shared_ptr<const SearchResult>
 PlanSearch::oneDimLayout(SearchInput in, int64_t pp, int64_t dp, int64_t tg,
-                         bool recompute, bool exact) {
+                         bool recompute, Pricing pricing) {
   if (opt.tensorLayouts && tg > 1) {
     std::vector<OpSharding> &fixed = fixedLayouts[{dp, tg}];
     if (fixed.empty())
       fixed = opt.tensorLayouts(dp, tg);
     in.fixed = &fixed;
     in.fixedPerCopy = true;
-    in.layouts = exact;
+    bool priceOnly = pricing == Pricing::Priced;
+    in.layouts = !priceOnly;
+    PricedKey key(-1, tg, dp, 0, in.scale);
+    if (auto hit = priced.find(key); priceOnly && hit != priced.end())
+      return hit->second;
+    auto result =
+        std::make_shared<SearchResult>(searchTensorParallel(g, cost, in));
+    if (priceOnly)
+      priced[key] = result;
+    return result;
+  }
+  if (pricing == Pricing::Exact) {
+    in.layouts = true;
+    if (tg > 1)
+      ++plan.ilpSolves;
     return std::make_shared<SearchResult>(searchTensorParallel(g, cost, in));
   }
-  auto seedKey = std::make_tuple(int(TensorMode::OneD), tg, recompute, pp,
-                                 in.batchSplit);
-  // Whether weights fit the budget depends only on this key: once the
-  // exact search finds no layout that fits, none of its candidates do.
-  if (auto bad = noLayout.find(seedKey); bad != noLayout.end())
-    return bad->second;
-  auto seed = seedChoice.find(seedKey);
-  bool solve = exact || seed == seedChoice.end() || tg == 1;
-  if (!solve)
-    in.fixed = &seed->second;
-  // A solve's layouts seed the candidates after it.
-  in.layouts = solve;
+  // One device per tensor group has one layout; otherwise a seed's.
+  int seed = -1;
+  bool fits = true;
+  if (tg > 1) {
+    std::tie(seed, fits) = seedFor(in, {tg, recompute, in.batchSplit});
+    in.fixed = &seeds[seed];
+  }
+  bool priceOnly = pricing == Pricing::Priced;
+  PricedKey key(fits ? -2 : -3, seed, tg, 0, in.scale);
+  if (auto hit = priced.find(key); priceOnly && hit != priced.end())
+    return hit->second;
+  in.layouts = !priceOnly;
   auto result =
       std::make_shared<SearchResult>(searchTensorParallel(g, cost, in));
-  if (solve && tg > 1)
-    ++plan.ilpSolves;
-  if (solve && !result->feasible)
-    noLayout[seedKey] = result;
-  if (solve && result->feasible) {
-    std::vector<OpSharding> choice;
-    for (const NodeLayout &nl : result->layouts)
-      choice.push_back(nl.sharding);
-    seedChoice[seedKey] = std::move(choice);
-  }
+  result->feasible = fits;
+  if (priceOnly)
+    priced[key] = result;
   return result;
+}
+
+PlanSearch::HullPoint PlanSearch::solveAt(const SearchInput &base,
+                                          double price) {
+  SearchInput in = base;
+  in.weightBudget = 0;
+  in.weightPrice = price;
+  in.layouts = true;
+  ++plan.ilpSolves;
+  SearchResult r = searchTensorParallel(g, cost, in);
+  std::vector<OpSharding> choice;
+  for (const NodeLayout &l : r.layouts)
+    choice.push_back(l.sharding);
+  auto same = llvm::find(seeds, choice);
+  HullPoint p{r.weightBytes, r.objective, int(same - seeds.begin())};
+  if (same == seeds.end())
+    seeds.push_back(std::move(choice));
+  return p;
+}
+
+std::pair<int, bool> PlanSearch::seedFor(const SearchInput &in,
+                                         FrontierKey key) {
+  Frontier &f = frontiers[key];
+  std::vector<HullPoint> &pts = f.points;
+  if (pts.empty()) {
+    f.base = in;
+    pts.push_back(solveAt(f.base, 0));
+  }
+  double budget = in.weightBudget * (1 + 1e-9);
+  for (;;) {
+    auto within = llvm::find_if(
+        pts, [&](const HullPoint &p) { return p.weight <= budget; });
+    if (within == pts.end() && !f.lightest) {
+      // A price at which a byte of weight outweighs any time saved: the
+      // lightest layout, the hull's last point.
+      f.lightest = true;
+      HullPoint light = solveAt(f.base, 1e3 * std::max(pts[0].objective, 1e-9) /
+                                            std::max(pts[0].weight, 1.0));
+      if (light.seed == pts.back().seed)
+        pts.back().adjacentToNext = true;
+      else
+        pts.push_back(light);
+      continue;
+    }
+    if (within == pts.end())
+      return {pts.back().seed, false};
+    if (within == pts.begin() || within[-1].adjacentToNext)
+      return {within->seed, true};
+    // The price at which the two points tie: a solution below their
+    // segment is a hull point between them.
+    HullPoint &a = within[-1], &b = *within;
+    double price = (b.objective - a.objective) / (a.weight - b.weight);
+    HullPoint c = solveAt(f.base, price);
+    double onSegment = a.objective + price * a.weight;
+    if (c.seed == a.seed || c.seed == b.seed || c.weight >= a.weight ||
+        c.weight <= b.weight ||
+        c.objective + price * c.weight >= onSegment * (1 - 1e-9)) {
+      a.adjacentToNext = true;
+      continue;
+    }
+    pts.insert(within, c);
+  }
 }
 
 std::shared_ptr<const SearchResult>
 PlanSearch::sequenceLayout(int64_t tg, int64_t sp, SequenceMode spMode,
                            int64_t dp, int64_t m, double cw, double cc,
-                           bool exact) {
-  auto key = std::make_tuple(dp, sp, int(spMode), tg, m, exact);
+                           Pricing pricing) {
+  // Priced by what the costs depend on: the layouts, whether the group
+  // crosses nodes and the batch share.
+  auto key = std::make_tuple(replicaClass(dp), sp, int(spMode),
+                             groupCrossesNodes(tg, sp, cluster),
+                             1.0 / double(dp * m), pricing != Pricing::Priced);
   if (auto found = sequenceLayouts.find(key); found != sequenceLayouts.end())
     return found->second;
-  std::vector<OpSharding> &fixed = fixedSequence[{dp, sp, int(spMode)}];
+  std::vector<OpSharding> &fixed =
+      fixedSequence[{replicaClass(dp), sp, int(spMode)}];
   if (fixed.empty())
     fixed = opt.sequenceLayouts(dp, sp, spMode);
   SearchInput in;
@@ -649,7 +805,7 @@ PlanSearch::sequenceLayout(int64_t tg, int64_t sp, SequenceMode spMode,
   in.microbatches = double(m);
   in.fixed = &fixed;
   in.fixedPerCopy = true;
-  in.layouts = exact;
+  in.layouts = pricing != Pricing::Priced;
   auto result = std::make_shared<SearchResult>(searchTensorParallel(g, cost, in));
   sequenceLayouts[key] = result;
   return result;
@@ -657,15 +813,36 @@ PlanSearch::sequenceLayout(int64_t tg, int64_t sp, SequenceMode spMode,
 
 PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
                                            const SearchResult &layout,
-                                           ArrayRef<double> spComm, double cw,
-                                           double cc) {
+                                           const SearchResult *sequence,
+                                           double cw, double cc) {
   int64_t pp = c.pp, m = c.microbatches;
-  // Per-unit time of one microbatch, then stages.
+  // Per unit, one microbatch: its time and what its nodes add up to. A
+  // block copy whose costs are folded onto the one before (NodeCosts) adds
+  // up to what that one does.
+  struct UnitSum {
+    double compute = 0, comm = 0, weightBytes = 0, gradSync = 0,
+           resultBytes = 0;
+  };
+  std::vector<UnitSum> sums(units.size());
   std::vector<double> unitTime(units.size());
-  for (auto [u, unit] : llvm::enumerate(units))
-    for (int i = unit.first; i <= unit.last; ++i)
-      unitTime[u] += cw * layout.costs[i].compute +
-                     cc * (layout.costs[i].comm + spComm[i]);
+  for (auto [u, unit] : llvm::enumerate(units)) {
+    bool folded = u > 0 && !layout.costs.owns(unit.first) &&
+                  (!sequence || !sequence->costs.owns(unit.first));
+    if (folded) {
+      sums[u] = sums[u - 1];
+    } else {
+      for (int i = unit.first; i <= unit.last; ++i) {
+        const NodeCost &nc = layout.costs[i];
+        UnitSum &sum = sums[u];
+        sum.compute += nc.compute;
+        sum.comm += nc.comm + (sequence ? sequence->costs[i].comm : 0.0);
+        sum.weightBytes += nc.weightBytes;
+        sum.gradSync += nc.gradSync;
+        sum.resultBytes += nc.resultBytes;
+      }
+    }
+    unitTime[u] = cw * sums[u].compute + cc * sums[u].comm;
+  }
   std::vector<int> starts = balanceStages(unitTime, pp);
   Stages out;
   out.boundary = blockBoundaryBytes(g, layout);
@@ -676,15 +853,12 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
     double time = 0;
     for (int u = starts[s]; u < end; ++u) {
       time += unitTime[u];
-      double unitBytes = 0;
-      for (int i = units[u].first; i <= units[u].last; ++i) {
-        const NodeCost &nc = layout.costs[i];
-        st.compute += nc.compute;
-        st.comm += nc.comm + spComm[i];
-        st.weightBytes += nc.weightBytes;
-        st.gradSync += nc.gradSync;
-        unitBytes += nc.resultBytes;
-      }
+      const UnitSum &sum = sums[u];
+      st.compute += sum.compute;
+      st.comm += sum.comm;
+      st.weightBytes += sum.weightBytes;
+      st.gradSync += sum.gradSync;
+      double unitBytes = sum.resultBytes;
       st.resultBytes += unitBytes;
       st.largestUnitBytes = std::max(st.largestUnitBytes, unitBytes);
       bool isCopy = units[u].first != units[u].last;
@@ -734,12 +908,12 @@ void PlanSearch::priceTraining(PlanCandidate &c, double maxGradSync) const {
 PlanCandidate PlanSearch::evaluate(int64_t pp, int64_t tg, TensorMode mode,
                                    GridShape grid, int64_t sp,
                                    SequenceMode spMode, int64_t dp, int64_t m,
-                                   bool recompute, bool exact) {
+                                   bool recompute, Pricing pricing) {
   double scale = 1.0 / double(dp * m * sp);
   double cw = opt.train ? (recompute ? 4 : 3) : 1;
   double cc = opt.train ? (recompute ? 3 : 2) : 1;
-  std::shared_ptr<const SearchResult> layout = layoutFor(
-      pp, dp, tg, mode, grid, m, recompute, scale, cw, cc, exact);
+  std::shared_ptr<const SearchResult> layout =
+      layoutFor(pp, dp, tg, mode, grid, m, recompute, scale, cw, cc, pricing);
   PlanCandidate c;
   c.dp = dp;
   c.pp = pp;
@@ -754,13 +928,9 @@ PlanCandidate PlanSearch::evaluate(int64_t pp, int64_t tg, TensorMode mode,
   c.layout = layout;
   c.runnable = runs(c.toPlan(opt.train));
 
-  std::vector<double> spComm(g.nodes.size(), 0);
-  if (sp > 1) {
-    c.sequenceLayout = sequenceLayout(tg, sp, spMode, dp, m, cw, cc, exact);
-    for (auto [i, nc] : llvm::enumerate(c.sequenceLayout->costs))
-      spComm[i] = nc.comm;
-  }
-  Stages stages = priceStages(c, *layout, spComm, cw, cc);
+  if (sp > 1)
+    c.sequenceLayout = sequenceLayout(tg, sp, spMode, dp, m, cw, cc, pricing);
+  Stages stages = priceStages(c, *layout, c.sequenceLayout.get(), cw, cc);
   const StageSummary &worst = stages.worst;
 
   // Point-to-point sends between stages, per microbatch: the stage that
@@ -768,7 +938,7 @@ PlanCandidate PlanSearch::evaluate(int64_t pp, int64_t tg, TensorMode mode,
   double p2p = 0;
   if (pp > 1) {
     bool cross = groupCrossesNodes(dp * sp * tg, pp, cluster);
-    c.transfers = stageTransfers(g, *layout, c.stageBegin);
+    c.transfers = stageTransfers(edges, *layout, c.stageBegin);
     std::vector<double> sendTime(pp);
     for (PlanCandidate::StageTransfer &t : c.transfers) {
       t.seconds =
@@ -859,7 +1029,7 @@ void PlanSearch::enumerateBatch(int64_t pp, int64_t tg, TensorMode mode,
     for (bool recompute : recomputeChoices()) {
       ++plan.evaluated;
       PlanCandidate c = evaluate(pp, tg, mode, grid, sp, spMode, dp, m,
-                                 recompute, /*exact=*/false);
+                                 recompute, Pricing::Priced);
       // Layouts are big; only the finalists keep theirs.
       c.layout = nullptr;
       c.sequenceLayout = nullptr;
@@ -873,30 +1043,49 @@ bool faster(const PlanCandidate &a, const PlanCandidate &b) {
 }
 
 void PlanSearch::refine() {
-  llvm::stable_sort(feasible, faster);
-  llvm::stable_sort(rejected, faster);
   // The fastest candidates get their own exact layout search (and keep
-  // their layouts for the report); re-rank.
+  // their layouts for the report); re-rank. Until the fastest that fits has
+  // been searched exactly: an exact search can make a candidate slower (it
+  // minimises the per-op objective, not the step) or not fit.
   constexpr int kExactRefine = 8;
-  for (auto *list : {&feasible, &rejected})
-    for (int k = 0; k < int(list->size()) && k < kExactRefine; ++k) {
-      PlanCandidate &c = (*list)[k];
-      c = evaluate(c.pp, c.tp, c.mode, {c.q, c.depth}, c.sp, c.spMode, c.dp,
-                   c.microbatches, c.recompute, /*exact=*/true);
+  auto searchTop = [&](std::vector<PlanCandidate> &list) {
+    llvm::stable_sort(list, faster);
+    for (int k = 0, done = 0; k < int(list.size()) && done < kExactRefine;
+         ++k) {
+      PlanCandidate &c = list[k];
+      if (c.layout)
+        continue;
+      auto again = [&](Pricing pricing) {
+        return evaluate(c.pp, c.tp, c.mode, {c.q, c.depth}, c.sp, c.spMode,
+                        c.dp, c.microbatches, c.recompute, pricing);
+      };
+      // The exact search minimises the per-op objective within a weight
+      // budget, not the step within memory: keep the seed's layouts when
+      // they are the better plan.
+      PlanCandidate exact = again(Pricing::Exact);
+      bool better =
+          exact.fits != c.fits ? exact.fits : exact.stepTime <= c.stepTime;
+      c = better ? std::move(exact) : again(Pricing::Seeded);
+      ++done;
     }
-  std::vector<PlanCandidate> keep;
-  for (PlanCandidate &c : feasible)
-    (c.fits ? keep : rejected).push_back(std::move(c));
-  // A re-searched candidate that fits now moves up from the rejects.
-  for (auto it = rejected.begin(); it != rejected.end();)
-    if (it->fits && it->layout) {
-      keep.push_back(std::move(*it));
-      it = rejected.erase(it);
-    } else {
-      ++it;
-    }
-  feasible = std::move(keep);
-  llvm::stable_sort(feasible, faster);
+  };
+  searchTop(rejected);
+  do {
+    searchTop(feasible);
+    std::vector<PlanCandidate> keep;
+    for (PlanCandidate &c : feasible)
+      (c.fits ? keep : rejected).push_back(std::move(c));
+    // A re-searched candidate that fits now moves up from the rejects.
+    for (auto it = rejected.begin(); it != rejected.end();)
+      if (it->fits && it->layout) {
+        keep.push_back(std::move(*it));
+        it = rejected.erase(it);
+      } else {
+        ++it;
+      }
+    feasible = std::move(keep);
+    llvm::stable_sort(feasible, faster);
+  } while (!feasible.empty() && !feasible.front().layout);
   llvm::stable_sort(rejected, faster);
 }
 

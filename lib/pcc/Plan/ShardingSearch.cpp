@@ -29,6 +29,12 @@
 
 using namespace mlir;
 
+// CBC's LP factorisations call BLAS; Debian's OpenBLAS then keeps a thread
+// per core spinning (sched_yield) between calls, which took a tenth of the
+// planner's time on 2 cores for programs this small. Weak: another BLAS
+// may be the one installed.
+extern "C" void openblas_set_num_threads(int) __attribute__((weak));
+
 namespace pcc {
 
 namespace {
@@ -515,8 +521,9 @@ void LayoutProblem::solveProgram(SearchResult &result) {
     std::vector<std::pair<int, double>> one;
     for (const Choice &c : options[i]) {
       double objective =
-          nodeMult[i] * (in.computeWeight * c.compute +
-                         in.commWeight * c.comm + c.gradSync / in.microbatches);
+          nodeMult[i] * (in.computeWeight * c.compute + in.commWeight * c.comm +
+                         c.gradSync / in.microbatches +
+                         in.weightPrice * c.weightBytes * in.weightFactor);
       one.push_back({p.addVariable(objective, nodeMult[i] * c.weightBytes *
                                                   in.weightFactor),
                      1.0});
@@ -549,8 +556,18 @@ void LayoutProblem::solveProgram(SearchResult &result) {
       value[fill[col]++] = coef;
     }
   std::vector<double> low(vars, 0), high(vars, 1);
+  static const bool oneBlasThread = [] {
+    if (openblas_set_num_threads)
+      openblas_set_num_threads(1);
+    return true;
+  }();
+  (void)oneBlasThread;
   Cbc_Model *model = Cbc_newModel();
   Cbc_setLogLevel(model, 0);
+  // The primal heuristics cost more than the branch and bound they would
+  // shorten on programs this small (half the search time on a 48-layer
+  // GPT's candidates); the search stays exact without them.
+  Cbc_setParameter(model, "heuristics", "off");
   Cbc_setMaximumSeconds(model, 30);
   Cbc_loadProblem(model, vars, rows, start.data(), index.data(), value.data(),
                   low.data(), high.data(), p.objective.data(),
@@ -576,15 +593,15 @@ void LayoutProblem::solveProgram(SearchResult &result) {
 
 void LayoutProblem::spellOut(SearchResult &result) const {
   const RepeatedBlock &b = g.block;
-  result.costs.resize(n);
+  result.costs = NodeCosts(n, b, !in.fixedPerCopy);
   if (in.layouts)
     result.layouts.resize(n);
-  // Copies after the second are wired like the second: copy its costs.
+  // Copies after the second are wired like the second: they cost what it
+  // does.
   int copiedFrom =
       b.present() && !in.fixedPerCopy ? b.begin + 2 * b.period : n;
   for (int i = 0; i < n; ++i) {
     if (i >= copiedFrom && i < b.end()) {
-      result.costs[i] = result.costs[i - b.period];
       if (!in.layouts)
         continue;
       // Collectives only: layouts are read from the first copy.
@@ -644,6 +661,12 @@ SearchResult LayoutProblem::solve() {
   else
     result.optimal = true;
   spellOut(result);
+  for (int i = 0; i < n; ++i) {
+    const NodeCost &c = result.costs[i];
+    result.objective += in.computeWeight * c.compute + in.commWeight * c.comm +
+                        c.gradSync / in.microbatches;
+    result.weightBytes += c.weightBytes * in.weightFactor;
+  }
   result.seconds = std::chrono::duration<double>(
                        std::chrono::steady_clock::now() - start)
                        .count();
@@ -654,6 +677,20 @@ SearchResult LayoutProblem::solve() {
 
 SearchResult searchTensorParallel(const PlanGraph &g, const CostModel &cost,
                                   const SearchInput &in) {
+  // Per-copy layouts that are the same in every copy (as the partitioner's
+  // usually are) are priced once per block op, like a searched choice.
+  const RepeatedBlock &b = g.block;
+  if (in.fixed && in.fixedPerCopy && b.present()) {
+    const std::vector<OpSharding> &f = *in.fixed;
+    bool alike = true;
+    for (int i = b.begin + b.period; i < b.end() && alike; ++i)
+      alike = f[i] == f[i - b.period];
+    if (alike) {
+      SearchInput once = in;
+      once.fixedPerCopy = false;
+      return LayoutProblem(g, cost, once).solve();
+    }
+  }
   return LayoutProblem(g, cost, in).solve();
 }
 
