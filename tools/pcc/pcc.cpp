@@ -247,6 +247,16 @@ cl::opt<std::string> precision(
              "fp32, inputs and outputs keep the model's types"),
     cl::value_desc("p"), cl::init(""), COMPILE_AND_PLAN);
 
+enum class Progress { Auto, Always, Never };
+cl::opt<Progress> progressMode(
+    "progress", cl::desc("Show the plan search's progress on stderr"),
+    cl::values(clEnumValN(Progress::Auto, "auto",
+                          "on a terminal, when planning takes over a second"),
+               clEnumValN(Progress::Always, "always",
+                          "a line every half second, wherever stderr goes"),
+               clEnumValN(Progress::Never, "never", "no progress line")),
+    cl::init(Progress::Auto), COMPILE_AND_PLAN);
+
 cl::opt<bool> quiet("quiet", cl::desc("Do not print the compile summary"),
                     cl::cat(pccCategory));
 
@@ -395,6 +405,8 @@ Expected<pcc::PlanOptions> planOptions() {
     o.tpMode = pcc::TensorMode::OneD;
   }
   o.devices = devices;
+  if (progressMode != Progress::Never)
+    o.progress = pcc::planProgressPrinter(progressMode == Progress::Always);
   auto completed = pcc::completeDegrees(o, devices.getNumOccurrences() > 0);
   if (!completed)
     return completed.takeError();

@@ -36,6 +36,12 @@ mlir::OwningOpRef<mlir::ModuleOp> loadModel(llvm::StringRef path,
 mlir::LogicalResult convertPrecision(mlir::ModuleOp module,
                                      llvm::StringRef precision);
 
+/// A PlanOptions::progress that shows the search on stderr: on a terminal,
+/// one line rewritten in place once planning takes more than a second;
+/// with `always`, a line every half second wherever stderr goes. Null when
+/// there is nothing to show.
+std::function<void(const PlanProgress &)> planProgressPrinter(bool always);
+
 /// Completes forced degrees (0 = searched) and --devices into a consistent
 /// request: forced degrees alone imply the devices they need; forced
 /// degrees must divide the devices (and multiply to them when all are

@@ -29,6 +29,16 @@
 
 namespace pcc {
 
+/// How far a search has got (PlanOptions::progress).
+struct PlanProgress {
+  /// Pipeline depths enumerated, of those to try; candidates priced and
+  /// exact layout searches run so far; seconds since the search began.
+  int64_t depthsDone = 0, depths = 0, candidates = 0, searches = 0;
+  double seconds = 0;
+  /// Set on the last call, when the search has ended.
+  bool done = false;
+};
+
 struct PlanOptions {
   int64_t devices = 1;
   bool train = false;
@@ -63,6 +73,8 @@ struct PlanOptions {
   std::function<std::vector<OpSharding>(int64_t dp, int64_t tp,
                                         TensorMode mode, int64_t depth)>
       gridLayouts;
+  /// Called as the search goes (about every 0.1 s) and once when it ends.
+  std::function<void(const PlanProgress &)> progress;
 };
 
 struct PlanCandidate {

@@ -471,6 +471,8 @@ private:
                      const SearchResult *sequence, double cw, double cc);
   /// Training: the gradient all-reduce over replicas and the optimizer step.
   void priceTraining(PlanCandidate &c, double maxGradSync) const;
+  /// Tells PlanOptions::progress, at most every 0.1 s unless `done`.
+  void report(bool done = false);
   /// Re-searches the fastest candidates exactly and re-ranks.
   void refine();
   llvm::Expected<Plan> finish();
@@ -494,6 +496,8 @@ private:
 
   Plan plan;
   std::vector<PlanCandidate> feasible, rejected;
+  PlanProgress progress;
+  std::chrono::steady_clock::time_point lastReport = start;
   // Exactly searched layouts by (mode, tensor size, depth, scale,
   // recompute, microbatches, stages, data-parallel size).
   std::map<std::tuple<int, int64_t, int64_t, double, bool, int64_t, int64_t,
@@ -962,8 +966,23 @@ PlanCandidate PlanSearch::evaluate(int64_t pp, int64_t tg, TensorMode mode,
   return c;
 }
 
+void PlanSearch::report(bool done) {
+  if (!opt.progress)
+    return;
+  auto now = std::chrono::steady_clock::now();
+  if (!done && now - lastReport < std::chrono::milliseconds(100))
+    return;
+  lastReport = now;
+  progress.candidates = plan.evaluated;
+  progress.searches = plan.ilpSolves;
+  progress.seconds = std::chrono::duration<double>(now - start).count();
+  progress.done = done;
+  opt.progress(progress);
+}
+
 void PlanSearch::enumerate() {
   SmallVector<TensorMode, 4> modes = tensorModes();
+  SmallVector<int64_t> depths;
   for (int64_t pp : divisors(n)) {
     if (!forced(opt.pp, pp) || !partRuns(pp, 1, 1, TensorMode::OneD) ||
         pp > int64_t(units.size()))
@@ -972,6 +991,11 @@ void PlanSearch::enumerate() {
     // copies of the repeated block.
     if (!opt.pp && g.block.present() && pp > g.block.count)
       continue;
+    depths.push_back(pp);
+  }
+  progress.depths = depths.size();
+  for (int64_t pp : depths) {
+    ++progress.depthsDone;
     for (int64_t tg : divisors(n / pp)) {
       if (!forced(opt.tp, tg))
         continue;
@@ -1034,6 +1058,7 @@ void PlanSearch::enumerateBatch(int64_t pp, int64_t tg, TensorMode mode,
       c.layout = nullptr;
       c.sequenceLayout = nullptr;
       (c.fits ? feasible : rejected).push_back(std::move(c));
+      report();
     }
   }
 }
@@ -1066,6 +1091,7 @@ void PlanSearch::refine() {
       bool better =
           exact.fits != c.fits ? exact.fits : exact.stepTime <= c.stepTime;
       c = better ? std::move(exact) : again(Pricing::Seeded);
+      report();
       ++done;
     }
   };
@@ -1116,6 +1142,7 @@ llvm::Expected<Plan> PlanSearch::finish() {
 llvm::Expected<Plan> PlanSearch::run() {
   enumerate();
   refine();
+  report(/*done=*/true);
   return finish();
 }
 
