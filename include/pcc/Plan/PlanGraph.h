@@ -74,6 +74,8 @@ struct PlanGraph {
   mlir::func::FuncOp fn;
   std::vector<PlanNode> nodes;
   RepeatedBlock block;
+  /// The model's results that nodes compute: (node, result number).
+  std::vector<std::pair<int, int>> outputs;
   /// Element type of the model's float tensors ("fp32", "bf16", "fp16")
   /// and its size in bytes.
   std::string dtype = "fp32";

@@ -310,6 +310,11 @@ PlanGraph buildPlanGraph(func::FuncOp fn) {
     index[&op] = g.nodes.size();
     g.nodes.push_back(std::move(node));
   }
+  for (Value v : fn.getBody().front().getTerminator()->getOperands())
+    if (Operation *def = v.getDefiningOp())
+      if (auto it = index.find(def); it != index.end())
+        g.outputs.push_back(
+            {it->second, int(cast<OpResult>(v).getResultNumber())});
   // tf32 stores f32 but runs GEMMs at tf32 rates (pcc-convert-precision).
   if (auto module = fn->getParentOfType<ModuleOp>())
     if (auto p = module->getAttrOfType<StringAttr>(kPrecisionAttr);

@@ -194,19 +194,13 @@ std::vector<Unit> makeUnits(const PlanGraph &g) {
 /// model output, -1 for none). Layout-independent: computed once a search.
 std::vector<int> lastUses(const PlanGraph &g) {
   int n = g.nodes.size();
-  llvm::DenseMap<Operation *, int> index;
-  for (auto [i, node] : llvm::enumerate(g.nodes))
-    index[node.op] = i;
   std::vector<int> lastUse(n, -1);
   for (int i = 0; i < n; ++i)
     for (int p : g.nodes[i].producers)
       if (p >= 0)
         lastUse[p] = std::max(lastUse[p], i);
-  func::FuncOp fn = g.fn;
-  for (Value v : fn.getBody().front().getTerminator()->getOperands())
-    if (Operation *def = v.getDefiningOp())
-      if (auto it = index.find(def); it != index.end())
-        lastUse[it->second] = n;
+  for (auto [node, result] : g.outputs)
+    lastUse[node] = n;
   return lastUse;
 }
 
@@ -291,14 +285,18 @@ TransferEdges transferEdges(const PlanGraph &g) {
 std::vector<PlanCandidate::StageTransfer>
 stageTransfers(const TransferEdges &t, const SearchResult &layout,
                ArrayRef<int> stageBegin) {
-  auto stageOf = [&](int node) -> int64_t {
-    return llvm::upper_bound(stageBegin, t.placedAt[node]) -
-           stageBegin.begin() - 1;
-  };
+  // Per position, the stage it is in (placements are positions).
+  std::vector<int> stage(t.placedAt.size());
+  for (size_t s = 0; s < stageBegin.size(); ++s)
+    std::fill(stage.begin() + stageBegin[s],
+              s + 1 < stageBegin.size() ? stage.begin() + stageBegin[s + 1]
+                                        : stage.end(),
+              int(s));
   std::vector<PlanCandidate::StageTransfer> out;
   llvm::SmallDenseSet<std::pair<const void *, int64_t>, 32> seen;
   for (const TransferEdges::Edge &e : t.edges) {
-    int64_t from = stageOf(e.producer), to = stageOf(e.consumer);
+    int64_t from = stage[t.placedAt[e.producer]],
+            to = stage[t.placedAt[e.consumer]];
     if (from >= to || !seen.insert({e.value, to}).second)
       continue;
     out.push_back(

@@ -431,17 +431,9 @@ void LayoutProblem::collectEdges() {
 }
 
 void LayoutProblem::priceOutputReductions() {
-  func::FuncOp fn = g.fn;
-  Operation *ret = fn.getBody().front().getTerminator();
-  llvm::DenseMap<Operation *, int> nodeOf;
-  for (int i = 0; i < n; ++i)
-    nodeOf[g.nodes[i].op] = i;
-  for (Value v : ret->getOperands()) {
-    auto it = nodeOf.find(v.getDefiningOp());
-    if (it == nodeOf.end())
-      continue;
-    int i = rep(it->second);
-    int r = cast<OpResult>(v).getResultNumber();
+  for (auto [node, r] : g.outputs) {
+    int i = rep(node);
+    Value v = g.nodes[node].op->getResult(r);
     for (Choice &c : options[i]) {
       const TensorSharding &s = c.sharding.results[r];
       if (s.partial.empty())
