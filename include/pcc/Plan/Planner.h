@@ -56,11 +56,17 @@ struct PlanOptions {
   std::function<std::optional<std::string>(const ParallelPlan &)> cannotRun;
   /// Search only plans the back end runs.
   bool runnableOnly = false;
-  /// When set, 1D tensor-parallel layouts are these (one per graph node,
-  /// for the given data-parallel and tensor degrees) instead of the exact
-  /// search's: how a fixed scheme such as Megatron's is costed.
-  std::function<std::vector<OpSharding>(int64_t dp, int64_t tp)>
-      tensorLayouts;
+  /// The 1D tensor-parallel layouts of a fixed scheme (Megatron's, with or
+  /// without sequence parallelism; one per graph node) for the given
+  /// data-parallel and tensor degrees, as the partitioner derives them.
+  /// Unset: the search tries its own layouts only.
+  std::function<std::vector<OpSharding>(int64_t dp, int64_t tp,
+                                        TensorLayouts scheme)>
+      schemeLayouts;
+  /// 1D layouts: only this scheme's (a forced --tp-layout) when set; else
+  /// the search's own and each scheme's, so that no forced scheme beats
+  /// the searched plan.
+  std::optional<TensorLayouts> layoutScheme;
   /// The layouts on the sp axis (one per graph node, sp as axis 0) of
   /// `dp` x `sp` sequence parallelism in `mode`, as the partitioner derives
   /// them. Unset: no sequence-parallel candidates.
@@ -80,6 +86,8 @@ struct PlanOptions {
 struct PlanCandidate {
   int64_t dp = 1, pp = 1, tp = 1, sp = 1, microbatches = 1;
   TensorMode mode = TensorMode::OneD;
+  /// Where 1D layouts come from: the search, or a scheme.
+  TensorLayouts layouts = TensorLayouts::Planned;
   SequenceMode spMode = SequenceMode::Ulysses;
   /// 2D/2.5D/3D grid: q x q (x depth).
   int64_t q = 1, depth = 1;

@@ -148,6 +148,11 @@ SearchResult searchTensorParallel(const PlanGraph &graph,
                                   const CostModel &cost,
                                   const SearchInput &input);
 
+/// Whether per-node `layouts` are the same in every copy of the repeated
+/// block (then SearchInput::fixedPerCopy is not needed: each block op is
+/// priced once).
+bool copiesAlike(const PlanGraph &graph, llvm::ArrayRef<OpSharding> layouts);
+
 /// Time and collectives of turning layout `from` into `to` for a tensor of
 /// `bytes` (whole) on `mesh`: the steps of planReshard, priced one by one.
 double reshardTime(const TensorSharding &from, const TensorSharding &to,

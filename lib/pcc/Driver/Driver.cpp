@@ -100,14 +100,15 @@ Expected<PlannedModel> planModel(mlir::func::FuncOp fn,
                                  const Target &target) {
   PlannedModel planned{cluster, buildPlanGraph(fn), {}};
   if (layouts != TensorLayouts::Planned)
-    options.tensorLayouts = [&](int64_t dp, int64_t tp) {
-      auto byOp = megatronShardings(fn, dp, tp,
-                                    layouts == TensorLayouts::MegatronSequence);
-      std::vector<OpSharding> perNode;
-      for (const PlanNode &n : planned.graph.nodes)
-        perNode.push_back(byOp.lookup(n.op));
-      return perNode;
-    };
+    options.layoutScheme = layouts;
+  options.schemeLayouts = [&](int64_t dp, int64_t tp, TensorLayouts scheme) {
+    auto byOp = megatronShardings(fn, dp, tp,
+                                  scheme == TensorLayouts::MegatronSequence);
+    std::vector<OpSharding> perNode;
+    for (const PlanNode &n : planned.graph.nodes)
+      perNode.push_back(byOp.lookup(n.op));
+    return perNode;
+  };
   options.sequenceLayouts = [&](int64_t dp, int64_t sp, SequenceMode mode) {
     auto byOp = sequenceShardings(fn, dp, sp, mode);
     std::vector<OpSharding> perNode;
@@ -230,9 +231,13 @@ Expected<ChosenPlan> choosePlan(mlir::ModuleOp module, PlanOptions o,
                      "planned as " + planned->cluster.name +
                      " GPUs (run `pcc calibrate` to plan for this "
                      "machine); ";
-    if (tp > 1 && searched) {
+    if (tp > 1 && searched && best.layouts == TensorLayouts::Planned) {
       recordPlannedLayouts(planned->graph, *best.layout);
       plannedLayouts = true;
+    } else if (tp > 1 && searched) {
+      // The search chose a scheme's layouts: the partitioner derives them.
+      layouts = best.layouts;
+      searched = false;
     }
     if (best.pp > 1)
       recordPlannedStages(planned->graph, best.stageBegin);

@@ -23,9 +23,10 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <chrono>
-#include <cstdint>
 #include <cmath>
+#include <cstdint>
 #include <map>
+#include <numeric>
 #include <tuple>
 
 using namespace mlir;
@@ -161,6 +162,19 @@ SearchResult gridLayout(const PlanGraph &g, const CostModel &cost,
     }
   }
   return r;
+}
+
+/// The heads of the model's attention (Q `[batch, heads, rows, d]`): their
+/// gcd over attention ops, or 0 when no op shows them.
+int64_t headCount(const PlanGraph &g) {
+  int64_t heads = 0;
+  for (const PlanNode &node : g.nodes)
+    if (auto attn = dyn_cast<AttentionOp>(node.op)) {
+      ArrayRef<int64_t> q = shapeOf(attn.getQuery());
+      if (q.size() >= 4)
+        heads = std::gcd(heads, q[q.size() - 3]);
+    }
+  return heads;
 }
 
 /// Units pipeline stages are made of: single nodes, or whole block copies.
@@ -364,7 +378,7 @@ ParallelPlan PlanCandidate::toPlan(bool train) const {
   ParallelPlan p = ParallelPlan::withDegrees(pp, dp, sp, tp);
   p.tensorMode = mode;
   p.tensorDepth = mode == TensorMode::TwoPointFiveD ? depth : 1;
-  p.tensorLayouts = TensorLayouts::Planned;
+  p.tensorLayouts = layouts;
   p.sequenceMode = spMode;
   p.microbatches = microbatches;
   p.train = train;
@@ -379,6 +393,10 @@ std::string PlanCandidate::label() const {
         mode == TensorMode::TwoPointFiveD ? " ({0} {1}x{1}x{2})" : " ({0} {1}x{1}{3})",
         tensorModeName(mode), q, depth,
         mode == TensorMode::ThreeD ? llvm::formatv("x{0}", q).str() : "");
+  if (tp > 1 && layouts == TensorLayouts::Megatron)
+    s += " (megatron)";
+  if (tp > 1 && layouts == TensorLayouts::MegatronSequence)
+    s += " (megatron+sp)";
   if (sp > 1)
     s += llvm::formatv(" sp{0} ({1})", sp, sequenceModeName(spMode));
   s += llvm::formatv(" mb{0}", microbatches);
@@ -410,9 +428,10 @@ public:
         stateBytesPerParam(2 * eb + (eb >= 4 ? 8 : 12)), units(makeUnits(g)),
         lastUse(lastUses(g)), edges(transferEdges(g)),
         usable(cluster.memoryBytes * kUsableMemory),
-        hasAttention(llvm::any_of(g.nodes, [](const PlanNode &node) {
-          return isa<AttentionOp>(node.op);
-        })) {}
+        hasAttention(llvm::any_of(
+            g.nodes,
+            [](const PlanNode &node) { return isa<AttentionOp>(node.op); })),
+        heads(headCount(g)) {}
 
   /// Enumerates and costs every candidate, re-searches the fastest exactly
   /// and ranks them.
@@ -439,17 +458,19 @@ private:
 
   std::shared_ptr<const SearchResult>
   layoutFor(int64_t pp, int64_t dp, int64_t tg, TensorMode mode, GridShape grid,
-            int64_t m, bool recompute, double scale, double cw, double cc,
-            Pricing pricing);
+            TensorLayouts scheme, int64_t m, bool recompute, double scale,
+            double cw, double cc, Pricing pricing);
   /// 1D layouts: the exact search, or a choice re-costed at this share.
-  std::shared_ptr<const SearchResult> oneDimLayout(SearchInput in, int64_t pp,
-                                                   int64_t dp, int64_t tg,
-                                                   bool recompute,
-                                                   Pricing pricing);
+  std::shared_ptr<const SearchResult>
+  oneDimLayout(SearchInput in, int64_t pp, int64_t dp, int64_t tg,
+               TensorLayouts scheme, bool recompute, Pricing pricing);
   PlanCandidate evaluate(int64_t pp, int64_t tg, TensorMode mode,
-                         GridShape grid, int64_t sp, SequenceMode spMode,
-                         int64_t dp, int64_t m, bool recompute,
-                         Pricing pricing);
+                         GridShape grid, TensorLayouts scheme, int64_t sp,
+                         SequenceMode spMode, int64_t dp, int64_t m,
+                         bool recompute, Pricing pricing);
+  /// Where 1D layouts of `tg` devices may come from next to `sp`.
+  SmallVector<TensorLayouts, 3> layoutSources(int64_t tg, TensorMode mode,
+                                              int64_t sp) const;
   /// Sequence parallelism: the sp axis's layouts (the partitioner's, from
   /// PlanOptions::sequenceLayouts), priced at this share of the batch.
   std::shared_ptr<const SearchResult>
@@ -489,17 +510,23 @@ private:
   /// Sequence parallelism splits what attention reads: without attention
   /// it would be tensor parallelism under another name.
   bool hasAttention;
+  /// Attention heads every attention op has (their gcd; 0: unknown).
+  int64_t heads;
   std::chrono::steady_clock::time_point start =
       std::chrono::steady_clock::now();
 
   Plan plan;
   std::vector<PlanCandidate> feasible, rejected;
   PlanProgress progress;
+  /// The least weight (and training state) bytes per device of the
+  /// candidates dropped before any layout work.
+  double leastWeightBytes = INFINITY;
+  int64_t widestSplit = 1;
   std::chrono::steady_clock::time_point lastReport = start;
   // Exactly searched layouts by (mode, tensor size, depth, scale,
   // recompute, microbatches, stages, data-parallel size).
-  std::map<std::tuple<int, int64_t, int64_t, double, bool, int64_t, int64_t,
-                      int64_t>,
+  std::map<std::tuple<int, int, int64_t, int64_t, double, bool, int64_t,
+                      int64_t, int64_t>,
            std::shared_ptr<const SearchResult>>
       layouts;
   // Layouts only priced (SearchInput::layouts off) by what their costs
@@ -537,17 +564,30 @@ private:
   /// lightest layout).
   std::pair<int, bool> seedFor(const SearchInput &in, FrontierKey key);
   HullPoint solveAt(const SearchInput &base, double price);
-  // Given layouts (PlanOptions::tensorLayouts) per (dp, tensor size).
-  std::map<std::pair<int64_t, int64_t>, std::vector<OpSharding>> fixedLayouts;
+  /// Layouts the partitioner derives (a scheme's, a grid's, a sequence
+  /// axis's), and whether they differ between copies of the block.
+  struct Derived {
+    std::vector<OpSharding> layouts;
+    bool perCopy = false;
+  };
+  Derived &derived(Derived &slot,
+                   llvm::function_ref<std::vector<OpSharding>()> derive) {
+    if (slot.layouts.empty()) {
+      slot.layouts = derive();
+      slot.perCopy = !copiesAlike(g, slot.layouts);
+    }
+    return slot;
+  }
+  // A scheme's layouts (PlanOptions::schemeLayouts) per (scheme,
+  // replicaClass(dp), tensor size).
+  std::map<std::tuple<int, int64_t, int64_t>, Derived> fixedLayouts;
   // Grid layouts (PlanOptions::gridLayouts) per (replicaClass(dp), tensor
   // size, mode, depth).
-  std::map<std::tuple<int64_t, int64_t, int, int64_t>, std::vector<OpSharding>>
-      fixedGrid;
+  std::map<std::tuple<int64_t, int64_t, int, int64_t>, Derived> fixedGrid;
   // Sequence layouts (PlanOptions::sequenceLayouts) per (replicaClass(dp),
   // sp, mode), and priced per (those, crossing nodes, batch share, with
   // layouts).
-  std::map<std::tuple<int64_t, int64_t, int>, std::vector<OpSharding>>
-      fixedSequence;
+  std::map<std::tuple<int64_t, int64_t, int>, Derived> fixedSequence;
   std::map<std::tuple<int64_t, int64_t, int, bool, double, bool>,
            std::shared_ptr<const SearchResult>>
       sequenceLayouts;
@@ -589,6 +629,26 @@ SmallVector<TensorMode, 4> PlanSearch::tensorModes() const {
   return modes;
 }
 
+SmallVector<TensorLayouts, 3>
+PlanSearch::layoutSources(int64_t tg, TensorMode mode, int64_t sp) const {
+  if (tg == 1 || mode != TensorMode::OneD)
+    return {TensorLayouts::Planned};
+  if (opt.layoutScheme)
+    return {*opt.layoutScheme};
+  SmallVector<TensorLayouts, 3> out{TensorLayouts::Planned};
+  // Megatron's layouts are not always what the per-op objective picks
+  // (it prices neither memory nor the step), so they are candidates of
+  // their own; with sequence parallelism only where no sp axis splits the
+  // sequence already.
+  // Megatron-LM splits whole heads (it requires tp to divide them).
+  if (opt.schemeLayouts && (heads == 0 || heads % tg == 0)) {
+    out.push_back(TensorLayouts::Megatron);
+    if (sp == 1 && hasAttention)
+      out.push_back(TensorLayouts::MegatronSequence);
+  }
+  return out;
+}
+
 SmallVector<bool, 2> PlanSearch::recomputeChoices() const {
   if (!opt.train)
     return {false};
@@ -599,10 +659,11 @@ SmallVector<bool, 2> PlanSearch::recomputeChoices() const {
 
 std::shared_ptr<const SearchResult>
 PlanSearch::layoutFor(int64_t pp, int64_t dp, int64_t tg, TensorMode mode,
-                      GridShape grid, int64_t m, bool recompute, double scale,
-                      double cw, double cc, Pricing pricing) {
-  auto key = std::make_tuple(int(mode), tg, grid.second, scale, recompute, m,
-                             pp, dp);
+                      GridShape grid, TensorLayouts scheme, int64_t m,
+                      bool recompute, double scale, double cw, double cc,
+                      Pricing pricing) {
+  auto key = std::make_tuple(int(mode), int(scheme), tg, grid.second, scale,
+                             recompute, m, pp, dp);
   if (pricing == Pricing::Exact)
     if (auto found = layouts.find(key); found != layouts.end())
       return found->second;
@@ -618,9 +679,9 @@ PlanSearch::layoutFor(int64_t pp, int64_t dp, int64_t tg, TensorMode mode,
     // The partitioner's own 2D / 2.5D layouts, priced on their grid.
     auto fixedKey =
         std::make_tuple(replicaClass(dp), tg, int(mode), grid.second);
-    std::vector<OpSharding> &fixed = fixedGrid[fixedKey];
-    if (fixed.empty())
-      fixed = opt.gridLayouts(dp, tg, mode, grid.second);
+    Derived &fixed = derived(fixedGrid[fixedKey], [&] {
+      return opt.gridLayouts(dp, tg, mode, grid.second);
+    });
     Mesh gridMesh;
     if (mode == TensorMode::TwoPointFiveD) {
       gridMesh.shape = {grid.second, grid.first, grid.first};
@@ -640,8 +701,8 @@ PlanSearch::layoutFor(int64_t pp, int64_t dp, int64_t tg, TensorMode mode,
     in.commWeight = cc;
     in.train = opt.train;
     in.microbatches = double(m);
-    in.fixed = &fixed;
-    in.fixedPerCopy = true;
+    in.fixed = &fixed.layouts;
+    in.fixedPerCopy = fixed.perCopy;
     in.grid = &gridMesh;
     in.layouts = pricing != Pricing::Priced;
     layout = std::make_shared<SearchResult>(searchTensorParallel(g, cost, in));
@@ -663,7 +724,7 @@ PlanSearch::layoutFor(int64_t pp, int64_t dp, int64_t tg, TensorMode mode,
     // in every stage.
     in.weightBudget = 0.8 * usable * double(pp);
     in.weightFactor = opt.train ? stateBytesPerParam / eb : 1;
-    layout = oneDimLayout(in, pp, dp, tg, recompute, pricing);
+    layout = oneDimLayout(in, pp, dp, tg, scheme, recompute, pricing);
   }
   if (pricing == Pricing::Exact)
     layouts[key] = layout;
@@ -674,16 +735,16 @@ PlanSearch::layoutFor(int64_t pp, int64_t dp, int64_t tg, TensorMode mode,
 
 std::shared_ptr<const SearchResult>
 PlanSearch::oneDimLayout(SearchInput in, int64_t pp, int64_t dp, int64_t tg,
-                         bool recompute, Pricing pricing) {
-  if (opt.tensorLayouts && tg > 1) {
-    std::vector<OpSharding> &fixed = fixedLayouts[{dp, tg}];
-    if (fixed.empty())
-      fixed = opt.tensorLayouts(dp, tg);
-    in.fixed = &fixed;
-    in.fixedPerCopy = true;
+                         TensorLayouts scheme, bool recompute,
+                         Pricing pricing) {
+  if (scheme != TensorLayouts::Planned && tg > 1) {
+    Derived &fixed = derived(fixedLayouts[{int(scheme), replicaClass(dp), tg}],
+                             [&] { return opt.schemeLayouts(dp, tg, scheme); });
+    in.fixed = &fixed.layouts;
+    in.fixedPerCopy = fixed.perCopy;
     bool priceOnly = pricing == Pricing::Priced;
     in.layouts = !priceOnly;
-    PricedKey key(-1, tg, dp, 0, in.scale);
+    PricedKey key(-1 - int(scheme), tg, replicaClass(dp), 0, in.scale);
     if (auto hit = priced.find(key); priceOnly && hit != priced.end())
       return hit->second;
     auto result =
@@ -791,10 +852,8 @@ PlanSearch::sequenceLayout(int64_t tg, int64_t sp, SequenceMode spMode,
                              1.0 / double(dp * m), pricing != Pricing::Priced);
   if (auto found = sequenceLayouts.find(key); found != sequenceLayouts.end())
     return found->second;
-  std::vector<OpSharding> &fixed =
-      fixedSequence[{replicaClass(dp), sp, int(spMode)}];
-  if (fixed.empty())
-    fixed = opt.sequenceLayouts(dp, sp, spMode);
+  Derived &fixed = derived(fixedSequence[{replicaClass(dp), sp, int(spMode)}],
+                           [&] { return opt.sequenceLayouts(dp, sp, spMode); });
   SearchInput in;
   in.degree = sp;
   in.crossNode = groupCrossesNodes(tg, sp, cluster);
@@ -805,8 +864,8 @@ PlanSearch::sequenceLayout(int64_t tg, int64_t sp, SequenceMode spMode,
   in.commWeight = cc;
   in.train = opt.train;
   in.microbatches = double(m);
-  in.fixed = &fixed;
-  in.fixedPerCopy = true;
+  in.fixed = &fixed.layouts;
+  in.fixedPerCopy = fixed.perCopy;
   in.layouts = pricing != Pricing::Priced;
   auto result = std::make_shared<SearchResult>(searchTensorParallel(g, cost, in));
   sequenceLayouts[key] = result;
@@ -908,14 +967,14 @@ void PlanSearch::priceTraining(PlanCandidate &c, double maxGradSync) const {
 }
 
 PlanCandidate PlanSearch::evaluate(int64_t pp, int64_t tg, TensorMode mode,
-                                   GridShape grid, int64_t sp,
-                                   SequenceMode spMode, int64_t dp, int64_t m,
-                                   bool recompute, Pricing pricing) {
+                                   GridShape grid, TensorLayouts scheme,
+                                   int64_t sp, SequenceMode spMode, int64_t dp,
+                                   int64_t m, bool recompute, Pricing pricing) {
   double scale = 1.0 / double(dp * m * sp);
   double cw = opt.train ? (recompute ? 4 : 3) : 1;
   double cc = opt.train ? (recompute ? 3 : 2) : 1;
-  std::shared_ptr<const SearchResult> layout =
-      layoutFor(pp, dp, tg, mode, grid, m, recompute, scale, cw, cc, pricing);
+  std::shared_ptr<const SearchResult> layout = layoutFor(
+      pp, dp, tg, mode, grid, scheme, m, recompute, scale, cw, cc, pricing);
   PlanCandidate c;
   c.dp = dp;
   c.pp = pp;
@@ -924,6 +983,7 @@ PlanCandidate PlanSearch::evaluate(int64_t pp, int64_t tg, TensorMode mode,
   c.spMode = spMode;
   c.microbatches = m;
   c.mode = mode;
+  c.layouts = scheme;
   c.q = grid.first;
   c.depth = grid.second;
   c.recompute = recompute;
@@ -1020,8 +1080,13 @@ void PlanSearch::enumerateTensor(int64_t pp, int64_t tg, TensorMode mode,
     // Cheap memory bound before any layout work: weights (and training
     // state) spread perfectly over pipeline and tensor groups.
     double perParam = opt.train ? stateBytesPerParam : eb;
-    if (g.totalParams * perParam / double(pp * tg) > usable) {
+    if (double need = g.totalParams * perParam / double(pp * tg);
+        need > usable) {
       ++plan.infeasible;
+      if (need < leastWeightBytes) {
+        leastWeightBytes = need;
+        widestSplit = pp * tg;
+      }
       continue;
     }
     for (SequenceMode spMode : {SequenceMode::Ulysses, SequenceMode::Ring})
@@ -1048,16 +1113,17 @@ void PlanSearch::enumerateBatch(int64_t pp, int64_t tg, TensorMode mode,
       continue;
     if (inferenceWithoutStages && m > 1 && !opt.microbatches)
       continue; // inference without stages gains nothing from it
-    for (bool recompute : recomputeChoices()) {
-      ++plan.evaluated;
-      PlanCandidate c = evaluate(pp, tg, mode, grid, sp, spMode, dp, m,
-                                 recompute, Pricing::Priced);
-      // Layouts are big; only the finalists keep theirs.
-      c.layout = nullptr;
-      c.sequenceLayout = nullptr;
-      (c.fits ? feasible : rejected).push_back(std::move(c));
-      report();
-    }
+    for (bool recompute : recomputeChoices())
+      for (TensorLayouts scheme : layoutSources(tg, mode, sp)) {
+        ++plan.evaluated;
+        PlanCandidate c = evaluate(pp, tg, mode, grid, scheme, sp, spMode, dp,
+                                   m, recompute, Pricing::Priced);
+        // Layouts are big; only the finalists keep theirs.
+        c.layout = nullptr;
+        c.sequenceLayout = nullptr;
+        (c.fits ? feasible : rejected).push_back(std::move(c));
+        report();
+      }
   }
 }
 
@@ -1071,16 +1137,18 @@ void PlanSearch::refine() {
   // been searched exactly: an exact search can make a candidate slower (it
   // minimises the per-op objective, not the step) or not fit.
   constexpr int kExactRefine = 8;
-  auto searchTop = [&](std::vector<PlanCandidate> &list) {
+  constexpr double kNearMiss = 1.25;
+  auto searchTop = [&](std::vector<PlanCandidate> &list,
+                       llvm::function_ref<bool(const PlanCandidate &)> worth) {
     llvm::stable_sort(list, faster);
     for (int k = 0, done = 0; k < int(list.size()) && done < kExactRefine;
          ++k) {
       PlanCandidate &c = list[k];
-      if (c.layout)
+      if (c.layout || !worth(c))
         continue;
       auto again = [&](Pricing pricing) {
-        return evaluate(c.pp, c.tp, c.mode, {c.q, c.depth}, c.sp, c.spMode,
-                        c.dp, c.microbatches, c.recompute, pricing);
+        return evaluate(c.pp, c.tp, c.mode, {c.q, c.depth}, c.layouts, c.sp,
+                        c.spMode, c.dp, c.microbatches, c.recompute, pricing);
       };
       // The exact search minimises the per-op objective within a weight
       // budget, not the step within memory: keep the seed's layouts when
@@ -1093,9 +1161,15 @@ void PlanSearch::refine() {
       ++done;
     }
   };
-  searchTop(rejected);
+  // Candidates the seed's layouts did not fit by a little and that would
+  // beat the fastest that fits: their own search may fit them.
+  llvm::stable_sort(feasible, faster);
+  double fastest = feasible.empty() ? INFINITY : feasible.front().stepTime;
+  searchTop(rejected, [&](const PlanCandidate &c) {
+    return c.memory <= kNearMiss * usable && c.stepTime < fastest;
+  });
   do {
-    searchTop(feasible);
+    searchTop(feasible, [](const PlanCandidate &) { return true; });
     std::vector<PlanCandidate> keep;
     for (PlanCandidate &c : feasible)
       (c.fits ? keep : rejected).push_back(std::move(c));
@@ -1115,17 +1189,26 @@ void PlanSearch::refine() {
 
 llvm::Expected<Plan> PlanSearch::finish() {
   plan.infeasible += rejected.size();
+  auto size = [](double bytes) {
+    return bytes >= 1073741824.0 ? formatv("{0:F1} GiB", bytes / 1073741824.0)
+                                 : formatv("{0:F1} MiB", bytes / 1048576.0);
+  };
   if (feasible.empty()) {
+    if (rejected.empty() && leastWeightBytes < INFINITY)
+      return planError(formatv(
+          "no plan fits in {0} per device: weights{1} alone need {2} per "
+          "device when split over {3} pipeline and tensor device{4}",
+          size(usable), opt.train ? " and training state" : "",
+          size(leastWeightBytes), widestSplit, widestSplit == 1 ? "" : "s"));
     if (rejected.empty())
       return planError(formatv("no plan for {0} device{2} fits the constraints "
                              "(batch {1}, forced degrees must multiply to the "
                              "device count and divide the batch)",
                              n, g.batch, n == 1 ? "" : "s"));
     const PlanCandidate &r = rejected.front();
-    return planError(formatv("no plan fits in {0:F1} GiB per device: the best "
-                           "candidate ({1}) needs {2:F1} GiB",
-                           usable / 1073741824.0, r.label(),
-                           r.memory / 1073741824.0));
+    return planError(formatv("no plan fits in {0} per device: the best "
+                             "candidate ({1}) needs {2}",
+                             size(usable), r.label(), size(r.memory)));
   }
   plan.best = feasible.front();
   plan.considered = std::move(feasible);

@@ -669,21 +669,17 @@ SearchResult LayoutProblem::solve() {
 
 SearchResult searchTensorParallel(const PlanGraph &g, const CostModel &cost,
                                   const SearchInput &in) {
-  // Per-copy layouts that are the same in every copy (as the partitioner's
-  // usually are) are priced once per block op, like a searched choice.
-  const RepeatedBlock &b = g.block;
-  if (in.fixed && in.fixedPerCopy && b.present()) {
-    const std::vector<OpSharding> &f = *in.fixed;
-    bool alike = true;
-    for (int i = b.begin + b.period; i < b.end() && alike; ++i)
-      alike = f[i] == f[i - b.period];
-    if (alike) {
-      SearchInput once = in;
-      once.fixedPerCopy = false;
-      return LayoutProblem(g, cost, once).solve();
-    }
-  }
   return LayoutProblem(g, cost, in).solve();
+}
+
+bool copiesAlike(const PlanGraph &g, ArrayRef<OpSharding> layouts) {
+  const RepeatedBlock &b = g.block;
+  if (!b.present())
+    return true;
+  for (int i = b.begin + b.period; i < b.end(); ++i)
+    if (!(layouts[i] == layouts[i - b.period]))
+      return false;
+  return true;
 }
 
 } // namespace pcc
