@@ -517,6 +517,8 @@ int printPlan(mlir::func::FuncOp fn, const pcc::PlanOptions &options) {
                                  selectedTarget());
   if (!planned)
     return fail(toString(planned.takeError()));
+  if (auto w = pcc::idleSplitWarning(*planned, options))
+    errs() << "warning: " << *w << "\n";
   const auto &[spec, graph, plan] = *planned;
   pcc::ReportOptions report;
   report.modelPath = inputFile;
@@ -691,6 +693,8 @@ int main(int argc, char **argv) {
                                 clusterName, selectedTarget());
   if (!chosen)
     return fail(toString(chosen.takeError()));
+  if (!chosen->warning.empty())
+    errs() << "warning: " << chosen->warning << "\n";
   // The step is differentiated after planning (the planner prices training
   // from the forward graph) and before the plan is applied, so the
   // backward pass and the update are partitioned with the rest.

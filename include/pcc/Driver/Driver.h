@@ -55,19 +55,27 @@ struct PlannedModel {
   Plan plan;
 };
 
-/// Plans `fn` on `cluster`. With Megatron layouts, 1D tensor candidates are
-/// costed on Megatron-LM's per-op layouts instead of the exact search's.
-/// `target` decides which candidates are runnable.
+/// Plans `fn` on `cluster`. 1D tensor candidates are priced on the exact
+/// search's layouts and on Megatron-LM's (with and without sequence
+/// parallelism); with `layouts` Megatron's, on those only. `target`
+/// decides which candidates are runnable.
 llvm::Expected<PlannedModel> planModel(mlir::func::FuncOp fn,
                                        const ClusterSpec &cluster,
                                        PlanOptions options,
                                        TensorLayouts layouts,
                                        const Target &target);
 
+/// A forced tensor degree that splits no op of the model (every op runs
+/// whole on each of the group's devices), said in one line; or nothing.
+std::optional<std::string> idleSplitWarning(const PlannedModel &planned,
+                                            const PlanOptions &options);
+
 struct ChosenPlan {
   ParallelPlan plan;
   /// What the planner chose and predicted ("" for a fully forced plan).
   std::string note;
+  /// idleSplitWarning's line, or "".
+  std::string warning;
 };
 
 /// Chooses the plan to compile `module` with, among those `target` runs: the forced degrees, the planner's best otherwise (and the

@@ -148,6 +148,12 @@ SearchResult searchTensorParallel(const PlanGraph &graph,
                                   const CostModel &cost,
                                   const SearchInput &input);
 
+/// Whether per-node 1D `layouts` on `degree` devices keep both splits when
+/// the batch is also split (data parallelism, microbatches): where they do
+/// not, the compiled program gathers, which a one-axis pricing misses.
+bool layoutsStackOnBatch(const PlanGraph &graph,
+                         llvm::ArrayRef<OpSharding> layouts, int64_t degree);
+
 /// Whether per-node `layouts` are the same in every copy of the repeated
 /// block (then SearchInput::fixedPerCopy is not needed: each block op is
 /// priced once).

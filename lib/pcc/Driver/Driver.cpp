@@ -134,6 +134,23 @@ Expected<PlannedModel> planModel(mlir::func::FuncOp fn,
   return planned;
 }
 
+std::optional<std::string> idleSplitWarning(const PlannedModel &planned,
+                                            const PlanOptions &options) {
+  const PlanCandidate &best = planned.plan.best;
+  if (!options.tp || best.tp <= 1 || best.mode != TensorMode::OneD ||
+      !best.layout)
+    return std::nullopt;
+  for (const NodeLayout &l : best.layout->layouts)
+    for (const TensorSharding &t : l.sharding.results)
+      if (!t.isReplicated())
+        return std::nullopt;
+  return formatv("--tp {0} splits no op of the model (no dimension its "
+                 "layouts could split divides by {0}): the {0} devices of "
+                 "each tensor group all do the same work",
+                 best.tp)
+      .str();
+}
+
 namespace {
 
 /// The planner's stage of each op, for pcc-apply-plan (kPlannedStageAttr).
@@ -217,6 +234,8 @@ Expected<ChosenPlan> choosePlan(mlir::ModuleOp module, PlanOptions o,
     if (!planned)
       return planned.takeError();
     const PlanCandidate &best = planned->plan.best;
+    if (auto w = idleSplitWarning(*planned, o))
+      chosen.warning = *w;
     chosen.plan = best.toPlan(o.train);
     dp = best.dp;
     tp = best.tp;

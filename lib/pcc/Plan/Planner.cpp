@@ -407,6 +407,13 @@ std::string PlanCandidate::label() const {
 
 namespace {
 
+/// The partitioner's layouts on tensor and sequence axes depend on whether
+/// the batch is also split over replicas, not (the planner assumes; true of
+/// every model in test/ and bench/) on how many: they are derived once per
+/// class, 1 or more than 1 (a derivation clones and propagates the whole
+/// program, which on a 96-layer GPT took 3 of 10 seconds of planning).
+int64_t replicaClass(int64_t dp) { return std::min<int64_t>(dp, 2); }
+
 /// How a candidate's layouts are found: the seed's choice costed (Priced)
 /// or also spelled out per node (Seeded), or an exact search of its own.
 enum class Pricing { Priced, Seeded, Exact };
@@ -569,7 +576,20 @@ private:
   struct Derived {
     std::vector<OpSharding> layouts;
     bool perCopy = false;
+    /// layoutsStackOnBatch, once asked.
+    std::optional<bool> stacks;
   };
+  /// A scheme's layouts for (dp, tg), derived once.
+  Derived &schemeFor(TensorLayouts scheme, int64_t dp, int64_t tg) {
+    return derived(fixedLayouts[{int(scheme), replicaClass(dp), tg}],
+                   [&] { return opt.schemeLayouts(dp, tg, scheme); });
+  }
+  bool schemeStacks(TensorLayouts scheme, int64_t dp, int64_t tg) {
+    Derived &d = schemeFor(scheme, dp, tg);
+    if (!d.stacks)
+      d.stacks = layoutsStackOnBatch(g, d.layouts, tg);
+    return *d.stacks;
+  }
   Derived &derived(Derived &slot,
                    llvm::function_ref<std::vector<OpSharding>()> derive) {
     if (slot.layouts.empty()) {
@@ -594,13 +614,6 @@ private:
 };
 
 bool forced(int64_t want, int64_t v) { return want == 0 || want == v; }
-
-/// The partitioner's layouts on tensor and sequence axes depend on whether
-/// the batch is also split over replicas, not (the planner assumes; true of
-/// every model in test/ and bench/) on how many: they are derived once per
-/// class, 1 or more than 1 (a derivation clones and propagates the whole
-/// program, which on a 96-layer GPT took 3 of 10 seconds of planning).
-int64_t replicaClass(int64_t dp) { return std::min<int64_t>(dp, 2); }
 
 llvm::Error planError(const llvm::Twine &msg) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
@@ -738,8 +751,7 @@ PlanSearch::oneDimLayout(SearchInput in, int64_t pp, int64_t dp, int64_t tg,
                          TensorLayouts scheme, bool recompute,
                          Pricing pricing) {
   if (scheme != TensorLayouts::Planned && tg > 1) {
-    Derived &fixed = derived(fixedLayouts[{int(scheme), replicaClass(dp), tg}],
-                             [&] { return opt.schemeLayouts(dp, tg, scheme); });
+    Derived &fixed = schemeFor(scheme, dp, tg);
     in.fixed = &fixed.layouts;
     in.fixedPerCopy = fixed.perCopy;
     bool priceOnly = pricing == Pricing::Priced;
@@ -1113,8 +1125,14 @@ void PlanSearch::enumerateBatch(int64_t pp, int64_t tg, TensorMode mode,
       continue;
     if (inferenceWithoutStages && m > 1 && !opt.microbatches)
       continue; // inference without stages gains nothing from it
+    bool batchSplit = dp > 1 || (pp > 1 && m > 1);
     for (bool recompute : recomputeChoices())
       for (TensorLayouts scheme : layoutSources(tg, mode, sp)) {
+        // A scheme priced on one axis must keep its splits under the batch
+        // split (unless forced: then it is priced as asked).
+        if (scheme != TensorLayouts::Planned && !opt.layoutScheme &&
+            batchSplit && !schemeStacks(scheme, dp, tg))
+          continue;
         ++plan.evaluated;
         PlanCandidate c = evaluate(pp, tg, mode, grid, scheme, sp, spMode, dp,
                                    m, recompute, Pricing::Priced);

@@ -672,6 +672,16 @@ SearchResult searchTensorParallel(const PlanGraph &g, const CostModel &cost,
   return LayoutProblem(g, cost, in).solve();
 }
 
+bool layoutsStackOnBatch(const PlanGraph &g, ArrayRef<OpSharding> layouts,
+                         int64_t degree) {
+  for (auto [i, node] : llvm::enumerate(g.nodes))
+    if (g.representative(i) == int(i) &&
+        layouts[i].operands.size() == node.op->getNumOperands() &&
+        !stacksOnBatch(node, layouts[i], degree))
+      return false;
+  return true;
+}
+
 bool copiesAlike(const PlanGraph &g, ArrayRef<OpSharding> layouts) {
   const RepeatedBlock &b = g.block;
   if (!b.present())
