@@ -94,6 +94,23 @@ Expected<PlanOptions> completeDegrees(PlanOptions o, bool devicesGiven) {
   return o;
 }
 
+namespace {
+
+/// Per graph node, its layout in `byOp` (none when absent).
+std::vector<OpSharding>
+perNode(const PlanGraph &graph,
+        llvm::DenseMap<mlir::Operation *, OpSharding> byOp) {
+  std::vector<OpSharding> out;
+  out.reserve(graph.nodes.size());
+  for (const PlanNode &n : graph.nodes) {
+    auto it = byOp.find(n.op);
+    out.push_back(it == byOp.end() ? OpSharding() : std::move(it->second));
+  }
+  return out;
+}
+
+} // namespace
+
 Expected<PlannedModel> planModel(mlir::func::FuncOp fn,
                                  const ClusterSpec &cluster,
                                  PlanOptions options, TensorLayouts layouts,
@@ -101,28 +118,18 @@ Expected<PlannedModel> planModel(mlir::func::FuncOp fn,
   PlannedModel planned{cluster, buildPlanGraph(fn), {}};
   if (layouts != TensorLayouts::Planned)
     options.layoutScheme = layouts;
+  const PlanGraph &graph = planned.graph;
   options.schemeLayouts = [&](int64_t dp, int64_t tp, TensorLayouts scheme) {
-    auto byOp = megatronShardings(fn, dp, tp,
-                                  scheme == TensorLayouts::MegatronSequence);
-    std::vector<OpSharding> perNode;
-    for (const PlanNode &n : planned.graph.nodes)
-      perNode.push_back(byOp.lookup(n.op));
-    return perNode;
+    return perNode(
+        graph, megatronShardings(fn, dp, tp,
+                                 scheme == TensorLayouts::MegatronSequence));
   };
   options.sequenceLayouts = [&](int64_t dp, int64_t sp, SequenceMode mode) {
-    auto byOp = sequenceShardings(fn, dp, sp, mode);
-    std::vector<OpSharding> perNode;
-    for (const PlanNode &n : planned.graph.nodes)
-      perNode.push_back(byOp.lookup(n.op));
-    return perNode;
+    return perNode(graph, sequenceShardings(fn, dp, sp, mode));
   };
   options.gridLayouts = [&](int64_t dp, int64_t tp, TensorMode mode,
                             int64_t depth) {
-    auto byOp = gridShardings(fn, dp, tp, mode, depth);
-    std::vector<OpSharding> perNode;
-    for (const PlanNode &n : planned.graph.nodes)
-      perNode.push_back(byOp.lookup(n.op));
-    return perNode;
+    return perNode(graph, gridShardings(fn, dp, tp, mode, depth));
   };
   options.cannotRun = [&target](const ParallelPlan &plan) {
     return target.cannotRun(plan);

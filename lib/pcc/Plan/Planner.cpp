@@ -800,8 +800,9 @@ PlanSearch::HullPoint PlanSearch::solveAt(const SearchInput &base,
   ++plan.ilpSolves;
   SearchResult r = searchTensorParallel(g, cost, in);
   std::vector<OpSharding> choice;
-  for (const NodeLayout &l : r.layouts)
-    choice.push_back(l.sharding);
+  choice.reserve(r.layouts.size());
+  for (NodeLayout &l : r.layouts)
+    choice.push_back(std::move(l.sharding));
   auto same = llvm::find(seeds, choice);
   HullPoint p{r.weightBytes, r.objective, int(same - seeds.begin())};
   if (same == seeds.end())
