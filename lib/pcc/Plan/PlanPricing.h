@@ -1,0 +1,77 @@
+//===- PlanPricing.h - what a candidate's layouts cost, stage by stage ----===//
+//
+// The Planner's pricing helpers that see one candidate's layouts and the
+// graph, not the search: closed-form grid layouts, pipeline units, live
+// bytes, stage transfers. Internal to lib/pcc/Plan.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PCC_LIB_PLAN_PLANPRICING_H
+#define PCC_LIB_PLAN_PLANPRICING_H
+
+#include "pcc/Plan/Planner.h"
+
+namespace pcc::planning {
+
+struct Grid {
+  TensorMode mode;
+  int64_t size, q, depth;
+};
+
+/// Closed-form costs of Colossal-AI's 2D (SUMMA), 2.5D (Tesseract) and 3D
+/// linear layers (used when the partitioner's grid layouts are not given).
+SearchResult gridLayout(const PlanGraph &g, const CostModel &cost,
+                        const Grid &grid, double scale,
+                        const ClusterSpec &cluster, bool layouts);
+
+/// The heads of the model's attention: their gcd over attention ops, or 0.
+int64_t headCount(const PlanGraph &g);
+
+/// Units pipeline stages are made of: single nodes, or whole block copies.
+struct Unit {
+  int first, last; // nodes [first, last]
+};
+
+std::vector<Unit> makeUnits(const PlanGraph &g);
+
+/// Per node, the last node that reads its result (the node count for a
+/// model output, -1 for none).
+std::vector<int> lastUses(const PlanGraph &g);
+
+/// Peak bytes of live results on one device while nodes [first, last] run
+/// one microbatch.
+double peakLiveBytes(const PlanGraph &g, const SearchResult &layout,
+                     llvm::ArrayRef<int> lastUse, int first, int last);
+
+/// What stage transfers depend on that no candidate changes: where each
+/// node runs relative to the cuts, and the edges into nodes that run.
+struct TransferEdges {
+  /// Per node, the node whose stage it runs in: itself, or for a node
+  /// computed from weights alone its first reader's (pcc-apply-plan places
+  /// it there, wherever the node order put it).
+  std::vector<int> placedAt;
+  struct Edge {
+    int consumer, producer;
+    /// The node whose result bytes the value has (a view's source), and
+    /// the value's share of them.
+    int base;
+    double share;
+    const void *value;
+  };
+  std::vector<Edge> edges;
+};
+
+TransferEdges transferEdges(const PlanGraph &g);
+
+/// The values each stage sends later ones, one per (value, receiving
+/// stage), with the bytes of one device's block per microbatch.
+std::vector<PlanCandidate::StageTransfer>
+stageTransfers(const TransferEdges &t, const SearchResult &layout,
+               llvm::ArrayRef<int> stageBegin);
+
+/// Bytes each block copy passes to the next (the residual stream).
+double blockBoundaryBytes(const PlanGraph &g, const SearchResult &layout);
+
+} // namespace pcc::planning
+
+#endif // PCC_LIB_PLAN_PLANPRICING_H
