@@ -164,3 +164,19 @@ func.func @weight_conversion() {
   %0 = pcc.weight "w" from i32 : tensor<4xbf16>
   return
 }
+
+// -----
+
+func.func @beyond(%x: tensor<2x128x4x64xbf16>) -> tensor<2x128x2x64xbf16> {
+  // expected-error @+1 {{seq_first needs [B, S, H, D] query}}
+  %o = pcc.attention %x, %x, %x {seq_first, head_offsets = array<i64: 0, 2, 3>} : (tensor<2x128x4x64xbf16>, tensor<2x128x4x64xbf16>, tensor<2x128x4x64xbf16>) -> tensor<2x128x2x64xbf16>
+  return %o : tensor<2x128x2x64xbf16>
+}
+
+// -----
+
+func.func @unfolded(%x: tensor<2x2x128x64xbf16>) -> tensor<2x2x128x64xbf16> {
+  // expected-error @+1 {{head_offsets needs seq_first}}
+  %o = pcc.attention %x, %x, %x {head_offsets = array<i64: 0, 0, 0>} : (tensor<2x2x128x64xbf16>, tensor<2x2x128x64xbf16>, tensor<2x2x128x64xbf16>) -> tensor<2x2x128x64xbf16>
+  return %o : tensor<2x2x128x64xbf16>
+}

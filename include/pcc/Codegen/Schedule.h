@@ -38,6 +38,10 @@ struct Schedule {
   llvm::DenseMap<mlir::Operation *, mlir::Operation *> rootOf;
   llvm::DenseMap<mlir::Operation *, llvm::SmallVector<mlir::Operation *>>
       members;
+  /// Fusion roots whose group a contraction's epilogue applies (the target
+  /// chose it, AbsorbsEpilogueFn): the contraction runs at the root, and
+  /// its result has no storage of its own.
+  llvm::DenseMap<mlir::Operation *, mlir::Operation *> productOf;
   /// Views (reshape results) and the value whose storage they share.
   llvm::DenseMap<mlir::Value, mlir::Value> aliasOf;
   /// Arena buffers of values and of kernels' scratch, into `buffers`.
@@ -62,10 +66,16 @@ struct Schedule {
 /// Scratch bytes a target's kernel for `op` needs while it runs (0: none).
 using ScratchBytesFn = llvm::function_ref<int64_t(mlir::Operation *)>;
 
+/// Whether a target's kernel for `contraction` (whose result only the
+/// fusion group `members` reads) applies that group as its epilogue.
+using AbsorbsEpilogueFn = llvm::function_ref<bool(
+    mlir::Operation *contraction, llvm::ArrayRef<mlir::Operation *> members)>;
+
 /// Schedules the single-block function `fn`, or with `stage` only the ops
 /// of that pipeline stage (kStageAttr) and the outputs it returns.
 Schedule scheduleFunction(mlir::func::FuncOp fn, ScratchBytesFn scratchBytes,
-                          std::optional<int64_t> stage = std::nullopt);
+                          std::optional<int64_t> stage = std::nullopt,
+                          AbsorbsEpilogueFn absorbs = nullptr);
 
 /// Pipeline stages of `fn`'s program: 1 + the largest kStageAttr (1 when no
 /// op has one).

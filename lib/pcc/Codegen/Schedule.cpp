@@ -25,6 +25,24 @@ void groupFusedOps(Schedule &s) {
       s.members[s.rootOf[op]].push_back(op);
 }
 
+/// Contractions that run as the product of their user's group.
+void absorbEpilogues(Schedule &s, AbsorbsEpilogueFn absorbs) {
+  for (Operation *op : s.ops) {
+    if (isPointwise(op) || op->getNumResults() != 1 || !op->hasOneUse())
+      continue;
+    Operation *user = *op->getUsers().begin();
+    if (!isPointwise(user) || !s.position.count(user) ||
+        user->hasAttr(kBackwardAttr) != op->hasAttr(kBackwardAttr) ||
+        user->hasAttr(kPrologueAttr) != op->hasAttr(kPrologueAttr))
+      continue;
+    Operation *root = s.rootOf.lookup(user);
+    if (s.productOf.count(root) || !absorbs(op, s.members[root]))
+      continue;
+    s.rootOf[op] = root;
+    s.productOf[root] = op;
+  }
+}
+
 /// Storage and live ranges of every value the schedule keeps in the arena.
 void assignStorage(Schedule &s, Block &block, func::FuncOp fn,
                    std::optional<int64_t> stage) {
@@ -79,7 +97,8 @@ int64_t outputStage(func::FuncOp fn, unsigned i) {
 }
 
 Schedule scheduleFunction(func::FuncOp fn, ScratchBytesFn scratchBytes,
-                          std::optional<int64_t> stage) {
+                          std::optional<int64_t> stage,
+                          AbsorbsEpilogueFn absorbs) {
   Schedule s;
   Block &block = fn.getBody().front();
   for (Operation &op : block.without_terminator()) {
@@ -92,6 +111,8 @@ Schedule scheduleFunction(func::FuncOp fn, ScratchBytesFn scratchBytes,
     s.ops.push_back(&op);
   }
   groupFusedOps(s);
+  if (absorbs)
+    absorbEpilogues(s, absorbs);
   assignStorage(s, block, fn, stage);
   for (Operation *op : s.ops) {
     if (int64_t bytes = scratchBytes(op)) {

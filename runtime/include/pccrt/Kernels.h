@@ -48,6 +48,15 @@ template <typename T, typename Out = T>
 void gemm16(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
             float alpha, const T *a, int64_t lda, const T *b, int64_t ldb,
             float beta, Out *c, int64_t ldc);
+/// gemm16 with its epilogue in the GEMM (cuBLASLt; CUDA runtime only):
+/// c = alpha op(a) op(b) + bias[j] + addend[i, j], in f32 before c's one
+/// rounding. `bias` (n values) and `addend` (m x n, row stride ldc) may be
+/// null.
+template <typename T>
+void gemmEpilogue16(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+                    float alpha, const T *a, int64_t lda, const T *b,
+                    int64_t ldb, const T *bias, const T *addend, T *c,
+                    int64_t ldc);
 template <typename T, typename Out = T>
 void batchedMatmul16(int64_t batch, const int64_t *offA, const int64_t *offB,
                      int64_t m, int64_t n, int64_t k, const T *a, const T *b,
@@ -100,10 +109,14 @@ void attentionF32(const float *q, const float *k, const float *v, float *out,
 /// widened. With `heads` > 0, q, k, v and out are [batch / heads, s, heads, d]
 /// (the sequence before the heads, as projections leave them): problem b
 /// is head b % heads of sequence b / heads, read and written in place.
+/// `qPitch`, `kPitch`, `vPitch` (0: heads * d) are the elements between one
+/// position's heads and the next's in q, k and v, which may hold more heads
+/// than they give (the columns of a fused QKV projection).
 template <typename T>
 void attention16(const T *q, const T *k, const T *v, T *out, int64_t batch,
                  int64_t sq, int64_t sk, int64_t d, float scale, bool divide,
-                 const AttentionMasks &masks, int64_t heads = 0);
+                 const AttentionMasks &masks, int64_t heads = 0,
+                 int64_t qPitch = 0, int64_t kPitch = 0, int64_t vPitch = 0);
 
 /// One device's part of a SUMMA product on a q x q grid (GridKernels.cpp):
 /// x [m, k] is its block of the rows and of the contraction, w [k, n] (or

@@ -57,6 +57,11 @@ template <> struct Native<BFloat16> {
 constexpr int kWarps = 4, kRows = 16 * kWarps, kKeys = 64;
 constexpr float kLog2e = 1.4426950408889634f;
 
+/// Elements from one sequence position's row to the next's, per tensor.
+struct Pitches {
+  int64_t q, k, v, out;
+};
+
 /// Shared memory of one block: the key and value tiles (the query tile
 /// first uses the key tile's space). Rows are padded by 16 bytes, so the
 /// eight 16-byte rows an ldmatrix reads at once start in different banks.
@@ -173,7 +178,7 @@ __global__ void __launch_bounds__(32 * kWarps, D == 64 ? 3 : 2)
                 const typename Native<T>::type *v,
                 typename Native<T>::type *out, int sq, int sk, float scale,
                 bool divide, bool aligned, int outAlign, int heads,
-                DeviceMasks m) {
+                Pitches pitch, DeviceMasks m) {
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
   using N = typename Native<T>::type;
   using Sh = Tiles<N, D>;
@@ -185,18 +190,18 @@ __global__ void __launch_bounds__(32 * kWarps, D == 64 ? 3 : 2)
   int i0 = int(gridDim.y - 1 - blockIdx.y) * kRows;
   int from = int(m.hideFrom); // clamped by the host
   // Problem b's rows: [b, s, :] of [batch, s, D] tensors, or with `heads`,
-  // [b / heads, s, b % heads, :] of [batch / heads, s, heads, D] ones (the
-  // heads read and written in place).
-  int64_t pitch = heads ? int64_t(heads) * D : D;
-  auto rows = [&](auto *x, int64_t len) {
-    return heads ? x + (b / heads) * len * pitch + (b % heads) * D
+  // [b / heads, s, b % heads, :] of [batch / heads, s, heads', D] ones (the
+  // heads read and written in place; a row `pitch` elements long).
+  auto rows = [&](auto *x, int64_t len, int64_t rowPitch) {
+    return heads ? x + (b / heads) * len * rowPitch + (b % heads) * D
                  : x + b * len * D;
   };
-  const N *qb = rows(q, sq), *kb = rows(k, sk), *vb = rows(v, sk);
-  N *ob = rows(out, sq);
+  const N *qb = rows(q, sq, pitch.q), *kb = rows(k, sk, pitch.k),
+          *vb = rows(v, sk, pitch.v);
+  N *ob = rows(out, sq, pitch.out);
 
   // This warp's query rows, as A operands of each 16-feature chunk.
-  loadRows<N, D, L>(t.k, qb + i0 * pitch, pitch, kRows, sq - i0, aligned);
+  loadRows<N, D, L>(t.k, qb + i0 * pitch.q, pitch.q, kRows, sq - i0, aligned);
   commitLoads();
   waitLoads<0>();
   __syncthreads();
@@ -312,12 +317,12 @@ __global__ void __launch_bounds__(32 * kWarps, D == 64 ? 3 : 2)
     return j0;
   };
   auto loadKeys = [&](int j0) {
-    loadRows<N, D, L>(t.k, kb + j0 * pitch, pitch, kKeys, tileKeys(j0),
+    loadRows<N, D, L>(t.k, kb + j0 * pitch.k, pitch.k, kKeys, tileKeys(j0),
                       aligned);
     commitLoads();
   };
   auto loadValues = [&](int j0) {
-    loadRows<N, D, L>(t.v, vb + j0 * pitch, pitch, kKeys, tileKeys(j0),
+    loadRows<N, D, L>(t.v, vb + j0 * pitch.v, pitch.v, kKeys, tileKeys(j0),
                       aligned);
     commitLoads();
   };
@@ -474,7 +479,7 @@ __global__ void __launch_bounds__(32 * kWarps, D == 64 ? 3 : 2)
     for (int e = lane; e < 16 * V; e += 32) {
       int r = e / V, c = e % V, at = i0 + warp * 16 + r;
       if (at < sq)
-        reinterpret_cast<uint4 *>(ob + at * pitch)[c] =
+        reinterpret_cast<uint4 *>(ob + at * pitch.out)[c] =
             reinterpret_cast<const uint4 *>(stage[r])[c];
     }
     return;
@@ -483,7 +488,7 @@ __global__ void __launch_bounds__(32 * kWarps, D == 64 ? 3 : 2)
   for (int h = 0; h < 2; ++h) {
     if (row[h] >= sq)
       continue;
-    N *to = ob + row[h] * pitch;
+    N *to = ob + row[h] * pitch.out;
 #pragma unroll
     for (int n = 0; n < D / 8; ++n) {
       float lo = o[n][2 * h] * inv[h], hi = o[n][2 * h + 1] * inv[h];
@@ -504,12 +509,14 @@ __global__ void __launch_bounds__(32 * kWarps, D == 64 ? 3 : 2)
 template <typename T, int D>
 void launch(const T *q, const T *k, const T *v, T *out, int64_t batch,
             int64_t sq, int64_t sk, float scale, bool divide,
-            const DeviceMasks &m, int64_t heads) {
+            const DeviceMasks &m, int64_t heads, Pitches pitch) {
   using N = typename Native<T>::type;
   auto at16 = [](const void *p) {
     return reinterpret_cast<uintptr_t>(p) % 16 == 0;
   };
-  bool aligned = at16(q) && at16(k) && at16(v);
+  // 16-byte copies need every row of q, k and v 16-byte aligned.
+  bool aligned =
+      at16(q) && at16(k) && at16(v) && (pitch.q | pitch.k | pitch.v) % 8 == 0;
   int outAlign = at16(out)                                   ? 16
                  : reinterpret_cast<uintptr_t>(out) % 4 == 0 ? 4
                                                              : 2;
@@ -526,7 +533,7 @@ void launch(const T *q, const T *k, const T *v, T *out, int64_t batch,
   attendTiles<T, D><<<grid, 32 * kWarps, 0, stream()>>>(
       reinterpret_cast<const N *>(q), reinterpret_cast<const N *>(k),
       reinterpret_cast<const N *>(v), reinterpret_cast<N *>(out), int(sq),
-      int(sk), scale, divide, aligned, outAlign, int(heads), clamped);
+      int(sk), scale, divide, aligned, outAlign, int(heads), pitch, clamped);
   PCC_LAUNCHED();
 }
 
@@ -535,9 +542,13 @@ void launch(const T *q, const T *k, const T *v, T *out, int64_t batch,
 template <typename T>
 void attention16(const T *q, const T *k, const T *v, T *out, int64_t batch,
                  int64_t sq, int64_t sk, int64_t d, float scale, bool divide,
-                 const AttentionMasks &masks, int64_t heads) {
+                 const AttentionMasks &masks, int64_t heads, int64_t qPitch,
+                 int64_t kPitch, int64_t vPitch) {
   if (batch == 0 || sq == 0)
     return;
+  int64_t own = heads ? heads * d : d;
+  Pitches pitch{qPitch && heads ? qPitch : own, kPitch && heads ? kPitch : own,
+                vPitch && heads ? vPitch : own, own};
   static int major = -1;
   if (major < 0) {
     int device = 0;
@@ -550,16 +561,19 @@ void attention16(const T *q, const T *k, const T *v, T *out, int64_t batch,
                         "compute capability 8.0 or newer");
   DeviceMasks m = toDevice(masks, batch);
   if (d == 64)
-    return launch<T, 64>(q, k, v, out, batch, sq, sk, scale, divide, m, heads);
+    return launch<T, 64>(q, k, v, out, batch, sq, sk, scale, divide, m, heads,
+                         pitch);
   if (d == 128)
-    return launch<T, 128>(q, k, v, out, batch, sq, sk, scale, divide, m, heads);
+    return launch<T, 128>(q, k, v, out, batch, sq, sk, scale, divide, m, heads,
+                          pitch);
   fail("attention16", "head dimension must be 64 or 128");
 }
 
 #define INSTANTIATE(T)                                                         \
   template void attention16<T>(const T *, const T *, const T *, T *, int64_t,  \
                                int64_t, int64_t, int64_t, float, bool,         \
-                               const AttentionMasks &, int64_t);
+                               const AttentionMasks &, int64_t, int64_t,       \
+                               int64_t, int64_t);
 INSTANTIATE(Half)
 INSTANTIATE(BFloat16)
 #undef INSTANTIATE

@@ -10,6 +10,7 @@
 #ifndef PCCRT_LIB_CUDA_CUDACONTEXT_H
 #define PCCRT_LIB_CUDA_CUDACONTEXT_H
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -22,6 +23,11 @@ namespace pccrt::cuda {
 /// order.
 cudaStream_t stream();
 cublasHandle_t blas();
+/// cuBLASLt (GEMMs with epilogues) and its workspace, made once so that no
+/// GEMM allocates while a graph is recorded.
+cublasLtHandle_t blasLt();
+void *blasLtWorkspace();
+size_t blasLtWorkspaceBytes();
 
 /// Ends the job after "error: [rank R: ]CALL failed: WHAT".
 [[noreturn]] void fail(const char *call, const char *what);

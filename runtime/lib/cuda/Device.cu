@@ -29,6 +29,8 @@ struct Context {
   int device = -1;
   cudaStream_t stream = nullptr;
   cublasHandle_t blas = nullptr;
+  cublasLtHandle_t blasLt = nullptr;
+  void *ltWorkspace = nullptr;
   DeviceErrors *errors = nullptr;
   std::unordered_map<const void *, void *> tables;
   // The recorded step (runStep) and how many steps ran before it.
@@ -88,6 +90,9 @@ const char *blasStatusName(cublasStatus_t s) {
 
 cudaStream_t stream() { return context().stream; }
 cublasHandle_t blas() { return context().blas; }
+cublasLtHandle_t blasLt() { return context().blasLt; }
+void *blasLtWorkspace() { return context().ltWorkspace; }
+size_t blasLtWorkspaceBytes() { return kBlasWorkspace; }
 DeviceErrors *deviceErrors() { return context().errors; }
 
 const void *deviceTable(const void *host, size_t bytes) {
@@ -132,6 +137,8 @@ std::string startDevice(CommKind comm) {
   void *workspace = nullptr;
   PCC_CUDA(cudaMalloc(&workspace, kBlasWorkspace));
   PCC_CUBLAS(cublasSetWorkspace(c.blas, workspace, kBlasWorkspace));
+  PCC_CUBLAS(cublasLtCreate(&c.blasLt));
+  PCC_CUDA(cudaMalloc(&c.ltWorkspace, kBlasWorkspace));
   PCC_CUDA(cudaMalloc(&c.errors, sizeof(DeviceErrors)));
   PCC_CUDA(cudaMemset(c.errors, 0, sizeof(DeviceErrors)));
   chooseNccl(comm == CommKind::Nccl ||

@@ -234,8 +234,11 @@ LogicalResult Emitter::emitOp(Operation *op) {
     emitCopy(to, ptr(assign.getValue()), tensorBytes(assign.getValue()));
     return success();
   }
+  // Fused into a later op's loop, or a GEMM run with its user's epilogue.
+  if (schedule.isFusedAway(op))
+    return success();
   if (isPointwise(op))
-    return schedule.isFusedAway(op) ? success() : emitFusedLoop(op);
+    return emitFusedLoop(op);
   return emitKernel(op);
 }
 
@@ -247,8 +250,13 @@ constexpr size_t kPartBytes = 16 << 10;
 /// The parts of one pipeline stage (the whole program without stages): its
 /// schedule, values, ops and the outputs it returns.
 LogicalResult Emitter::emitStage(int64_t stage, int64_t stages) {
-  schedule = scheduleFunction(fn, scratchBytes,
-                              stages > 1 ? std::optional(stage) : std::nullopt);
+  // GPU ranks apply a 16-bit GEMM's bias and residual adds in cuBLASLt.
+  auto absorbs = [&](Operation *product, ArrayRef<Operation *> members) {
+    return gemmEpilogue(product, members).has_value();
+  };
+  schedule = scheduleFunction(
+      fn, scratchBytes, stages > 1 ? std::optional(stage) : std::nullopt,
+      kind == SourceKind::Cuda ? AbsorbsEpilogueFn(absorbs) : nullptr);
   // One arena serves whichever stage a device runs.
   result.arenaBytes = std::max(result.arenaBytes, schedule.arenaBytes);
   result.unsharedBytes = std::max(result.unsharedBytes, schedule.unsharedBytes);

@@ -47,7 +47,9 @@ bool hasTensorCoreAttention(AttentionOp op);
 int64_t attentionScratchBytes(AttentionOp op);
 /// GPU ranks: tensor-core attentions between the head split and merge
 /// transposes of [B, S, H, D] tensors read and write them in place
-/// (`seq_first`), and the transposes go (FoldHeadTransposes.cpp).
+/// (`seq_first`), and the transposes go; such attentions read the heads of
+/// a split projection (a fused QKV) in place (`head_offsets`), and the split
+/// goes (FoldHeadTransposes.cpp).
 void foldHeadTransposes(mlir::func::FuncOp fn);
 
 /// What the emitter writes: C++ for CPU ranks, or CUDA C++ for GPU ranks
@@ -100,6 +102,17 @@ private:
   mlir::LogicalResult requireF32(mlir::Operation *op, mlir::Value v);
   mlir::FailureOr<std::string> gemmFunction(mlir::Operation *op, mlir::Value v,
                                             bool batched);
+  /// What cuBLASLt's epilogue adds to `product` (a 16-bit GEMM on a GPU
+  /// rank) where the fusion group `members` reading it is only adds of a
+  /// bias along its columns and of a tensor of its shape; nullopt otherwise.
+  struct GemmEpilogue {
+    mlir::Value bias, addend;
+  };
+  std::optional<GemmEpilogue>
+  gemmEpilogue(mlir::Operation *product,
+               llvm::ArrayRef<mlir::Operation *> members);
+  mlir::LogicalResult emitGemmEpilogue(mlir::Operation *root,
+                                       mlir::Operation *product);
   /// The storage of `op`'s result `i`, and of its scratch buffer.
   std::string out(mlir::Operation *op, unsigned i = 0) {
     return ptr(op->getResult(i));

@@ -41,6 +41,8 @@ MaskLayout maskLayout(ArrayRef<int64_t> mask, ArrayRef<int64_t> batchDims) {
 } // namespace
 
 int64_t attentionScratchBytes(AttentionOp op) {
+  if (hasTensorCoreAttention(op)) // its tiles live in shared memory
+    return 0;
   ArrayRef<int64_t> q = typeOf(op.getQuery()).getShape(),
                     k = typeOf(op.getKey()).getShape();
   int64_t batch = numElements(q.drop_back(2));
@@ -71,7 +73,7 @@ LogicalResult Emitter::emitAttention(AttentionOp op) {
   // [B, S, H, D]: B x H problems of S rows, read in place.
   int64_t heads = 0;
   if (op.getSeqFirst()) {
-    heads = q[2];
+    heads = typeOf(op.getResult()).getDimSize(2);
     batch = q[0] * heads;
     sq = q[1];
     sk = k[1];
@@ -104,12 +106,22 @@ LogicalResult Emitter::emitAttention(AttentionOp op) {
     os << "  " << masks << ".fill = "
        << floatLiteral(op.getFill().convertToDouble(), f32) << ";\n";
   if (tensorCores) {
-    os << "  attention16<" << cppType(e) << ">(" << ptr(op.getQuery()) << ", "
-       << ptr(op.getKey()) << ", " << ptr(op.getValue()) << ", " << out(op)
-       << ", " << batch << ", " << sq << ", " << sk << ", " << d << ", "
+    // With head_offsets: each operand from its first head, rows of its own
+    // head count apart.
+    std::string operands, pitches;
+    Value qkv[] = {op.getQuery(), op.getKey(), op.getValue()};
+    for (auto [i, v] : llvm::enumerate(qkv)) {
+      int64_t first = op.getHeadOffsets() ? (*op.getHeadOffsets())[i] : 0;
+      operands +=
+          ptr(v) + (first ? " + " + std::to_string(first * d) : "") + ", ";
+      if (op.getHeadOffsets())
+        pitches += ", " + std::to_string(typeOf(v).getDimSize(2) * d);
+    }
+    os << "  attention16<" << cppType(e) << ">(" << operands << out(op) << ", "
+       << batch << ", " << sq << ", " << sk << ", " << d << ", "
        << floatLiteral(op.getScale().convertToDouble(), f32) << ", "
        << (op.getDivide() ? "true" : "false") << ", " << masks << ", " << heads
-       << ");\n";
+       << pitches << ");\n";
     return success();
   }
   int ring = -1;

@@ -41,6 +41,113 @@ FailureOr<std::string> Emitter::gemmFunction(Operation *op, Value v,
   return name + "F32";
 }
 
+namespace {
+
+/// One GEMM call's operands: op(a) [m, k] times op(b) [k, n], scaled by
+/// alpha; `c` is a Gemm's addend, if any.
+struct GemmCall {
+  bool transA = false, transB = false;
+  int64_t m = 0, n = 0, k = 0, lda = 0, ldb = 0;
+  double alpha = 1.0, beta = 0.0;
+  Value a, b, c;
+};
+
+/// `op` as one plain GEMM: a matmul without broadcast batches or a Gemm,
+/// neither split over a SUMMA grid.
+std::optional<GemmCall> plainGemm(Operation *op) {
+  GemmCall g;
+  if (auto mm = dyn_cast<MatMulOp>(op)) {
+    GemmShape gs = mm.gemmShape();
+    if (mm.getSummaAxes() || gs.batch != 1)
+      return std::nullopt;
+    g.m = gs.m, g.n = gs.n, g.k = gs.k, g.lda = gs.k, g.ldb = gs.n;
+    g.a = mm.getLhs(), g.b = mm.getRhs();
+    return g;
+  }
+  auto gemm = dyn_cast<GemmOp>(op);
+  if (!gemm || gemm.getSummaAxes())
+    return std::nullopt;
+  GemmShape gs = gemm.gemmShape();
+  g.transA = gemm.getTransA(), g.transB = gemm.getTransB();
+  g.m = gs.m, g.n = gs.n, g.k = gs.k;
+  g.lda = typeOf(gemm.getA()).getDimSize(1);
+  g.ldb = typeOf(gemm.getB()).getDimSize(1);
+  g.alpha = gemm.getAlpha().convertToDouble();
+  g.beta = gemm.getBeta().convertToDouble();
+  g.a = gemm.getA(), g.b = gemm.getB(), g.c = gemm.getC();
+  return g;
+}
+
+/// A vector along the result's columns: n values, all leading dims 1.
+bool isColumnBias(Value v, int64_t n) {
+  ArrayRef<int64_t> s = typeOf(v).getShape();
+  return !s.empty() && s.back() == n && typeOf(v).getNumElements() == n;
+}
+
+} // namespace
+
+std::optional<Emitter::GemmEpilogue>
+Emitter::gemmEpilogue(Operation *product, ArrayRef<Operation *> members) {
+  std::optional<GemmCall> g = plainGemm(product);
+  Type t = typeOf(product->getResult(0)).getElementType();
+  if (kind != SourceKind::Cuda || !g || !(t.isF16() || t.isBF16()) ||
+      typeOf(g->a).getElementType() != t ||
+      typeOf(g->b).getElementType() != t || members.size() > 2 ||
+      (members.empty() && !g->c))
+    return std::nullopt;
+  GemmEpilogue e;
+  // A Gemm's own addend is the bias, where it is one.
+  if (g->c) {
+    if (g->beta != 1.0 || !isColumnBias(g->c, g->n) ||
+        typeOf(g->c).getElementType() != t)
+      return std::nullopt;
+    e.bias = g->c;
+  }
+  ArrayRef<int64_t> shape = typeOf(product->getResult(0)).getShape();
+  Value cur = product->getResult(0);
+  for (Operation *op : members) {
+    auto add = dyn_cast<AddOp>(op);
+    if (!add || typeOf(add.getResult()).getShape() != shape ||
+        (add.getLhs() == cur) == (add.getRhs() == cur))
+      return std::nullopt;
+    Value x = add.getLhs() == cur ? add.getRhs() : add.getLhs();
+    if (typeOf(x).getElementType() != t ||
+        llvm::is_contained(members, x.getDefiningOp()))
+      return std::nullopt;
+    if (typeOf(x).getShape() == shape && !e.addend)
+      e.addend = x;
+    else if (isColumnBias(x, g->n) && !e.bias)
+      e.bias = x;
+    else
+      return std::nullopt;
+    cur = add.getResult();
+  }
+  return e;
+}
+
+LogicalResult Emitter::emitGemmEpilogue(Operation *root, Operation *product) {
+  // A Gemm alone (root == product) applies only its own bias.
+  ArrayRef<Operation *> members;
+  if (root != product)
+    members = schedule.members[root];
+  ++result.kernelCalls;
+  result.fusedOps += members.size();
+  GemmCall g = *plainGemm(product);
+  GemmEpilogue e = *gemmEpilogue(product, members);
+  Type f32 = Float32Type::get(root->getContext());
+  os << "  // " << product->getName()
+     << " with its epilogue (cuBLASLt):" << (e.bias ? " bias" : "")
+     << (e.addend ? " addend" : "");
+  os << "\n  gemmEpilogue16<" << elemType(product->getResult(0)) << ">("
+     << (g.transA ? "true" : "false") << ", " << (g.transB ? "true" : "false")
+     << ", " << g.m << ", " << g.n << ", " << g.k << ", "
+     << floatLiteral(g.alpha, f32) << ", " << ptr(g.a) << ", " << g.lda << ", "
+     << ptr(g.b) << ", " << g.ldb << ", " << (e.bias ? ptr(e.bias) : "nullptr")
+     << ", " << (e.addend ? ptr(e.addend) : "nullptr") << ", " << out(root)
+     << ", " << g.n << ");\n";
+  return success();
+}
+
 /// Matrix products and convolutions, on BLAS GEMMs.
 LogicalResult Emitter::emitContraction(Operation *op) {
   Type f32 = Float32Type::get(op->getContext());
@@ -110,6 +217,10 @@ LogicalResult Emitter::emitContraction(Operation *op) {
     auto y = typeOf(g.getResult());
     GemmShape gs = g.gemmShape();
     int64_t m = gs.m, n = gs.n, k = gs.k;
+    // GPU ranks: a 16-bit Gemm's bias in cuBLASLt's epilogue, not copied
+    // into Y first.
+    if (gemmEpilogue(op, {}))
+      return emitGemmEpilogue(op, op);
     float beta = 0.0f;
     if (Value c = g.getC()) {
       // Broadcast C into Y (a strided copy, stride 0 along a broadcast

@@ -160,6 +160,8 @@ Emitter::fusedBody(ArrayRef<Operation *> group, ArrayRef<Value> leaves,
 }
 
 LogicalResult Emitter::emitFusedLoop(Operation *root) {
+  if (Operation *product = schedule.productOf.lookup(root))
+    return emitGemmEpilogue(root, product);
   ArrayRef<Operation *> group = schedule.members[root];
   ArrayRef<int64_t> shape = typeOf(root->getResult(0)).getShape();
   int64_t rank = shape.size();

@@ -9,11 +9,18 @@
 // transposes left without uses go. An IR rewrite, so the memory plan sees
 // the buffers the kernel reads and writes.
 //
+// A fused QKV projection then splits its [B, S, 3 H D] result along the
+// features into Q, K and V: three strided copies. Where an operand of such
+// an attention is a reshaped block of the features of a [B, S, F] tensor,
+// the attention reads that tensor's heads in place (`head_offsets`), and a
+// split left without uses goes.
+//
 //===----------------------------------------------------------------------===//
 
 #include "CpuEmitter.h"
 
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/SetVector.h"
 
 using namespace mlir;
 
@@ -27,6 +34,83 @@ TransposeOp headSwap(Value v) {
   return t && llvm::equal(t.getPerm(), ArrayRef<int64_t>{0, 2, 1, 3})
              ? t
              : TransposeOp();
+}
+
+/// Where `v` (a seq_first operand [B, S, H, D]) is a reshaped block of
+/// features of a [B, S, F] tensor: that tensor and the block's first head.
+std::optional<std::pair<Value, int64_t>> featureBlock(Value v) {
+  auto reshape = v.getDefiningOp<ReshapeOp>();
+  auto split =
+      reshape ? reshape.getInput().getDefiningOp<SplitOp>() : SplitOp();
+  if (!split)
+    return std::nullopt;
+  ArrayRef<int64_t> in = typeOf(split.getInput()).getShape();
+  ArrayRef<int64_t> heads = typeOf(v).getShape();
+  int64_t d = heads.back();
+  if (in.size() != 3 || split.getAxis() != 2 || in[0] != heads[0] ||
+      in[1] != heads[1] || in[2] % d != 0)
+    return std::nullopt;
+  int64_t offset = 0;
+  for (auto [i, size] : llvm::enumerate(split.getSizes())) {
+    if (split.getResult(i) == reshape.getInput())
+      break;
+    offset += size;
+  }
+  if (offset % d != 0)
+    return std::nullopt;
+  return std::make_pair(split.getInput(), offset / d);
+}
+
+/// Seq_first attentions read the heads of split projections in place.
+void readHeadsInPlace(func::FuncOp fn) {
+  OpBuilder b(fn.getContext());
+  llvm::DenseMap<Value, Value> asHeads; // [B, S, F] -> [B, S, F / D, D]
+  llvm::SetVector<Operation *> maybeDead;
+  fn.walk([&](AttentionOp a) {
+    if (!a.getSeqFirst() || a.getHeadOffsets())
+      return;
+    SmallVector<int64_t> offsets(3, 0);
+    bool any = false;
+    for (OpOperand *operand :
+         {&a.getQueryMutable(), &a.getKeyMutable(), &a.getValueMutable()}) {
+      auto block = featureBlock(operand->get());
+      if (!block)
+        continue;
+      auto [whole, first] = *block;
+      Value &heads = asHeads[whole];
+      if (!heads) {
+        auto split = operand->get()
+                         .getDefiningOp<ReshapeOp>()
+                         .getInput()
+                         .getDefiningOp<SplitOp>();
+        ArrayRef<int64_t> in = typeOf(whole).getShape();
+        int64_t d = typeOf(operand->get()).getShape().back();
+        SmallVector<int64_t> shape{in[0], in[1], in[2] / d, d};
+        b.setInsertionPoint(split);
+        auto r =
+            ReshapeOp::create(b, split.getLoc(), typeOf(whole).clone(shape),
+                              whole, b.getDenseI64ArrayAttr(shape));
+        // Pipeline stages and prologues: where the split ran.
+        r->setDiscardableAttrs(split->getDiscardableAttrDictionary());
+        heads = r.getResult();
+      }
+      Operation *view = operand->get().getDefiningOp();
+      offsets[operand->getOperandNumber()] = first;
+      operand->set(heads);
+      maybeDead.insert(view);
+      any = true;
+    }
+    if (any)
+      a.setHeadOffsets(offsets);
+  });
+  for (Operation *view : maybeDead) {
+    if (!view->use_empty())
+      continue;
+    Operation *split = view->getOperand(0).getDefiningOp();
+    view->erase();
+    if (split->use_empty())
+      split->erase();
+  }
 }
 
 } // namespace
@@ -62,6 +146,7 @@ void foldHeadTransposes(func::FuncOp fn) {
       if (t->use_empty())
         t->erase();
   }
+  readHeadsInPlace(fn);
 }
 
 } // namespace pcc::cpu

@@ -386,6 +386,11 @@ def PCC_AttentionOp : PCC_Op<"attention", [PCC_Differentiable, PCC_HasFactorRule
     are `[B, S, H, D]`, the sequence before the heads, as the projections
     leave them, instead of `[B, H, S, D]`; no mask operands.
 
+    `head_offsets` (with `seq_first`, set where Q, K and V are column blocks
+    of one projection, such as a fused QKV): `[q, k, v]`, the first of the
+    result's H heads in each operand, whose head axis may be longer; the
+    kernel reads the heads in place, so the projection is not split.
+
     Example: `%o = pcc.attention %q, %k, %v hide %h {scale = 0.125 : f64, fill = 0xFFF0000000000000 : f64} : (tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<16x16xi1>) -> tensor<2x4x16x8xf32>`
   }];
   let arguments = (ins PCC_FloatTensor:$query, PCC_FloatTensor:$key,
@@ -397,7 +402,8 @@ def PCC_AttentionOp : PCC_Op<"attention", [PCC_Differentiable, PCC_HasFactorRule
                        DefaultValuedAttr<F64Attr, "0.0">:$fill,
                        OptionalAttr<DenseI64ArrayAttr>:$ring_axes,
                        OptionalAttr<I64Attr>:$hide_from,
-                       UnitAttr:$seq_first);
+                       UnitAttr:$seq_first,
+                       OptionalAttr<DenseI64ArrayAttr>:$head_offsets);
   let results = (outs PCC_FloatTensor:$result);
   let assemblyFormat = [{
     $query `,` $key `,` $value (`mask` $mask^)? (`hide` $hide^)? attr-dict

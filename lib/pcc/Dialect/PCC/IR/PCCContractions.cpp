@@ -64,6 +64,7 @@ GemmShape AttentionOp::gemmShapeFor(ArrayRef<SmallVector<int64_t>> in,
   s.m = q[seq];
   s.n = k[seq];
   s.k = q.back() + v.back();
-  s.batch = numElements(q.drop_back(1)) / s.m;
+  // The result's heads: with head_offsets an operand may hold more.
+  s.batch = numElements(result.drop_back(1)) / s.m;
   return s;
 }

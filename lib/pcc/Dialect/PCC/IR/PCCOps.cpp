@@ -89,14 +89,31 @@ LogicalResult AttentionOp::verify() {
   if (k.size() != q.size() || v.size() != q.size())
     return emitOpError("query, key and value must have the same rank");
   if (getSeqFirst()) {
-    // [B, S, H, D]: batch and heads equal, K and V of one length.
-    if (q.size() != 4 || getMask() || getHide() || getRingAxes() ||
-        q[0] != k[0] || q[0] != v[0] || q[2] != k[2] || q[2] != v[2] ||
-        q[3] != k[3] || k[1] != v[1])
+    // [B, S, H, D]: batch and heads equal, K and V of one length; with
+    // head_offsets each operand's heads [offset, offset + H) are the ones
+    // read, H the result's.
+    ArrayRef<int64_t> r = getResult().getType().getShape();
+    if (q.size() != 4 || r.size() != 4 || getMask() || getHide() ||
+        getRingAxes() || q[0] != k[0] || q[0] != v[0] || q[3] != k[3] ||
+        k[1] != v[1])
       return emitOpError("seq_first needs [B, S, H, D] query, key and value "
                          "of one batch and head count, and no mask operands");
+    SmallVector<int64_t, 3> offsets(3, 0);
+    if (auto given = getHeadOffsets())
+      offsets.assign(given->begin(), given->end());
+    if (offsets.size() != 3)
+      return emitOpError("head_offsets needs one offset each for the query, "
+                         "the key and the value");
+    ArrayRef<int64_t> shapes[] = {q, k, v};
+    for (auto [x, off] : llvm::zip(shapes, offsets))
+      if (off < 0 || off + r[2] > x[2] || (!getHeadOffsets() && x[2] != r[2]))
+        return emitOpError("seq_first needs [B, S, H, D] query, key and "
+                           "value of one batch and head count, and no mask "
+                           "operands");
     return success();
   }
+  if (getHeadOffsets())
+    return emitOpError("head_offsets needs seq_first");
   if (q.drop_back(2) != k.drop_back(2) || q.drop_back(2) != v.drop_back(2))
     return emitOpError("query, key and value leading dimensions differ");
   if (q.back() != k.back())

@@ -156,7 +156,7 @@ struct RaiseAttention : OpRewritePattern<MatMulOp> {
         rewriter.getF64FloatAttr(chain->scale.value_or(1.0)),
         chain->divide ? rewriter.getUnitAttr() : UnitAttr(),
         rewriter.getF64FloatAttr(hide ? chain->fill : 0.0), DenseI64ArrayAttr(),
-        IntegerAttr(), UnitAttr());
+        IntegerAttr(), UnitAttr(), DenseI64ArrayAttr());
     rewriter.replaceOp(pv, attn.getResult());
     return success();
   }
