@@ -14,7 +14,7 @@
 // CHECK: // shard.all_reduce
 // CHECK-NEXT: allReduceSum(mesh, 0, static_cast<DType>(1), v2, v3, 12);
 // CHECK: // shard.all_gather
-// CHECK-NEXT: allGather(mesh, 1, v3, v4, 1, 48);
+// CHECK-NEXT: allGather(mesh, 1, v3, out0, 1, 48);
 // CHECK: const int64_t meshShape[] = {2, 2};
 // CHECK: const GroupDesc groups[] = {
 // CHECK-NEXT: {1, {1, 0, 0, 0}},
@@ -37,7 +37,7 @@ module attributes {pcc.partitioned} {
 // An all-to-all names its input's shape and the two dimensions: the split
 // moves from dimension 0 (concatenated) to dimension 1 (split).
 // A2A: static const int64_t shape{{[0-9]+}}[] = {2, 8};
-// A2A-NEXT: allToAll(mesh, 0, in0, v0, 4, 2, shape{{[0-9]+}}, 1, 0);
+// A2A-NEXT: allToAll(mesh, 0, in0, out0, 4, 2, shape{{[0-9]+}}, 1, 0);
 module attributes {pcc.partitioned} {
   shard.grid @mesh(shape = 2)
   func.func @main(%arg0: tensor<2x8xf32> {pcc.sharding = #pcc.sharding<@mesh, [[0], []]>}) -> (tensor<4x4xf32> {pcc.sharding = #pcc.sharding<@mesh, [[], [0]]>}) {

@@ -18,9 +18,9 @@
 // CHECK-NEXT: const float a2 = in0[i];
 // CHECK-NEXT: const float t1 = float(0.5) * a0 * (float(1) + __builtin_tanhf(
 // CHECK-NEXT: const float t2 = (a1 ? t1 : a2);
-// CHECK-NEXT: v1[i] = t2;
+// CHECK-NEXT: out0[i] = t2;
 // CHECK: // pcc.softmax
-// CHECK-NEXT: softmax<float>(v0, v2, 4, 6, 1, false);
+// CHECK-NEXT: softmax<float>(v0, out1, 4, 6, 1, false);
 // Integer division never traps: by zero it is 0, the minimum by -1 wraps.
 // CHECK: { // fused: div
 // CHECK: const int32_t t3 = (a1 == 0 ? int32_t(0) : a1 == int32_t(-1) ? int32_t(0ull - static_cast<unsigned long long>(a0)) : int32_t(a0 / a1));

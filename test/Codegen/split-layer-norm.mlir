@@ -5,7 +5,7 @@
 // row sums are all-reduced over the group of axis 1, normalised by 16.
 // CHECK-LABEL: // unit: model.cpp
 // CHECK: // pcc.layer_norm
-// CHECK-NEXT: layerNormSplitF32(in0, in1, in2, v0, 4, 8, 16, {{.*}}, mesh, 0, reinterpret_cast<double *>(arena + {{[0-9]+}}));
+// CHECK-NEXT: layerNormSplitF32(in0, in1, in2, out0, 4, 8, 16, {{.*}}, mesh, 0, reinterpret_cast<double *>(arena + {{[0-9]+}}));
 module {
   shard.grid @mesh(shape = 2x2)
   func.func @main(%x: tensor<4x8xf32>, %g: tensor<8xf32>, %b: tensor<8xf32>) -> tensor<4x8xf32> {

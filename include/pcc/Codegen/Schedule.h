@@ -8,8 +8,9 @@
 //
 // Invariants:
 // - Every value has one storage: a model input, an entry of the weights file
-//   (pcc.weight and pcc.constant), an arena buffer, an alias of another
-//   value's storage (pcc.reshape), or none (an op fused into a loop).
+//   (pcc.weight and pcc.constant), an arena buffer, an output buffer (a
+//   returned result, `outputIndex`), an alias of another value's storage
+//   (pcc.reshape), or none (an op fused into a loop).
 // - Each fusion group runs at the position of its root (last) op, so all of
 //   its leaf operands are live until then.
 // - A value's arena buffer lives from the position that writes it to the last
@@ -42,6 +43,11 @@ struct Schedule {
   /// chose it, AbsorbsEpilogueFn): the contraction runs at the root, and
   /// its result has no storage of its own.
   llvm::DenseMap<mlir::Operation *, mlir::Operation *> productOf;
+  /// Results the function returns, stored in their output buffer as they
+  /// are made (no arena buffer, no copy at the end), by output index: in
+  /// programs that run once per call (no pipeline stage, no microbatch
+  /// phases), a returned op result that is computed in place.
+  llvm::DenseMap<mlir::Value, unsigned> outputIndex;
   /// Views (reshape results) and the value whose storage they share.
   llvm::DenseMap<mlir::Value, mlir::Value> aliasOf;
   /// Arena buffers of values and of kernels' scratch, into `buffers`.

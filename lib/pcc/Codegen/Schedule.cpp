@@ -43,6 +43,23 @@ void absorbEpilogues(Schedule &s, AbsorbsEpilogueFn absorbs) {
   }
 }
 
+/// Returned results written straight into their output buffers: where the
+/// program runs once per call, each output's value made by an op here.
+void placeOutputs(Schedule &s, Block &block, std::optional<int64_t> stage) {
+  if (stage)
+    return;
+  for (Operation *op : s.ops)
+    if (op->hasAttr(kPrologueAttr) || op->hasAttr(kBackwardAttr) ||
+        op->hasAttr(kOncePerStepAttr))
+      return;
+  for (auto [k, v] : llvm::enumerate(block.getTerminator()->getOperands())) {
+    Operation *def = v.getDefiningOp();
+    if (def && s.position.count(def) && !s.isFusedAway(def) &&
+        !isa<WeightOp, ConstantOp, ReshapeOp>(def) && !s.outputIndex.count(v))
+      s.outputIndex[v] = k;
+  }
+}
+
 /// Storage and live ranges of every value the schedule keeps in the arena.
 void assignStorage(Schedule &s, Block &block, func::FuncOp fn,
                    std::optional<int64_t> stage) {
@@ -57,6 +74,8 @@ void assignStorage(Schedule &s, Block &block, func::FuncOp fn,
       continue;
     }
     for (Value r : op->getResults()) {
+      if (s.outputIndex.count(r))
+        continue;
       s.bufferIndex[r] = s.buffers.size();
       s.buffers.push_back({at(op), at(op), tensorBytes(r)});
     }
@@ -113,6 +132,7 @@ Schedule scheduleFunction(func::FuncOp fn, ScratchBytesFn scratchBytes,
   groupFusedOps(s);
   if (absorbs)
     absorbEpilogues(s, absorbs);
+  placeOutputs(s, block, stage);
   assignStorage(s, block, fn, stage);
   for (Operation *op : s.ops) {
     if (int64_t bytes = scratchBytes(op)) {

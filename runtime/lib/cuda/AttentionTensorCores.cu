@@ -154,6 +154,25 @@ __device__ void loadRows(N (*dst)[Pitch], const N *src, int64_t pitch, int rows,
 }
 
 /// 2^x (one MUFU instruction; subnormal results flush to 0).
+/// The maximum and the sum of `x` as balanced trees: log2(N) dependent
+/// steps instead of N (float adds are not reassociated by the compiler).
+template <int N> __device__ inline float treeMax(float (&x)[N]) {
+#pragma unroll
+  for (int w = N / 2; w > 0; w /= 2)
+#pragma unroll
+    for (int i = 0; i < w; ++i)
+      x[i] = fmaxf(x[i], x[i + w]);
+  return x[0];
+}
+template <int N> __device__ inline float treeSum(float (&x)[N]) {
+#pragma unroll
+  for (int w = N / 2; w > 0; w /= 2)
+#pragma unroll
+    for (int i = 0; i < w; ++i)
+      x[i] += x[i + w];
+  return x[0];
+}
+
 __device__ inline float exp2Fast(float x) {
   float y;
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
@@ -366,14 +385,12 @@ __global__ void __launch_bounds__(32 * kWarps, D == 64 ? 3 : 2)
     bool plain = plainTile(j0);
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      float tileBest = -INFINITY;
+      float tileBest, part[kKeys / 8];
       if (plain) { // raw scores: the maximum scales after (scaleLog2 > 0)
 #pragma unroll
         for (int n = 0; n < kKeys / 8; ++n)
-#pragma unroll
-          for (int e = 0; e < 2; ++e)
-            tileBest = fmaxf(tileBest, s[n][2 * h + e]);
-        tileBest *= scaleLog2;
+          part[n] = fmaxf(s[n][2 * h], s[n][2 * h + 1]);
+        tileBest = treeMax(part) * scaleLog2;
       } else {
 #pragma unroll
         for (int n = 0; n < kKeys / 8; ++n)
@@ -387,8 +404,11 @@ __global__ void __launch_bounds__(32 * kWarps, D == 64 ? 3 : 2)
               val = fmaf(added[h][(j0 + j) * m.addCol], kLog2e, val);
             val = row[h] < sq && j < keys ? val : -INFINITY;
             s[n][2 * h + e] = val;
-            tileBest = fmaxf(tileBest, val);
           }
+#pragma unroll
+        for (int n = 0; n < kKeys / 8; ++n)
+          part[n] = fmaxf(s[n][2 * h], s[n][2 * h + 1]);
+        tileBest = treeMax(part);
       }
       tileBest = fmaxf(tileBest, __shfl_xor_sync(0xffffffffu, tileBest, 1));
       tileBest = fmaxf(tileBest, __shfl_xor_sync(0xffffffffu, tileBest, 2));
@@ -398,15 +418,15 @@ __global__ void __launch_bounds__(32 * kWarps, D == 64 ? 3 : 2)
       alpha[h] = seen ? exp2Fast(best[h] - shift) : 1.0f;
       // p = 2^(s c - max): c = scaleLog2 for raw scores, 1 for scaled ones.
       float c = plain ? scaleLog2 : 1.0f;
-      float tileSum = 0;
 #pragma unroll
-      for (int n = 0; n < kKeys / 8; ++n)
+      for (int n = 0; n < kKeys / 8; ++n) {
 #pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          float p = seen ? exp2Fast(fmaf(s[n][2 * h + e], c, -shift)) : 0.0f;
-          s[n][2 * h + e] = p;
-          tileSum += p;
-        }
+        for (int e = 0; e < 2; ++e)
+          s[n][2 * h + e] =
+              seen ? exp2Fast(fmaf(s[n][2 * h + e], c, -shift)) : 0.0f;
+        part[n] = s[n][2 * h] + s[n][2 * h + 1];
+      }
+      float tileSum = treeSum(part);
       // Each thread keeps its part of the row's sum; combined at the end.
       sum[h] = sum[h] * alpha[h] + tileSum;
       best[h] = now;

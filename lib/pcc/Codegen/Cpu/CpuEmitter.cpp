@@ -188,6 +188,16 @@ LogicalResult Emitter::declareValues() {
       continue;
     }
     for (Value r : op->getResults()) {
+      if (auto k = schedule.outputIndex.find(r);
+          k != schedule.outputIndex.end()) {
+        std::string name = "out" + std::to_string(k->second);
+        declare(name, [&] {
+          os << "  " << elemType(r) << " *" << name << " = static_cast<"
+             << elemType(r) << " *>(outputs[" << k->second << "]);\n";
+        });
+        names[r] = name;
+        continue;
+      }
       if (!schedule.bufferIndex.count(r))
         continue;
       std::string name = fresh();
@@ -313,6 +323,9 @@ LogicalResult Emitter::emitStage(int64_t stage, int64_t stages) {
     for (auto [k, v] : llvm::enumerate(ret->getOperands())) {
       Operation *def = v.getDefiningOp();
       Phase made = def ? phaseOf(def) : Forward;
+      auto direct = schedule.outputIndex.find(v);
+      if (direct != schedule.outputIndex.end() && direct->second == k)
+        continue; // made in its output buffer
       if (outputStage(fn, k) == stage && std::max(made, Forward) == phase)
         emitCopy("outputs[" + std::to_string(k) + "]", ptr(v), tensorBytes(v));
     }
