@@ -191,4 +191,48 @@ TEST_F(LayoutSearch, AttentionNoWorseThanMegatron) {
   EXPECT_LE(total(searched), total(megatron) * (1 + 1e-9));
 }
 
+// What GPU ranks compile a bf16 block to, priced only for them: the QKV
+// split and the head transposes around a 64-feature attention move
+// nothing (heads read in place), the output projection's product is never
+// written (bias and residual in its epilogue); for CPU ranks all of them
+// are priced as copies and loops.
+TEST_F(LayoutSearch, GpuRanksPriceHeadsInPlaceAndEpilogues) {
+  func::FuncOp fn = parse(R"mlir(
+    func.func @main(%x: tensor<4x32x256xbf16>) -> tensor<4x32x256xbf16> {
+      %wqkv = pcc.weight "qkv" : tensor<256x768xbf16>
+      %wo = pcc.weight "o" : tensor<256x256xbf16>
+      %bo = pcc.weight "bo" : tensor<256xbf16>
+      %qkv = pcc.matmul %x, %wqkv : (tensor<4x32x256xbf16>, tensor<256x768xbf16>) -> tensor<4x32x768xbf16>
+      %q, %k, %v = pcc.split %qkv {axis = 2 : i64, sizes = array<i64: 256, 256, 256>} : (tensor<4x32x768xbf16>) -> (tensor<4x32x256xbf16>, tensor<4x32x256xbf16>, tensor<4x32x256xbf16>)
+      %q4 = pcc.reshape %q {shape = array<i64: 4, 32, 4, 64>} : (tensor<4x32x256xbf16>) -> tensor<4x32x4x64xbf16>
+      %k4 = pcc.reshape %k {shape = array<i64: 4, 32, 4, 64>} : (tensor<4x32x256xbf16>) -> tensor<4x32x4x64xbf16>
+      %v4 = pcc.reshape %v {shape = array<i64: 4, 32, 4, 64>} : (tensor<4x32x256xbf16>) -> tensor<4x32x4x64xbf16>
+      %qt = pcc.transpose %q4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<4x32x4x64xbf16>) -> tensor<4x4x32x64xbf16>
+      %kt = pcc.transpose %k4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<4x32x4x64xbf16>) -> tensor<4x4x32x64xbf16>
+      %vt = pcc.transpose %v4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<4x32x4x64xbf16>) -> tensor<4x4x32x64xbf16>
+      %o = pcc.attention %qt, %kt, %vt {scale = 0.125 : f64} : (tensor<4x4x32x64xbf16>, tensor<4x4x32x64xbf16>, tensor<4x4x32x64xbf16>) -> tensor<4x4x32x64xbf16>
+      %ot = pcc.transpose %o {perm = array<i64: 0, 2, 1, 3>} : (tensor<4x4x32x64xbf16>) -> tensor<4x32x4x64xbf16>
+      %o3 = pcc.reshape %ot {shape = array<i64: 4, 32, 256>} : (tensor<4x32x4x64xbf16>) -> tensor<4x32x256xbf16>
+      %y = pcc.matmul %o3, %wo : (tensor<4x32x256xbf16>, tensor<256x256xbf16>) -> tensor<4x32x256xbf16>
+      %yb = pcc.add %y, %bo : (tensor<4x32x256xbf16>, tensor<256xbf16>) -> tensor<4x32x256xbf16>
+      %r = pcc.add %x, %yb : (tensor<4x32x256xbf16>, tensor<4x32x256xbf16>) -> tensor<4x32x256xbf16>
+      return %r : tensor<4x32x256xbf16>
+    })mlir");
+  auto check = [&](bool gpu) {
+    PlanGraph g = buildPlanGraph(fn, gpu);
+    int views = 0;
+    bool productWritten = true;
+    for (const PlanNode &n : g.nodes) {
+      views += (isa<SplitOp, TransposeOp>(n.op) && n.view);
+      if (auto mm = dyn_cast<MatMulOp>(n.op);
+          mm && mm.getRhs().getDefiningOp<WeightOp>().getName() == "o")
+        productWritten = !n.fusedResult;
+    }
+    EXPECT_EQ(views, gpu ? 5 : 0);
+    EXPECT_EQ(productWritten, !gpu);
+  };
+  check(/*gpu=*/true);
+  check(/*gpu=*/false);
+}
+
 } // namespace

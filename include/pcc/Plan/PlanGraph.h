@@ -61,6 +61,9 @@ struct PlanNode {
   /// For an attention, the share of score pairs its kernels compute
   /// (visibleScoreFraction), found once: the mask analysis reads constants.
   double visibleScores = 1;
+  /// A Gemm whose bias (C) GPU ranks add in the GEMM's epilogue rather
+  /// than copying it into the result first.
+  bool epilogueBias = false;
 };
 
 /// Nodes [begin, begin + period * count) are `count` copies of one block.
@@ -92,7 +95,10 @@ struct PlanGraph {
   int representative(int i) const;
 };
 
-PlanGraph buildPlanGraph(mlir::func::FuncOp fn);
+/// `gpuKernels`: price what GPU ranks compile a 16-bit program to as well
+/// (gpuFusions in PlanGraph.cpp): GEMM epilogues, attention reading the
+/// heads of split projections in place.
+PlanGraph buildPlanGraph(mlir::func::FuncOp fn, bool gpuKernels = false);
 
 /// Forward FLOPs and bytes of `op` when its operands and results have the
 /// given shapes (global or per device). Everything but weights is scaled by

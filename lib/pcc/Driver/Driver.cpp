@@ -115,7 +115,9 @@ Expected<PlannedModel> planModel(mlir::func::FuncOp fn,
                                  const ClusterSpec &cluster,
                                  PlanOptions options, TensorLayouts layouts,
                                  const Target &target) {
-  PlannedModel planned{cluster, buildPlanGraph(fn), {}};
+  // GPU ranks fuse more than CPU ranks do (GEMM epilogues, heads in place).
+  PlannedModel planned{
+      cluster, buildPlanGraph(fn, target.name() == "cuda"), {}};
   if (layouts != TensorLayouts::Planned)
     options.layoutScheme = layouts;
   const PlanGraph &graph = planned.graph;

@@ -231,7 +231,8 @@ OpWork opWork(Operation *op, ArrayRef<SmallVector<int64_t>> operandShapes,
   if (auto contraction = dyn_cast<ContractionOpInterface>(op)) {
     GemmShape s = contraction.gemmShapeFor(operandShapes, resultShapes.front());
     w.flops = s.flops();
-    if (auto gemm = dyn_cast<GemmOp>(op); gemm && gemm.getC()) {
+    if (auto gemm = dyn_cast<GemmOp>(op);
+        gemm && gemm.getC() && !(fusion && fusion->epilogueBias)) {
       // Both back ends broadcast C into the result, then accumulate the
       // product onto it (beta): one more kernel, the result written twice
       // and read once more, as a separate bias add would cost.
@@ -262,7 +263,99 @@ OpWork opWork(Operation *op, ArrayRef<SmallVector<int64_t>> operandShapes,
   return w;
 }
 
-PlanGraph buildPlanGraph(func::FuncOp fn) {
+namespace {
+
+/// A bias along the columns of a [..., n] result, or a tensor of its shape.
+bool addsToProduct(Value other, ArrayRef<int64_t> shape) {
+  auto t = cast<RankedTensorType>(other.getType());
+  return t.getShape() == shape || (!shape.empty() && !t.getShape().empty() &&
+                                   t.getShape().back() == shape.back() &&
+                                   t.getNumElements() == shape.back());
+}
+
+/// `v`'s defining transpose when it swaps the sequence and head axes.
+TransposeOp headSwap(Value v) {
+  auto t = v ? v.getDefiningOp<TransposeOp>() : TransposeOp();
+  return t && llvm::equal(t.getPerm(), ArrayRef<int64_t>{0, 2, 1, 3})
+             ? t
+             : TransposeOp();
+}
+
+/// What GPU ranks compile a 16-bit program to, beyond pointwise fusion
+/// (Codegen/Cpu: FoldHeadTransposes.cpp, EmitContraction.cpp): a GEMM's
+/// bias and residual adds run in its epilogue (the product is never
+/// written, nor read back); an attention of 64- or 128-feature heads
+/// reads them in place, so the head transposes around it, and a split of
+/// the projection feeding them, move nothing. Priced on the global graph:
+/// under tensor parallelism a collective between a GEMM and its add keeps
+/// them apart, which this does not see.
+void gpuFusions(PlanGraph &g, const llvm::DenseMap<Operation *, int> &index) {
+  auto nodeOf = [&](Operation *op) -> PlanNode * {
+    auto it = op ? index.find(op) : index.end();
+    return it == index.end() ? nullptr : &g.nodes[it->second];
+  };
+  for (PlanNode &node : g.nodes) {
+    if (auto gemm = dyn_cast<GemmOp>(node.op); gemm && gemm.getC())
+      node.epilogueBias =
+          gemm.getBeta().convertToDouble() == 1.0 &&
+          addsToProduct(gemm.getC(), gemm.getType().getShape()) &&
+          gemm.getC().getType() != Type(gemm.getType());
+    if (auto add = dyn_cast<AddOp>(node.op)) {
+      ArrayRef<int64_t> shape = add.getType().getShape();
+      for (auto [k, p] : llvm::enumerate(node.producers)) {
+        if (p < 0 || k > 1)
+          continue;
+        PlanNode &prod = g.nodes[p];
+        Value other = add->getOperand(1 - k);
+        if (isa<MatMulOp, GemmOp>(prod.op) && add->getOperand(k).hasOneUse() &&
+            cast<RankedTensorType>(add->getOperand(k).getType()).getShape() ==
+                shape &&
+            addsToProduct(other, shape)) {
+          prod.fusedResult = true;
+          node.fusedOperands[k] = true;
+        }
+      }
+    }
+    auto attn = dyn_cast<AttentionOp>(node.op);
+    if (!attn || attn.getMask() || (attn.getHide() && node.visibleScores >= 1))
+      continue;
+    int64_t d = attn.getQuery().getType().getShape().back();
+    auto merge = attn->hasOneUse()
+                     ? headSwap(*attn->user_begin()->getResults().begin())
+                     : TransposeOp();
+    TransposeOp qkv[] = {headSwap(attn.getQuery()), headSwap(attn.getKey()),
+                         headSwap(attn.getValue())};
+    if ((d != 64 && d != 128) ||
+        attn.getValue().getType().getShape().back() != d || !merge ||
+        llvm::any_of(qkv, [](TransposeOp t) { return !t; }))
+      continue;
+    for (Operation *t : {qkv[0].getOperation(), qkv[1].getOperation(),
+                         qkv[2].getOperation(), merge.getOperation()})
+      if (PlanNode *n = nodeOf(t))
+        n->view = true;
+    // A split of [B, S, F] along F whose every block feeds these.
+    auto reshape = qkv[0].getInput().getDefiningOp<ReshapeOp>();
+    auto split =
+        reshape ? reshape.getInput().getDefiningOp<SplitOp>() : SplitOp();
+    if (!split || split.getAxis() != 2 ||
+        split.getInput().getType().getRank() != 3)
+      continue;
+    bool allRead = llvm::all_of(split.getResults(), [&](Value part) {
+      return llvm::all_of(part.getUsers(), [&](Operation *u) {
+        return isa<ReshapeOp>(u) &&
+               llvm::all_of(u->getUsers(), [&](Operation *t) {
+                 return llvm::is_contained(qkv, dyn_cast<TransposeOp>(t));
+               });
+      });
+    });
+    if (PlanNode *n = nodeOf(split); n && allRead)
+      n->view = true;
+  }
+}
+
+} // namespace
+
+PlanGraph buildPlanGraph(func::FuncOp fn, bool gpuKernels) {
   PlanGraph g;
   g.fn = fn;
   llvm::DenseMap<Operation *, int> index;
@@ -349,6 +442,8 @@ PlanGraph buildPlanGraph(func::FuncOp fn) {
       }
     }
   }
+  if (gpuKernels && (g.dtype == "bf16" || g.dtype == "fp16"))
+    gpuFusions(g, index);
   for (PlanNode &node : g.nodes) {
     SmallVector<SmallVector<int64_t>> in, out;
     for (Value v : node.op->getOperands())
