@@ -235,4 +235,18 @@ TEST_F(LayoutSearch, GpuRanksPriceHeadsInPlaceAndEpilogues) {
   check(/*gpu=*/false);
 }
 
+// An attention the function returns (no merging transpose after it) is
+// priced as it is, heads not in place.
+TEST_F(LayoutSearch, GpuRanksReturnedAttention) {
+  func::FuncOp fn = parse(R"mlir(
+    func.func @main(%q: tensor<2x128x2x64xbf16>) -> tensor<2x2x128x64xbf16> {
+      %qt = pcc.transpose %q {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x128x2x64xbf16>) -> tensor<2x2x128x64xbf16>
+      %o = pcc.attention %qt, %qt, %qt {scale = 0.125 : f64} : (tensor<2x2x128x64xbf16>, tensor<2x2x128x64xbf16>, tensor<2x2x128x64xbf16>) -> tensor<2x2x128x64xbf16>
+      return %o : tensor<2x2x128x64xbf16>
+    })mlir");
+  PlanGraph g = buildPlanGraph(fn, /*gpuKernels=*/true);
+  for (const PlanNode &n : g.nodes)
+    EXPECT_FALSE(isa<TransposeOp>(n.op) && n.view);
+}
+
 } // namespace

@@ -320,8 +320,9 @@ void gpuFusions(PlanGraph &g, const llvm::DenseMap<Operation *, int> &index) {
     if (!attn || attn.getMask() || (attn.getHide() && node.visibleScores >= 1))
       continue;
     int64_t d = attn.getQuery().getType().getShape().back();
-    auto merge = attn->hasOneUse()
-                     ? headSwap(*attn->user_begin()->getResults().begin())
+    Operation *user = attn->hasOneUse() ? *attn->user_begin() : nullptr;
+    auto merge = user && user->getNumResults() == 1
+                     ? headSwap(user->getResult(0))
                      : TransposeOp();
     TransposeOp qkv[] = {headSwap(attn.getQuery()), headSwap(attn.getKey()),
                          headSwap(attn.getValue())};
