@@ -6,6 +6,7 @@
 #include "pcc/Dialect/PCC/Transforms/Precision.h"
 #include "pcc/Dialect/PCC/IR/TensorUtils.h"
 
+#include "pcc/Dialect/PCC/IR/GpuKernels.h"
 #include "pcc/Dialect/PCC/IR/PCCOps.h"
 #include "pcc/Sharding/ShardingRules.h"
 
@@ -265,20 +266,11 @@ OpWork opWork(Operation *op, ArrayRef<SmallVector<int64_t>> operandShapes,
 
 namespace {
 
-/// A bias along the columns of a [..., n] result, or a tensor of its shape.
+/// A bias along the columns of a [..., n] result, or a tensor of its shape:
+/// what a GEMM epilogue adds.
 bool addsToProduct(Value other, ArrayRef<int64_t> shape) {
-  auto t = cast<RankedTensorType>(other.getType());
-  return t.getShape() == shape || (!shape.empty() && !t.getShape().empty() &&
-                                   t.getShape().back() == shape.back() &&
-                                   t.getNumElements() == shape.back());
-}
-
-/// `v`'s defining transpose when it swaps the sequence and head axes.
-TransposeOp headSwap(Value v) {
-  auto t = v ? v.getDefiningOp<TransposeOp>() : TransposeOp();
-  return t && llvm::equal(t.getPerm(), ArrayRef<int64_t>{0, 2, 1, 3})
-             ? t
-             : TransposeOp();
+  return shapeOf(other) == shape ||
+         (!shape.empty() && isColumnBias(shapeOf(other), shape.back()));
 }
 
 /// What GPU ranks compile a 16-bit program to, beyond pointwise fusion
@@ -298,8 +290,7 @@ void gpuFusions(PlanGraph &g, const llvm::DenseMap<Operation *, int> &index) {
     if (auto gemm = dyn_cast<GemmOp>(node.op); gemm && gemm.getC())
       node.epilogueBias =
           gemm.getBeta().convertToDouble() == 1.0 &&
-          addsToProduct(gemm.getC(), gemm.getType().getShape()) &&
-          gemm.getC().getType() != Type(gemm.getType());
+          isColumnBias(shapeOf(gemm.getC()), gemm.getType().getShape().back());
     if (auto add = dyn_cast<AddOp>(node.op)) {
       ArrayRef<int64_t> shape = add.getType().getShape();
       for (auto [k, p] : llvm::enumerate(node.producers)) {
@@ -317,18 +308,16 @@ void gpuFusions(PlanGraph &g, const llvm::DenseMap<Operation *, int> &index) {
       }
     }
     auto attn = dyn_cast<AttentionOp>(node.op);
-    if (!attn || attn.getMask() || (attn.getHide() && node.visibleScores >= 1))
+    if (!attn || !hasTensorCoreAttention(attn) || attn.getMask() ||
+        (attn.getHide() && node.visibleScores >= 1))
       continue;
-    int64_t d = attn.getQuery().getType().getShape().back();
     Operation *user = attn->hasOneUse() ? *attn->user_begin() : nullptr;
     auto merge = user && user->getNumResults() == 1
                      ? headSwap(user->getResult(0))
                      : TransposeOp();
     TransposeOp qkv[] = {headSwap(attn.getQuery()), headSwap(attn.getKey()),
                          headSwap(attn.getValue())};
-    if ((d != 64 && d != 128) ||
-        attn.getValue().getType().getShape().back() != d || !merge ||
-        llvm::any_of(qkv, [](TransposeOp t) { return !t; }))
+    if (!merge || llvm::any_of(qkv, [](TransposeOp t) { return !t; }))
       continue;
     for (Operation *t : {qkv[0].getOperation(), qkv[1].getOperation(),
                          qkv[2].getOperation(), merge.getOperation()})

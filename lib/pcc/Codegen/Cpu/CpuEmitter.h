@@ -21,6 +21,7 @@
 
 #include "pcc/Codegen/Schedule.h"
 #include "pcc/Codegen/Target.h"
+#include "pcc/Dialect/PCC/IR/GpuKernels.h"
 #include "pcc/Dialect/PCC/IR/PCCOps.h"
 #include "pcc/Dialect/PCC/IR/TensorUtils.h"
 #include "pcc/Sharding/ParallelPlan.h"
@@ -40,9 +41,6 @@ int64_t scratchBytes(mlir::Operation *op);
 /// `sixteenBitGemms` (GPU ranks) matrix products other than SUMMA's stay
 /// 16-bit.
 void widenSixteenBitKernels(mlir::func::FuncOp fn, bool sixteenBitGemms);
-/// Whether GPU ranks run `op` on 16-bit tensors with the runtime's
-/// tensor-core kernel (attention16) rather than widened to f32.
-bool hasTensorCoreAttention(AttentionOp op);
 /// Scratch of the blocked attention kernel (EmitAttention.cpp).
 int64_t attentionScratchBytes(AttentionOp op);
 /// GPU ranks: tensor-core attentions between the head split and merge

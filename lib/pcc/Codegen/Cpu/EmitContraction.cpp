@@ -78,12 +78,6 @@ std::optional<GemmCall> plainGemm(Operation *op) {
   return g;
 }
 
-/// A vector along the result's columns: n values, all leading dims 1.
-bool isColumnBias(Value v, int64_t n) {
-  ArrayRef<int64_t> s = typeOf(v).getShape();
-  return !s.empty() && s.back() == n && typeOf(v).getNumElements() == n;
-}
-
 } // namespace
 
 std::optional<Emitter::GemmEpilogue>
@@ -98,7 +92,7 @@ Emitter::gemmEpilogue(Operation *product, ArrayRef<Operation *> members) {
   GemmEpilogue e;
   // A Gemm's own addend is the bias, where it is one.
   if (g->c) {
-    if (g->beta != 1.0 || !isColumnBias(g->c, g->n) ||
+    if (g->beta != 1.0 || !isColumnBias(shapeOf(g->c), g->n) ||
         typeOf(g->c).getElementType() != t)
       return std::nullopt;
     e.bias = g->c;
@@ -116,7 +110,7 @@ Emitter::gemmEpilogue(Operation *product, ArrayRef<Operation *> members) {
       return std::nullopt;
     if (typeOf(x).getShape() == shape && !e.addend)
       e.addend = x;
-    else if (isColumnBias(x, g->n) && !e.bias)
+    else if (isColumnBias(shapeOf(x), g->n) && !e.bias)
       e.bias = x;
     else
       return std::nullopt;

@@ -27,15 +27,6 @@ using namespace mlir;
 namespace pcc::cpu {
 namespace {
 
-/// `v`'s defining transpose when it swaps the sequence and head axes of a
-/// rank-4 tensor.
-TransposeOp headSwap(Value v) {
-  auto t = v.getDefiningOp<TransposeOp>();
-  return t && llvm::equal(t.getPerm(), ArrayRef<int64_t>{0, 2, 1, 3})
-             ? t
-             : TransposeOp();
-}
-
 /// Where `v` (a seq_first operand [B, S, H, D]) is a reshaped block of
 /// features of a [B, S, F] tensor: that tensor and the block's first head.
 std::optional<std::pair<Value, int64_t>> featureBlock(Value v) {

@@ -77,14 +77,6 @@ Value castBefore(OpBuilder &b, Operation *at, Value v, Type to) {
 
 } // namespace
 
-bool hasTensorCoreAttention(AttentionOp op) {
-  auto q = cast<RankedTensorType>(op.getQuery().getType());
-  int64_t d = q.getShape().back();
-  int64_t dv = cast<RankedTensorType>(op.getValue().getType()).getShape().back();
-  return isSixteenBitFloat(q) && !op.getRingAxes() && d == dv &&
-         (d == 64 || d == 128);
-}
-
 /// A 16-bit product whose only use casts it to f32 (a model's f32 logits)
 /// writes f32 itself: cuBLAS stores the accumulator unrounded, and no cast
 /// kernel reads and writes the result again.
