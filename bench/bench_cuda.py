@@ -6,7 +6,8 @@ pcc:
 
   bench_cuda.py build PCC OUT   exports the models below (torch 1.13 here),
                                 compiles each with `pcc --target cuda` in
-                                fp32, tf32 and bf16, and packs OUT for
+                                fp32, tf32 and bf16 (GPT's also exported as
+                                a bfloat16 module), and packs OUT for
                                 travel
   bench_cuda.py run OUT [--iters N] [--repeats R]
                                 on the GPU machine (python3 with torch):
@@ -99,39 +100,62 @@ def make_inputs(spec):
     return out
 
 
-def export(name, path):
+# Models also exported as torch's bfloat16 module (`.to(torch.bfloat16)`),
+# compiled in the model's own precision: the program then takes and returns
+# bf16 tensors, as the PyTorch peer does (the float32 export compiled with
+# --precision bf16 keeps float32 inputs and outputs: GPT-2's f32 logits are
+# 1.6 GB a step).
+BF16_EXPORTS = ("gpt", "gpt2")
+
+
+def export(name, path, bf16=False):
     """Writes model `name` (seeded weights) as ONNX to `path`."""
     import torch
     make, spec = models()[name]
     model = fill_params(make())
     x = tuple(torch.from_numpy(a) for a in make_inputs(spec))
+    if bf16:
+        model = model.to(torch.bfloat16)
+        x = tuple(t.to(torch.bfloat16) if t.is_floating_point() else t
+                  for t in x)
     buf = io.BytesIO()
-    torch.onnx.export(model, x, buf, opset_version=14,
+    # bfloat16 Pow (the decomposed LayerNorm) needs a newer opset than 14.
+    torch.onnx.export(model, x, buf, opset_version=17 if bf16 else 14,
                       input_names=[s[0] for s in spec],
                       output_names=["output"], do_constant_folding=True)
     with open(path, "wb") as f:
         f.write(buf.getvalue())
 
 
-def build(pcc, out):
+def build(pcc, out, only=None):
     os.makedirs(out, exist_ok=True)
     manifest = []
-    for name, (make, spec) in models().items():
+
+    def compile_case(onnx_path, name, case, precision, flags):
+        d = os.path.join(out, case)
+        subprocess.run([pcc, onnx_path, "--target", "cuda", "--quiet", "-o",
+                        d] + flags, check=True)
+        w = os.path.join(d, "weights.bin")
+        with open(w, "rb") as src, lzma.open(w + ".xz", "wb",
+                                             preset=1) as dst:
+            shutil.copyfileobj(src, dst, 1 << 24)
+        os.remove(w)
+        manifest.append({"case": case, "model": name,
+                         "precision": precision, "inputs": models()[name][1]})
+
+    for name in models():
+        if only and name not in only:
+            continue
         onnx_path = os.path.join(out, name + ".onnx")
         export(name, onnx_path)
         for precision in ("fp32", "tf32", "bf16"):
-            case = f"{name}-{precision}"
-            d = os.path.join(out, case)
-            subprocess.run([pcc, onnx_path, "--target", "cuda", "--quiet",
-                            "--precision", precision, "-o", d], check=True)
-            w = os.path.join(d, "weights.bin")
-            with open(w, "rb") as src, lzma.open(w + ".xz", "wb",
-                                                 preset=1) as dst:
-                shutil.copyfileobj(src, dst, 1 << 24)
-            os.remove(w)
-            manifest.append({"case": case, "model": name,
-                             "precision": precision, "inputs": spec})
+            compile_case(onnx_path, name, f"{name}-{precision}", precision,
+                         ["--precision", precision])
         os.remove(onnx_path)
+        if name in BF16_EXPORTS:
+            export(name, onnx_path, bf16=True)
+            compile_case(onnx_path, name, f"{name}-bf16model", "bf16", [])
+            os.remove(onnx_path)
     with open(os.path.join(out, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1)
     print(f"built {len(manifest)} cases in {out}")
@@ -189,7 +213,31 @@ def pcc_time(exe, data, iters):
     return json.loads(r.stdout.strip().splitlines()[-1])["median_ms"]
 
 
-def run(out, iters, repeats):
+def tensor_float32(t):
+    """A TensorProto's values as float32 (bfloat16 by hand: older onnx
+    returns its raw 16-bit patterns)."""
+    from onnx import TensorProto, numpy_helper
+    if t.data_type == TensorProto.BFLOAT16:
+        raw = (np.frombuffer(t.raw_data, dtype=np.uint16) if t.raw_data
+               else np.array(t.int32_data, dtype=np.uint16))
+        bits = raw.astype(np.uint32) << 16
+        return bits.view(np.float32).reshape(tuple(t.dims))
+    return numpy_helper.to_array(t).astype(np.float32)
+
+
+def compiled_time(model, x, iters):
+    """Median ms of `model`, a torch.compile wrapper (inductor; it compiles
+    in the first warm-up call), or None where it cannot compile here: a
+    peer, not a requirement."""
+    try:
+        return torch_time(model, x, iters)
+    except Exception as e:  # noqa: BLE001 - any failure means no peer
+        print(f"torch.compile unavailable: {str(e).splitlines()[0]}",
+              file=sys.stderr)
+        return None
+
+
+def run(out, iters, repeats, only=None, compile_peer=False):
     import torch
     from onnx import numpy_helper
     made = models()
@@ -201,9 +249,12 @@ def run(out, iters, repeats):
     rows = []
     print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}")
     print("| case | pcc ms | torch ms | torch/pcc | torch sdpa ms | sdpa/pcc "
-          "| max rel err vs torch fp32 |")
-    print("|---|---|---|---|---|---|---|")
+          + ("| torch.compile ms | compile/pcc " if compile_peer else "")
+          + "| max rel err vs torch fp32 |")
+    print("|---" * (9 if compile_peer else 7) + "|")
     for c in manifest:
+        if only and c["case"] not in only:
+            continue
         d = os.path.join(out, c["case"])
         w = os.path.join(d, "weights.bin")
         if not os.path.exists(w):
@@ -232,7 +283,7 @@ def run(out, iters, repeats):
                 from onnx import TensorProto
                 t = TensorProto()
                 t.ParseFromString(f.read())
-            got = numpy_helper.to_array(t).astype(np.float32)
+            got = tensor_float32(t)
             scale = float(np.abs(ref).max()) or 1.0
             err = f"{float(np.abs(got - ref).max()) / scale:.2e}"
         # The peer computes as the case does: tf32 GEMMs for tf32.
@@ -246,21 +297,36 @@ def run(out, iters, repeats):
             fused = fused.cuda()
             if c["precision"] == "bf16":
                 fused = fused.to(torch.bfloat16)
-        pcc_ms, torch_ms, sdpa_ms = [], [], []
+        pcc_ms, torch_ms, sdpa_ms, compile_ms = [], [], [], []
+        # The compiled peer: torch's fused attention where it has one.
+        best = torch.compile(fused if fused is not None else model) \
+            if compile_peer else None
         for _ in range(repeats):
             if not r.returncode:
                 pcc_ms.append(pcc_time(exe, data, iters))
             torch_ms.append(torch_time(model, x, iters))
             if fused is not None:
                 sdpa_ms.append(torch_time(fused, x, iters))
+            if compile_peer:
+                ms = compiled_time(best, x, iters)
+                if ms is None:
+                    compile_peer = False
+                else:
+                    compile_ms.append(ms)
         p = statistics.median(pcc_ms) if pcc_ms else float("nan")
         t = statistics.median(torch_ms)
         f = statistics.median(sdpa_ms) if sdpa_ms else float("nan")
-        rows.append({"case": c["case"], "pcc_ms": p, "torch_ms": t,
-                     "torch_sdpa_ms": f, "max_rel_err": err})
+        g = statistics.median(compile_ms) if compile_ms else float("nan")
+        row = {"case": c["case"], "pcc_ms": p, "torch_ms": t,
+               "torch_sdpa_ms": f, "max_rel_err": err}
+        extra = ""
+        if compile_ms:
+            row["torch_compile_ms"] = g
+            extra = f"| {g:.3f} | {g / p:.2f} "
+        rows.append(row)
         print(f"| {c['case']} | {p:.3f} | {t:.3f} | {t / p:.2f} | {f:.3f} "
-              f"| {f / p:.2f} | {err} |", flush=True)
-        del model, x, fused
+              f"| {f / p:.2f} {extra}| {err} |", flush=True)
+        del model, x, fused, best
         torch.cuda.empty_cache()
     return rows
 
@@ -271,16 +337,20 @@ def main():
     b = sub.add_parser("build")
     b.add_argument("pcc")
     b.add_argument("out")
+    b.add_argument("--only", nargs="+", help="these models only")
     r = sub.add_parser("run")
     r.add_argument("out")
     r.add_argument("--iters", type=int, default=20)
     r.add_argument("--repeats", type=int, default=3)
     r.add_argument("--json", help="also write the rows here")
+    r.add_argument("--only", nargs="+", help="these cases only")
+    r.add_argument("--compile", action="store_true",
+                   help="also time torch.compile of the best eager module")
     a = ap.parse_args()
     if a.cmd == "build":
-        build(a.pcc, a.out)
+        build(a.pcc, a.out, a.only)
     else:
-        rows = run(a.out, a.iters, a.repeats)
+        rows = run(a.out, a.iters, a.repeats, a.only, a.compile)
         if a.json:
             with open(a.json, "w") as f:
                 json.dump(rows, f, indent=1)

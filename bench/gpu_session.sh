@@ -68,7 +68,7 @@ done
   --check check/models/gpt_heads64/test_data_set_0 "${bf16[@]}" 2>&1 \
   | tail -3 | tee -a "$out/sanitize.txt"
 since "sanitize done"
-timeout 200 python3 "$root/bench/bench_cuda.py" run bench --iters 20 \
+timeout 260 python3 "$root/bench/bench_cuda.py" run bench --iters 20 \
   --repeats 3 --json "$out/bench.json" 2>&1 | tee "$out/bench.txt"
 since "bench done"
 timeout 40 ncu --metrics gpu__time_duration.sum --csv bench/gpt2-bf16/model \

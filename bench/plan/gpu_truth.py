@@ -29,9 +29,10 @@ import bench_cuda  # noqa: E402
 
 
 def predict(pcc, model, cluster, precision):
+    flags = ["--precision", precision] if precision else []
     out = subprocess.run(
         [pcc, "plan", model, "--devices", "1", "--target", "cuda",
-         "--cluster", cluster, "--precision", precision, "--format", "json"],
+         "--cluster", cluster, "--format", "json"] + flags,
         capture_output=True, text=True)
     if out.returncode:
         raise SystemExit(f"pcc plan {model} failed: {out.stderr.strip()}")
@@ -77,11 +78,15 @@ def main():
         exported = {}
         for r in rows:
             name, precision = r["case"].rsplit("-", 1)
-            if name not in exported:
-                exported[name] = os.path.join(where, name + ".onnx")
-                if not os.path.exists(exported[name]):
-                    bench_cuda.export(name, exported[name])
-            p = predict(args.pcc, exported[name], args.cluster, precision)
+            # "bf16model": the bfloat16 module's export, in its own precision.
+            own = precision == "bf16model"
+            key = name + ("-bf16" if own else "")
+            if key not in exported:
+                exported[key] = os.path.join(where, key + ".onnx")
+                if not os.path.exists(exported[key]):
+                    bench_cuda.export(name, exported[key], bf16=own)
+            p = predict(args.pcc, exported[key], args.cluster,
+                        None if own else precision)
             results.append({"case": r["case"], "measured_ms": r["pcc_ms"],
                             "predicted_ms": p,
                             "ratio": p / r["pcc_ms"]})
