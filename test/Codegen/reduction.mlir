@@ -13,10 +13,14 @@
 // Integer reductions use the element type's kernel.
 // CHECK: // pcc.reduce_max
 // CHECK-NEXT: reduce<int64_t>(ReduceKind::Max, in1, out3, 2, 16, 64);
-func.func @main(%x: tensor<2x16x64xf32>, %i: tensor<2x16x64xi64>) -> (tensor<16xf32>, tensor<2x16x1xf32>, tensor<2x16xi64>, tensor<2x64xi64>) {
+// TopK over a middle axis: (outer, n, inner) lines, values and indices.
+// CHECK: // pcc.topk
+// CHECK-NEXT: topK<float>(in0, out4, out5, 2, 16, 64, 3, false);
+func.func @main(%x: tensor<2x16x64xf32>, %i: tensor<2x16x64xi64>) -> (tensor<16xf32>, tensor<2x16x1xf32>, tensor<2x16xi64>, tensor<2x64xi64>, tensor<2x3x64xf32>, tensor<2x3x64xi64>) {
   %0 = pcc.reduce_sum %x {axes = array<i64: 0, 2>, keepdims = false} : (tensor<2x16x64xf32>) -> tensor<16xf32>
   %1 = pcc.reduce_mean %x {axes = array<i64: 2>} : (tensor<2x16x64xf32>) -> tensor<2x16x1xf32>
   %2 = pcc.argmax %x {axis = 2 : i64, keepdims = false} : (tensor<2x16x64xf32>) -> tensor<2x16xi64>
   %3 = pcc.reduce_max %i {axes = array<i64: 1>, keepdims = false} : (tensor<2x16x64xi64>) -> tensor<2x64xi64>
-  return %0, %1, %2, %3 : tensor<16xf32>, tensor<2x16x1xf32>, tensor<2x16xi64>, tensor<2x64xi64>
+  %4:2 = pcc.topk %x {axis = 1 : i64, k = 3 : i64, largest = false} : (tensor<2x16x64xf32>) -> (tensor<2x3x64xf32>, tensor<2x3x64xi64>)
+  return %0, %1, %2, %3, %4#0, %4#1 : tensor<16xf32>, tensor<2x16x1xf32>, tensor<2x16xi64>, tensor<2x64xi64>, tensor<2x3x64xf32>, tensor<2x3x64xi64>
 }

@@ -180,3 +180,12 @@ func.func @unfolded(%x: tensor<2x2x128x64xbf16>) -> tensor<2x2x128x64xbf16> {
   %o = pcc.attention %x, %x, %x {head_offsets = array<i64: 0, 0, 0>} : (tensor<2x2x128x64xbf16>, tensor<2x2x128x64xbf16>, tensor<2x2x128x64xbf16>) -> tensor<2x2x128x64xbf16>
   return %o : tensor<2x2x128x64xbf16>
 }
+
+// -----
+
+func.func @topk_too_many(%a: tensor<2x3xf32>) {
+  // expected-error @+2 {{topk k = 4 is not in [0, 3] (the size of axis 1 of [2,3])}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0:2 = "pcc.topk"(%a) {k = 4 : i64, axis = 1 : i64} : (tensor<2x3xf32>) -> (tensor<2x4xf32>, tensor<2x4xi64>)
+  return
+}

@@ -73,6 +73,8 @@ func.func @norms_and_reductions(%x: tensor<2x16x64xf32>, %g: tensor<64xf32>) {
   %3 = pcc.reduce_sum %1 {axes = array<i64: 0, 2>, keepdims = false} : (tensor<2x16x64xf32>) -> tensor<16xf32>
   // CHECK-NEXT: pcc.argmax {{.*}} -> tensor<2x16xi64>
   %4 = pcc.argmax %1 {axis = 2 : i64, keepdims = false} : (tensor<2x16x64xf32>) -> tensor<2x16xi64>
+  // CHECK-NEXT: pcc.topk {{.*}} -> (tensor<2x3x64xf32>, tensor<2x3x64xi64>)
+  %5:2 = pcc.topk %1 {axis = 1 : i64, k = 3 : i64, largest = false} : (tensor<2x16x64xf32>) -> (tensor<2x3x64xf32>, tensor<2x3x64xi64>)
   return
 }
 

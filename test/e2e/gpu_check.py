@@ -28,7 +28,10 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 MODELS = ["mlp", "encoder", "gpt", "bert", "vit", "cnn", "gpt_bf16",
           "gpt_long", "bert_long", "gpt_heads64", "bert_heads128",
-          "rnn_tagger", "einsum", "upsample"]
+          "rnn_tagger", "einsum", "upsample", "topk"]
+# Not run in bf16: scores rounded to 8 bits tie or swap places, and the
+# indices TopK returns then differ from float32's by whole positions.
+NO_BF16 = {"topk"}
 # Band masks by index (make_masked_attention.py): -inf and finite fills, an
 # offset band, a band beside a padding mask.
 MASKED = ["causal_inf", "causal_finite", "offset", "causal_padding"]
@@ -50,7 +53,7 @@ def cases():
     for m in MODELS + MASKED:
         native16 = m.endswith("_bf16")
         yield f"{m}-1", m, [], 1, bf16 if native16 else fp32
-        if not native16:
+        if not native16 and m not in NO_BF16:
             yield f"{m}-bf16", m, ["--precision", "bf16"], 1, bf16
     for m in MULTI:
         for plan, (flags, ranks) in PLANS.items():

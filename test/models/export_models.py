@@ -281,6 +281,23 @@ class RnnTagger(nn.Module):
         return self.out(x)
 
 
+class TopKHead(nn.Module):
+    """TopK as a model's head: the 3 largest class scores of each token
+    with their indices (the last axis), and the 2 smallest scores of each
+    class along the sequence (a middle axis, largest=False)."""
+
+    def __init__(self, d=16, classes=10):
+        super().__init__()
+        self.proj = nn.Linear(d, classes)
+
+    def forward(self, x):
+        s = self.proj(x)
+        v, i = torch.topk(s, 3, dim=-1)
+        w, j = torch.topk(s, 2, dim=1, largest=False)
+        return (v + i.to(v.dtype)).sum(-1) + \
+            (w - j.to(w.dtype)).sum(1).mean(-1, keepdim=True)
+
+
 def make_encoder():
     return nn.TransformerEncoderLayer(d_model=64, nhead=8, dim_feedforward=128,
                                       dropout=0.0, batch_first=True)
@@ -324,6 +341,7 @@ MODELS = {
     "upsample": (Upsample, "input", ("float", (4, 3, 5, 6)), None, True),
     "einsum": (Einsum, "input", ("float", (4, 6, 16)), None, True),
     "rnn_tagger": (RnnTagger, "tokens", ("tokens", (4, 7), 64), None, True),
+    "topk": (TopKHead, "input", ("float", (4, 6, 16)), None, True),
 }
 
 # Models stored in 16 bits: how each is made from its float32 model.

@@ -258,6 +258,27 @@ Results convertArgReduce(NodeContext &c) {
                    c.boolean("keepdims", c.intAttr("keepdims", 1) != 0)}));
 }
 
+/// TopK: k an attribute before opset 10, a constant input since.
+Results convertTopK(NodeContext &c) {
+  if (failed(c.requireInputs(c.opset >= 10 ? 2 : 1)))
+    return failure();
+  int64_t k = c.intAttr("k", -1);
+  if (c.opset >= 10) {
+    auto K = c.constInts(1, "TopK's K");
+    if (failed(K))
+      return failure();
+    if (K->size() != 1)
+      return c.error() << "TopK's K must hold one value, not " << K->size();
+    k = (*K)[0];
+  }
+  auto axis = normalizeAxis(c, c.intAttr("axis", -1), c.inputType(0).getRank());
+  if (failed(axis))
+    return failure();
+  return c.build<TopKOp>(c.input(0),
+                         {c.i64("k", k), c.i64("axis", *axis),
+                          c.boolean("largest", c.intAttr("largest", 1) != 0)});
+}
+
 } // namespace
 
 void addNNConverters(llvm::StringMap<Converter> &t) {
@@ -283,6 +304,7 @@ void addNNConverters(llvm::StringMap<Converter> &t) {
   t["ReduceLogSumExp"] = reduceComposite<ExpOp, LogOp, false>();
   t["ArgMax"] = convertArgReduce<ArgMaxOp>;
   t["ArgMin"] = convertArgReduce<ArgMinOp>;
+  t["TopK"] = convertTopK;
 }
 
 } // namespace pcc::import

@@ -198,6 +198,12 @@ template <typename T>
 void argReduce(bool isMax, const T *x, int64_t *y, int64_t outer, int64_t n,
                int64_t inner);
 
+/// The k first elements of each line (outer, n, inner) -> (outer, k, inner)
+/// in topKBefore's order, and their positions on the line.
+template <typename T>
+void topK(const T *x, T *values, int64_t *indices, int64_t outer, int64_t n,
+          int64_t inner, int64_t k, bool largest);
+
 //===----------------------------------------------------------------------===//
 // Data movement (DataMovement.cpp), by element size
 //===----------------------------------------------------------------------===//
@@ -314,6 +320,20 @@ char *stashSlot(Mesh &mesh, int64_t slotBytes);
 
 template <typename T> PCCRT_HD inline T pccMin(T a, T b) { return b < a ? b : a; }
 template <typename T> PCCRT_HD inline T pccMax(T a, T b) { return a < b ? b : a; }
+
+/// TopK's order, one definition for both runtimes: whether element a at
+/// position i comes before b at j. Larger first (smaller with !largest),
+/// NaN larger than every number (as torch.topk), ties in index order: a
+/// strict total order, so the k first are one answer.
+template <typename T>
+PCCRT_HD inline bool topKBefore(T a, int64_t i, T b, int64_t j, bool largest) {
+  bool nanA = a != a, nanB = b != b;
+  if (nanA != nanB)
+    return largest ? nanA : nanB;
+  if (nanA || a == b)
+    return i < j;
+  return largest ? b < a : a < b;
+}
 
 } // namespace pccrt
 

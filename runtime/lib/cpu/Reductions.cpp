@@ -16,6 +16,7 @@
 #include <limits>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 namespace pccrt {
 
@@ -72,11 +73,35 @@ void argReduce(bool isMax, const T *x, int64_t *y, int64_t outer, int64_t n,
   }
 }
 
+template <typename T>
+void topK(const T *x, T *values, int64_t *indices, int64_t outer, int64_t n,
+          int64_t inner, int64_t k, bool largest) {
+  std::vector<int64_t> order(n);
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t i = 0; i < inner; ++i) {
+      const T *line = x + o * n * inner + i;
+      for (int64_t m = 0; m < n; ++m)
+        order[m] = m;
+      std::partial_sort(order.begin(), order.begin() + k, order.end(),
+                        [&](int64_t a, int64_t b) {
+                          return topKBefore(line[a * inner], a, line[b * inner],
+                                            b, largest);
+                        });
+      for (int64_t j = 0; j < k; ++j) {
+        values[(o * k + j) * inner + i] = line[order[j] * inner];
+        indices[(o * k + j) * inner + i] = order[j];
+      }
+    }
+  }
+}
+
 #define INSTANTIATE(T)                                                         \
   template void reduce<T>(ReduceKind, const T *, T *, int64_t, int64_t,        \
                           int64_t);                                            \
   template void argReduce<T>(bool, const T *, int64_t *, int64_t, int64_t,     \
-                             int64_t);
+                             int64_t);                                         \
+  template void topK<T>(const T *, T *, int64_t *, int64_t, int64_t, int64_t,  \
+                        int64_t, bool);
 PCCRT_FOR_EACH_ELEMENT_TYPE(INSTANTIATE)
 #undef INSTANTIATE
 

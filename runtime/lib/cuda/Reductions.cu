@@ -86,7 +86,47 @@ __global__ void argReduceLines(bool isMax, const T *x, int64_t *y,
   }
 }
 
+/// One thread a line: the j-th element is the first, in topKBefore's
+/// order, of those after the (j-1)-th. O(n k) reads and no scratch, for the
+/// small k TopK is used with (beam search, top-5).
+template <typename T>
+__global__ void topKLines(const T *x, T *values, int64_t *indices,
+                          int64_t outer, int64_t n, int64_t inner, int64_t k,
+                          bool largest) {
+  for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+       t < outer * inner; t += int64_t(gridDim.x) * blockDim.x) {
+    int64_t o = t / inner, i = t % inner;
+    const T *line = x + o * n * inner + i;
+    T prev{};
+    int64_t prevAt = -1;
+    for (int64_t j = 0; j < k; ++j) {
+      int64_t best = -1;
+      T bestValue{};
+      for (int64_t m = 0; m < n; ++m) {
+        T v = line[m * inner];
+        if (prevAt >= 0 && !topKBefore(prev, prevAt, v, m, largest))
+          continue; // taken already
+        if (best < 0 || topKBefore(v, m, bestValue, best, largest))
+          best = m, bestValue = v;
+      }
+      values[(o * k + j) * inner + i] = bestValue;
+      indices[(o * k + j) * inner + i] = best;
+      prev = bestValue, prevAt = best;
+    }
+  }
+}
+
 } // namespace
+
+template <typename T>
+void topK(const T *x, T *values, int64_t *indices, int64_t outer, int64_t n,
+          int64_t inner, int64_t k, bool largest) {
+  if (outer * inner * k == 0)
+    return;
+  topKLines<<<gridFor(outer * inner), 256, 0, stream()>>>(
+      x, values, indices, outer, n, inner, k, largest);
+  PCC_LAUNCHED();
+}
 
 template <typename T>
 void reduce(ReduceKind kind, const T *x, T *y, int64_t outer, int64_t n,
@@ -112,7 +152,9 @@ void argReduce(bool isMax, const T *x, int64_t *y, int64_t outer, int64_t n,
   template void reduce<T>(ReduceKind, const T *, T *, int64_t, int64_t,        \
                           int64_t);                                            \
   template void argReduce<T>(bool, const T *, int64_t *, int64_t, int64_t,     \
-                             int64_t);
+                             int64_t);                                         \
+  template void topK<T>(const T *, T *, int64_t *, int64_t, int64_t, int64_t,  \
+                        int64_t, bool);
 PCCRT_FOR_EACH_ELEMENT_TYPE(INSTANTIATE)
 #undef INSTANTIATE
 

@@ -116,7 +116,7 @@ LogicalResult Emitter::emitKernel(Operation *op) {
   if (isa<SoftmaxOp, LogSoftmaxOp, LayerNormOp, BatchNormOp>(op))
     return emitNormalization(op);
   if (isa<ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp, ReduceProdOp,
-          ArgMaxOp, ArgMinOp>(op))
+          ArgMaxOp, ArgMinOp, TopKOp>(op))
     return emitReduction(op);
   if (isa<GatherOp, ShardGatherOp, TransposeOp, SliceOp, ConcatOp, SplitOp,
           TriluOp>(op))

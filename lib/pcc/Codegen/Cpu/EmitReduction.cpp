@@ -65,6 +65,17 @@ LogicalResult Emitter::emitReduction(Operation *op) {
        << ", " << s[a] << ", " << numElements(s.drop_front(a + 1)) << ");\n";
     return success();
   }
+  if (auto topk = dyn_cast<TopKOp>(op)) {
+    Value in = topk.getInput();
+    ArrayRef<int64_t> s = typeOf(in).getShape();
+    int64_t a = topk.getAxis();
+    os << "  topK<" << elemType(in) << ">(" << ptr(in) << ", " << out(op, 0)
+       << ", " << out(op, 1) << ", " << numElements(s.take_front(a)) << ", "
+       << s[a] << ", " << numElements(s.drop_front(a + 1)) << ", "
+       << topk.getK() << ", " << (topk.getLargest() ? "true" : "false")
+       << ");\n";
+    return success();
+  }
   return unsupported(op);
 }
 

@@ -476,6 +476,23 @@ class PCC_ArgReduceOp<string mnemonic, string desc>
 def PCC_ArgMaxOp : PCC_ArgReduceOp<"argmax", "maximum">;
 def PCC_ArgMinOp : PCC_ArgReduceOp<"argmin", "minimum">;
 
+def PCC_TopKOp
+    : PCC_Op<"topk", [PCC_HasFactorRule, Pure, InferTypeOpAdaptor]> {
+  let summary = "The k largest (or smallest) elements along `axis`";
+  let description = [{
+    `values` holds the `k` largest elements of each line along `axis` (the
+    smallest with `largest = false`) in that order, `indices` their
+    positions on the line. Equal elements come in index order, and NaN
+    counts as larger than every number (as torch.topk has it); ONNX's
+    `sorted = 0` leaves the order free, so it is always sorted.
+  }];
+  let arguments = (ins PCC_Tensor:$input, PCC_I64Attr:$k, PCC_I64Attr:$axis,
+                       DefaultValuedAttr<BoolAttr, "true">:$largest);
+  let results = (outs PCC_Tensor:$values,
+                      StaticShapeTensorOf<[I64]>:$indices);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+}
+
 //===----------------------------------------------------------------------===//
 // Data movement
 //===----------------------------------------------------------------------===//

@@ -229,6 +229,19 @@ FactorRule ArgMinOp::getFactorRule() {
                     /*isSum=*/false);
 }
 
+FactorRule TopKOp::getFactorRule() {
+  // Every line is independent: any dimension but the axis splits, the
+  // input and both results alike.
+  FactorRule r(*this);
+  for (size_t d = 0; d < r.operands[0].size(); ++d) {
+    if (int64_t(d) == getAxis())
+      continue;
+    DimRef ref{r.add(), 1};
+    r.operands[0][d] = r.results[0][d] = r.results[1][d] = ref;
+  }
+  return r;
+}
+
 FactorRule ReduceSumOp::getFactorRule() {
   return reduceRule(*this, getAxes(), getKeepdims(), /*isSum=*/true);
 }

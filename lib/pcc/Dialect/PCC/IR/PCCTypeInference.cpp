@@ -489,6 +489,28 @@ LogicalResult ArgMinOp::inferReturnTypes(MLIRContext *ctx,
   return inferArgReduce(ctx, loc, adaptor, types);
 }
 
+LogicalResult TopKOp::inferReturnTypes(MLIRContext *ctx,
+                                       std::optional<Location> loc,
+                                       Adaptor adaptor, Types &types) {
+  auto x = tensorOf(adaptor.getInput());
+  if (x.getRank() == 0)
+    return emitOptionalError(loc, "topk needs an input of rank 1 or more");
+  int64_t axis = adaptor.getAxis();
+  if (axis < 0 || axis >= x.getRank())
+    return emitOptionalError(loc, "topk axis ", axis, " is out of range for ",
+                             shapeStr(x.getShape()));
+  int64_t k = adaptor.getK();
+  if (k < 0 || k > x.getDimSize(axis))
+    return emitOptionalError(loc, "topk k = ", k, " is not in [0, ",
+                             x.getDimSize(axis), "] (the size of axis ", axis,
+                             " of ", shapeStr(x.getShape()), ")");
+  SmallVector<int64_t> shape(x.getShape());
+  shape[axis] = k;
+  if (failed(push(types, makeTensor(loc, shape, x.getElementType()))))
+    return failure();
+  return push(types, makeTensor(loc, shape, IntegerType::get(ctx, 64)));
+}
+
 //===----------------------------------------------------------------------===//
 // Data movement
 //===----------------------------------------------------------------------===//
