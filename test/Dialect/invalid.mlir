@@ -189,3 +189,21 @@ func.func @topk_too_many(%a: tensor<2x3xf32>) {
   %0:2 = "pcc.topk"(%a) {k = 4 : i64, axis = 1 : i64} : (tensor<2x3xf32>) -> (tensor<2x4xf32>, tensor<2x4xi64>)
   return
 }
+
+// -----
+
+func.func @scatter_nd_updates(%x: tensor<2x16x64xf32>, %at: tensor<5x2xi64>, %u: tensor<5x16xf32>) {
+  // expected-error @+2 {{scatter_nd updates [5,16] do not match indices [5,2] into [2,16,64] (expected [5,64] of the data's element type)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = "pcc.scatter_nd"(%x, %at, %u) : (tensor<2x16x64xf32>, tensor<5x2xi64>, tensor<5x16xf32>) -> tensor<2x16x64xf32>
+  return
+}
+
+// -----
+
+func.func @scatter_nd_reduction(%x: tensor<4xf32>, %at: tensor<1x1xi64>, %u: tensor<1xf32>) {
+  // expected-error @+2 {{scatter_nd reduction must be none, add or mul, not 'max'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = "pcc.scatter_nd"(%x, %at, %u) {reduction = "max"} : (tensor<4xf32>, tensor<1x1xi64>, tensor<1xf32>) -> tensor<4xf32>
+  return
+}

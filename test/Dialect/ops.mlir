@@ -78,6 +78,13 @@ func.func @norms_and_reductions(%x: tensor<2x16x64xf32>, %g: tensor<64xf32>) {
   return
 }
 
+// CHECK-LABEL: func @scatter
+func.func @scatter(%x: tensor<2x16x64xf32>, %at: tensor<5x2xi64>, %u: tensor<5x64xf32>) -> tensor<2x16x64xf32> {
+  // CHECK-NEXT: pcc.scatter_nd {{.*}} {reduction = "add"}
+  %0 = pcc.scatter_nd %x, %at, %u {reduction = "add"} : (tensor<2x16x64xf32>, tensor<5x2xi64>, tensor<5x64xf32>) -> tensor<2x16x64xf32>
+  return %0 : tensor<2x16x64xf32>
+}
+
 // CHECK-LABEL: func @movement
 func.func @movement(%x: tensor<2x16x64xf32>, %ids: tensor<2x16xi64>, %e: tensor<128x64xf32>) {
   // CHECK-NEXT: pcc.reshape {{.*}} -> tensor<2x16x4x16xf32>

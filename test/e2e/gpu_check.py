@@ -28,7 +28,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 MODELS = ["mlp", "encoder", "gpt", "bert", "vit", "cnn", "gpt_bf16",
           "gpt_long", "bert_long", "gpt_heads64", "bert_heads128",
-          "rnn_tagger", "einsum", "upsample", "topk"]
+          "rnn_tagger", "einsum", "upsample", "topk", "scatter"]
 # Not run in bf16: scores rounded to 8 bits tie or swap places, and the
 # indices TopK returns then differ from float32's by whole positions.
 NO_BF16 = {"topk"}

@@ -298,6 +298,25 @@ class TopKHead(nn.Module):
             (w - j.to(w.dtype)).sum(1).mean(-1, keepdim=True)
 
 
+class ScatterRows(nn.Module):
+    """Index assignment as torch exports it (index_put_ -> ScatterND):
+    rows of a projection written at a buffer's positions along the
+    sequence, then a constant written into a block (a slice assignment,
+    as Swin builds its attention mask)."""
+
+    def __init__(self, d=16):
+        super().__init__()
+        self.proj = nn.Linear(d, d)
+        self.register_buffer("pos", torch.tensor([4, 0, 2]))
+
+    def forward(self, x):
+        h = self.proj(x)
+        canvas = h * 0.5
+        canvas[:, self.pos] = h[:, :3] * 2
+        canvas[:, 1:3, 4:8] = 1.0
+        return canvas + h
+
+
 def make_encoder():
     return nn.TransformerEncoderLayer(d_model=64, nhead=8, dim_feedforward=128,
                                       dropout=0.0, batch_first=True)
@@ -342,6 +361,7 @@ MODELS = {
     "einsum": (Einsum, "input", ("float", (4, 6, 16)), None, True),
     "rnn_tagger": (RnnTagger, "tokens", ("tokens", (4, 7), 64), None, True),
     "topk": (TopKHead, "input", ("float", (4, 6, 16)), None, True),
+    "scatter": (ScatterRows, "input", ("float", (4, 6, 16)), None, True),
 }
 
 # Models stored in 16 bits: how each is made from its float32 model.

@@ -414,6 +414,18 @@ Results convertTrilu(NodeContext &c) {
                    c.i64("k", k)}));
 }
 
+Results convertScatterND(NodeContext &c) {
+  if (failed(c.requireInputs(3)))
+    return failure();
+  std::string reduction = c.stringAttr("reduction", "none");
+  if (reduction != "none" && reduction != "add" && reduction != "mul")
+    return c.error() << "ScatterND reduction '" << reduction
+                     << "' is not supported (none, add or mul)";
+  return c.build<ScatterNDOp>(
+      {c.input(0), c.input(1), c.input(2)},
+      {c.named("reduction", c.builder.getStringAttr(reduction))});
+}
+
 } // namespace
 
 void addTensorConverters(llvm::StringMap<Converter> &t) {
@@ -430,6 +442,7 @@ void addTensorConverters(llvm::StringMap<Converter> &t) {
   t["Split"] = convertSplit;
   t["Slice"] = convertSlice;
   t["Gather"] = convertGather;
+  t["ScatterND"] = convertScatterND;
   t["Expand"] = convertExpand;
   t["Trilu"] = convertTrilu;
 }

@@ -219,6 +219,18 @@ bool gather(size_t elem, const char *in, const Index *idx, char *out,
             int64_t outer, int64_t axisDim, int64_t numIdx, int64_t inner,
             int64_t offset = 0, int64_t globalDim = -1);
 
+enum class ScatterReduction { None, Add, Mul };
+
+/// ScatterND: out = data, then for each of the n index tuples
+/// idx[j, 0..k) (entries wrapped by dims[0..k) when negative), the slice of
+/// `slice` elements it addresses is replaced by, added to or multiplied by
+/// updates[j, :], tuples in order. Returns false (and records an error) on
+/// an entry outside its axis.
+template <typename T>
+bool scatterND(const T *data, const int64_t *idx, const T *updates, T *out,
+               int64_t dataElems, int64_t n, int k, const int64_t *dims,
+               int64_t slice, ScatterReduction reduction);
+
 /// General strided copy over the output index space `shape`:
 /// out[c] = in[base + sum(c_d * inStride_d)] (strides in elements, may be
 /// negative). Serves slice (strides scaled by steps) and transpose (permuted

@@ -49,6 +49,37 @@ bool gather(size_t elem, const char *in, const Index *idx, char *out,
   return true;
 }
 
+template <typename T>
+bool scatterND(const T *data, const int64_t *idx, const T *updates, T *out,
+               int64_t dataElems, int64_t n, int k, const int64_t *dims,
+               int64_t slice, ScatterReduction reduction) {
+  std::vector<int64_t> at(n);
+  for (int64_t j = 0; j < n; ++j) {
+    int64_t offset = 0;
+    for (int a = 0; a < k; ++a) {
+      int64_t i = idx[j * k + a];
+      if (i < -dims[a] || i >= dims[a]) {
+        kernelError("scatter_nd index " + std::to_string(i) +
+                    " out of range for an axis of size " +
+                    std::to_string(dims[a]));
+        return false;
+      }
+      offset = offset * dims[a] + (i < 0 ? i + dims[a] : i);
+    }
+    at[j] = offset * slice;
+  }
+  if (out != data)
+    std::copy(data, data + dataElems, out);
+  for (int64_t j = 0; j < n; ++j) {
+    T *to = out + at[j];
+    const T *from = updates + j * slice;
+    for (int64_t e = 0; e < slice; ++e)
+      to[e] = reduction == ScatterReduction::Add   ? T(to[e] + from[e])
+              : reduction == ScatterReduction::Mul ? T(to[e] * from[e])
+                                                   : from[e];
+  }
+  return true;
+}
 
 void copyParts(bool join, size_t elem, char *whole, int numParts,
                       char *const *parts, const int64_t *sizes,
@@ -153,5 +184,11 @@ PCCRT_FOR_EACH_INDEX_TYPE(INSTANTIATE_GATHER)
                          int64_t);
 PCCRT_FOR_EACH_ELEMENT_TYPE(INSTANTIATE_TRILU)
 #undef INSTANTIATE_TRILU
+#define INSTANTIATE_SCATTER(T)                                                 \
+  template bool scatterND<T>(const T *, const int64_t *, const T *, T *,       \
+                             int64_t, int64_t, int, const int64_t *, int64_t,  \
+                             ScatterReduction);
+PCCRT_FOR_EACH_ELEMENT_TYPE(INSTANTIATE_SCATTER)
+#undef INSTANTIATE_SCATTER
 
 } // namespace pccrt

@@ -54,7 +54,9 @@ const void *deviceTable(const void *host, size_t bytes);
 
 /// What kernels report about bad data: the first bad gather index, read
 /// and cleared by synchronizeDevice(). Device memory.
+/// The first bad index a kernel met: `bad` is which kernel's (0 none).
 struct DeviceErrors {
+  enum : int { kNone, kGather, kScatterND };
   int bad;
   long long index, axis;
 };

@@ -214,7 +214,9 @@ void synchronizeDevice() {
   DeviceErrors e;
   PCC_CUDA(cudaMemcpy(&e, deviceErrors(), sizeof(e), cudaMemcpyDeviceToHost));
   if (e.bad) {
-    kernelError("gather index " + std::to_string(e.index) +
+    kernelError(std::string(e.bad == DeviceErrors::kScatterND ? "scatter_nd"
+                                                              : "gather") +
+                " index " + std::to_string(e.index) +
                 " out of range for an axis of size " + std::to_string(e.axis));
     PCC_CUDA(cudaMemset(deviceErrors(), 0, sizeof(e)));
   }

@@ -118,8 +118,8 @@ LogicalResult Emitter::emitKernel(Operation *op) {
   if (isa<ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp, ReduceProdOp,
           ArgMaxOp, ArgMinOp, TopKOp>(op))
     return emitReduction(op);
-  if (isa<GatherOp, ShardGatherOp, TransposeOp, SliceOp, ConcatOp, SplitOp,
-          TriluOp>(op))
+  if (isa<GatherOp, ShardGatherOp, ScatterNDOp, TransposeOp, SliceOp, ConcatOp,
+          SplitOp, TriluOp>(op))
     return emitDataMovement(op);
   if (isa<shard::AllReduceOp, shard::AllGatherOp, shard::ReduceScatterOp,
           shard::AllSliceOp, shard::AllToAllOp, SendOp, RecvOp>(op))

@@ -6,7 +6,8 @@ using namespace mlir;
 
 namespace pcc::cpu {
 
-/// Gathers, transposes, slices, concatenation, splits and triangles.
+/// Gathers, scatters, transposes, slices, concatenation, splits and
+/// triangles.
 LogicalResult Emitter::emitDataMovement(Operation *op) {
   if (isa<GatherOp, ShardGatherOp>(op)) {
     Value table = op->getOperand(0), indices = op->getOperand(1);
@@ -26,6 +27,26 @@ LogicalResult Emitter::emitDataMovement(Operation *op) {
          << ", groupSize(mesh, " << group << ") * " << s[a];
     }
     os << "))\n    return false;\n";
+    return success();
+  }
+  if (auto sc = dyn_cast<ScatterNDOp>(op)) {
+    ArrayRef<int64_t> data = typeOf(sc.getData()).getShape();
+    ArrayRef<int64_t> idx = typeOf(sc.getIndices()).getShape();
+    int64_t k = idx.back();
+    std::string id = std::to_string(nextTemp++);
+    StringRef r = sc.getReduction();
+    os << "  static const int64_t scatterDims" << id << "[] = {"
+       << joinInts(data.take_front(k)) << "};\n  if (!scatterND<"
+       << elemType(sc.getData()) << ">(" << ptr(sc.getData()) << ", "
+       << ptr(sc.getIndices()) << ", " << ptr(sc.getUpdates()) << ", "
+       << out(op) << ", " << numElements(data) << ", "
+       << numElements(idx.drop_back()) << ", " << k << ", scatterDims" << id
+       << ", " << numElements(data.drop_front(k)) << ", ScatterReduction::"
+       << (r == "add"   ? "Add"
+           : r == "mul" ? "Mul"
+                        : "None")
+       << "))\n"
+       << "    return false;\n";
     return success();
   }
   if (auto t = dyn_cast<TransposeOp>(op)) {

@@ -569,6 +569,26 @@ def PCC_SliceOp : PCC_Op<"slice", [PCC_Differentiable, Pure, InferTypeOpAdaptor]
   let hasFolder = 1;
 }
 
+def PCC_ScatterNDOp
+    : PCC_Op<"scatter_nd", [PCC_HasFactorRule, Pure, InferTypeOpAdaptor]>,
+      PCC_FlopsPerElement<"0"> {
+  let summary = "`data` with the slices `indices` address replaced or combined";
+  let description = [{
+    ONNX ScatterND: each k-tuple on the last axis of `indices` addresses a
+    slice `data[i0, ..., ik-1]` (shape `data.shape[k:]`), which the matching
+    slice of `updates` (shape `indices.shape[:-1] + data.shape[k:]`)
+    replaces (`reduction = "none"`), adds to or multiplies. Tuples apply in
+    order, so a repeated tuple's last update wins. Negative entries count
+    from the end of their axis; an entry outside it stops the run with an
+    error.
+  }];
+  let arguments = (ins PCC_Tensor:$data, StaticShapeTensorOf<[I64]>:$indices,
+                       PCC_Tensor:$updates,
+                       DefaultValuedStrAttr<StrAttr, "none">:$reduction);
+  let results = (outs PCC_Tensor:$result);
+  let assemblyFormat = "$data `,` $indices `,` $updates attr-dict `:` functional-type(operands, results)";
+}
+
 def PCC_GatherOp : PCC_Op<"gather", [PCC_Differentiable, PCC_HasFactorRule, Pure, InferTypeOpAdaptor]>,
     PCC_FlopsPerElement<"0"> {
   let summary = "Take entries along `axis` at `indices` (embedding lookup)";

@@ -300,6 +300,19 @@ FactorRule LayerNormOp::getFactorRule() {
 
 FactorRule GatherOp::getFactorRule() { return gatherRule(*this, getAxis()); }
 
+FactorRule ScatterNDOp::getFactorRule() {
+  // The dimensions a slice spans split, in data, updates and the result
+  // alike; the addressed ones and the index tuples stay whole.
+  FactorRule r(*this);
+  int64_t k = shapeOf(getIndices()).back();
+  size_t tuples = r.operands[1].size() - 1;
+  for (size_t d = k; d < r.results[0].size(); ++d) {
+    DimRef ref{r.add(), 1};
+    r.operands[0][d] = r.results[0][d] = r.operands[2][tuples + d - k] = ref;
+  }
+  return r;
+}
+
 FactorRule TriluOp::getFactorRule() {
   int64_t rank = shapeOf(getInput()).size();
   return sameShapeFactorRule(*this, [&](int64_t d) { return d >= rank - 2; });

@@ -642,6 +642,38 @@ static LogicalResult inferGather(std::optional<Location> loc, Value input,
   return push(types, makeTensor(loc, shape, x.getElementType()));
 }
 
+LogicalResult ScatterNDOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor, Types &types) {
+  auto data = tensorOf(adaptor.getData());
+  auto indices = tensorOf(adaptor.getIndices());
+  auto updates = tensorOf(adaptor.getUpdates());
+  StringRef reduction = adaptor.getReduction();
+  if (reduction != "none" && reduction != "add" && reduction != "mul")
+    return emitOptionalError(loc,
+                             "scatter_nd reduction must be none, add or "
+                             "mul, not '",
+                             reduction, "'");
+  if (indices.getRank() == 0)
+    return emitOptionalError(loc, "scatter_nd indices need rank 1 or more");
+  int64_t k = indices.getShape().back();
+  if (k < 1 || k > data.getRank())
+    return emitOptionalError(loc, "scatter_nd index tuples of ", k,
+                             " entries do not address ",
+                             shapeStr(data.getShape()));
+  SmallVector<int64_t> expected(indices.getShape().drop_back());
+  llvm::append_range(expected, data.getShape().drop_front(k));
+  if (updates.getShape() != ArrayRef<int64_t>(expected) ||
+      updates.getElementType() != data.getElementType())
+    return emitOptionalError(
+        loc, "scatter_nd updates ", shapeStr(updates.getShape()),
+        " do not match indices ", shapeStr(indices.getShape()), " into ",
+        shapeStr(data.getShape()), " (expected ", shapeStr(expected),
+        " of the data's element type)");
+  types.push_back(data);
+  return success();
+}
+
 LogicalResult GatherOp::inferReturnTypes(MLIRContext *,
                                          std::optional<Location> loc,
                                          Adaptor adaptor, Types &types) {
