@@ -207,3 +207,12 @@ func.func @scatter_nd_reduction(%x: tensor<4xf32>, %at: tensor<1x1xi64>, %u: ten
   %0 = "pcc.scatter_nd"(%x, %at, %u) {reduction = "max"} : (tensor<4xf32>, tensor<1x1xi64>, tensor<1xf32>) -> tensor<4xf32>
   return
 }
+
+// -----
+
+func.func @scatter_nd_batch_dims(%x: tensor<4x16xf32>, %at: tensor<2x3x1xi64>, %u: tensor<2x3xf32>) {
+  // expected-error @+2 {{scatter_nd batch_dims 1 do not lead both data [4,16] and indices [2,3,1]}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = "pcc.scatter_nd"(%x, %at, %u) {batch_dims = 1 : i64} : (tensor<4x16xf32>, tensor<2x3x1xi64>, tensor<2x3xf32>) -> tensor<4x16xf32>
+  return
+}

@@ -9,6 +9,8 @@
 
 #include "ImportContext.h"
 
+#include "mlir/IR/Matchers.h"
+
 using namespace mlir;
 
 namespace pcc::import {
@@ -414,6 +416,39 @@ Results convertTrilu(NodeContext &c) {
                    c.i64("k", k)}));
 }
 
+/// Constant index tuples whose first entry is the position along their
+/// first dimension, which is data's first (torch's index assignment writes
+/// the batch coordinate into every tuple): the tuples without it, or null.
+/// With them the op takes batch_dims = 1, and a batch split divides it.
+DenseIntElementsAttr batchLedTuples(Value indices, Value data) {
+  DenseIntElementsAttr dense;
+  if (!matchPattern(indices, m_Constant(&dense)))
+    return {};
+  auto type = cast<RankedTensorType>(indices.getType());
+  ArrayRef<int64_t> shape = type.getShape();
+  if (shape.size() < 2 || shape.back() < 2 || shape[0] < 2 ||
+      shape[0] != cast<RankedTensorType>(data.getType()).getDimSize(0))
+    return {};
+  int64_t k = shape.back(), perBatch = type.getNumElements() / shape[0];
+  SmallVector<int64_t> rest;
+  rest.reserve(type.getNumElements() / k * (k - 1));
+  int64_t at = 0;
+  for (const APInt &v : dense.getValues<APInt>()) {
+    if (at % k == 0) {
+      if (v.getSExtValue() != at / perBatch)
+        return {};
+    } else {
+      rest.push_back(v.getSExtValue());
+    }
+    ++at;
+  }
+  SmallVector<int64_t> restShape(shape);
+  restShape.back() = k - 1;
+  return DenseIntElementsAttr::get(
+      RankedTensorType::get(restShape, type.getElementType()),
+      ArrayRef<int64_t>(rest));
+}
+
 Results convertScatterND(NodeContext &c) {
   if (failed(c.requireInputs(3)))
     return failure();
@@ -421,9 +456,16 @@ Results convertScatterND(NodeContext &c) {
   if (reduction != "none" && reduction != "add" && reduction != "mul")
     return c.error() << "ScatterND reduction '" << reduction
                      << "' is not supported (none, add or mul)";
+  Value indices = c.input(1);
+  int64_t batchDims = 0;
+  if (auto rest = batchLedTuples(indices, c.input(0))) {
+    indices = c.constant(rest);
+    batchDims = 1;
+  }
   return c.build<ScatterNDOp>(
-      {c.input(0), c.input(1), c.input(2)},
-      {c.named("reduction", c.builder.getStringAttr(reduction))});
+      {c.input(0), indices, c.input(2)},
+      {c.named("reduction", c.builder.getStringAttr(reduction)),
+       c.i64("batch_dims", batchDims)});
 }
 
 } // namespace

@@ -221,15 +221,16 @@ bool gather(size_t elem, const char *in, const Index *idx, char *out,
 
 enum class ScatterReduction { None, Add, Mul };
 
-/// ScatterND: out = data, then for each of the n index tuples
-/// idx[j, 0..k) (entries wrapped by dims[0..k) when negative), the slice of
-/// `slice` elements it addresses is replaced by, added to or multiplied by
-/// updates[j, :], tuples in order. Returns false (and records an error) on
-/// an entry outside its axis.
+/// ScatterND over `batches` independent blocks (batch_dims): out = data,
+/// then in block b, for each of its n index tuples idx[b, j, 0..k) (entries
+/// wrapped by dims[0..k) when negative), the slice of `slice` elements it
+/// addresses in the block's `blockElems` is replaced by, added to or
+/// multiplied by updates[b, j, :], tuples in order. Returns false (and
+/// records an error) on an entry outside its axis.
 template <typename T>
 bool scatterND(const T *data, const int64_t *idx, const T *updates, T *out,
-               int64_t dataElems, int64_t n, int k, const int64_t *dims,
-               int64_t slice, ScatterReduction reduction);
+               int64_t batches, int64_t blockElems, int64_t n, int k,
+               const int64_t *dims, int64_t slice, ScatterReduction reduction);
 
 /// General strided copy over the output index space `shape`:
 /// out[c] = in[base + sum(c_d * inStride_d)] (strides in elements, may be

@@ -51,10 +51,11 @@ bool gather(size_t elem, const char *in, const Index *idx, char *out,
 
 template <typename T>
 bool scatterND(const T *data, const int64_t *idx, const T *updates, T *out,
-               int64_t dataElems, int64_t n, int k, const int64_t *dims,
-               int64_t slice, ScatterReduction reduction) {
-  std::vector<int64_t> at(n);
-  for (int64_t j = 0; j < n; ++j) {
+               int64_t batches, int64_t blockElems, int64_t n, int k,
+               const int64_t *dims, int64_t slice, ScatterReduction reduction) {
+  // Offsets of every tuple first: a bad one changes nothing.
+  std::vector<int64_t> at(batches * n);
+  for (int64_t j = 0; j < batches * n; ++j) {
     int64_t offset = 0;
     for (int a = 0; a < k; ++a) {
       int64_t i = idx[j * k + a];
@@ -66,11 +67,11 @@ bool scatterND(const T *data, const int64_t *idx, const T *updates, T *out,
       }
       offset = offset * dims[a] + (i < 0 ? i + dims[a] : i);
     }
-    at[j] = offset * slice;
+    at[j] = (j / (n ? n : 1)) * blockElems + offset * slice;
   }
   if (out != data)
-    std::copy(data, data + dataElems, out);
-  for (int64_t j = 0; j < n; ++j) {
+    std::copy(data, data + batches * blockElems, out);
+  for (int64_t j = 0; j < batches * n; ++j) {
     T *to = out + at[j];
     const T *from = updates + j * slice;
     for (int64_t e = 0; e < slice; ++e)
@@ -186,8 +187,8 @@ PCCRT_FOR_EACH_ELEMENT_TYPE(INSTANTIATE_TRILU)
 #undef INSTANTIATE_TRILU
 #define INSTANTIATE_SCATTER(T)                                                 \
   template bool scatterND<T>(const T *, const int64_t *, const T *, T *,       \
-                             int64_t, int64_t, int, const int64_t *, int64_t,  \
-                             ScatterReduction);
+                             int64_t, int64_t, int64_t, int, const int64_t *,  \
+                             int64_t, ScatterReduction);
 PCCRT_FOR_EACH_ELEMENT_TYPE(INSTANTIATE_SCATTER)
 #undef INSTANTIATE_SCATTER
 

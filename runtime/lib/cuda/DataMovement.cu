@@ -164,17 +164,18 @@ struct ScatterDims {
   int64_t d[kMaxRank];
 };
 
-/// A thread per slice element, over the tuples in order: the CPU's order,
-/// so repeated tuples end the same way, with no atomics. A bad tuple is
-/// recorded and skipped.
+/// A thread per (batch block, slice element), over the block's tuples in
+/// order: the CPU's order, so repeated tuples end the same way, with no
+/// atomics. A bad tuple is recorded and skipped.
 template <typename T>
-__global__ void scatterSlices(const int64_t *idx, const T *updates, T *out,
-                              int64_t n, int k, ScatterDims dims, int64_t slice,
-                              ScatterReduction reduction,
-                              DeviceErrors *errors) {
-  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < slice;
-       e += int64_t(gridDim.x) * blockDim.x) {
-    for (int64_t j = 0; j < n; ++j) {
+__global__ void
+scatterSlices(const int64_t *idx, const T *updates, T *out, int64_t batches,
+              int64_t blockElems, int64_t n, int k, ScatterDims dims,
+              int64_t slice, ScatterReduction reduction, DeviceErrors *errors) {
+  for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+       t < batches * slice; t += int64_t(gridDim.x) * blockDim.x) {
+    int64_t b = t / slice, e = t % slice;
+    for (int64_t j = b * n; j < (b + 1) * n; ++j) {
       int64_t offset = 0;
       bool ok = true;
       for (int a = 0; a < k; ++a) {
@@ -191,7 +192,7 @@ __global__ void scatterSlices(const int64_t *idx, const T *updates, T *out,
       }
       if (!ok)
         continue;
-      T &to = out[offset * slice + e];
+      T &to = out[b * blockElems + offset * slice + e];
       T from = updates[j * slice + e];
       to = reduction == ScatterReduction::Add   ? T(to + from)
            : reduction == ScatterReduction::Mul ? T(to * from)
@@ -204,20 +205,22 @@ __global__ void scatterSlices(const int64_t *idx, const T *updates, T *out,
 
 template <typename T>
 bool scatterND(const T *data, const int64_t *idx, const T *updates, T *out,
-               int64_t dataElems, int64_t n, int k, const int64_t *dims,
-               int64_t slice, ScatterReduction reduction) {
+               int64_t batches, int64_t blockElems, int64_t n, int k,
+               const int64_t *dims, int64_t slice, ScatterReduction reduction) {
   if (k > kMaxRank)
     fail("scatterND", "index tuples of more than 8 entries");
   ScatterDims d{};
   for (int a = 0; a < k; ++a)
     d.d[a] = dims[a];
+  int64_t dataElems = batches * blockElems;
   if (out != data && dataElems)
     PCC_CUDA(cudaMemcpyAsync(out, data, dataElems * sizeof(T),
                              cudaMemcpyDeviceToDevice, stream()));
-  if (n * slice == 0)
+  if (batches * n * slice == 0)
     return true;
-  scatterSlices<<<gridFor(slice), 256, 0, stream()>>>(
-      idx, updates, out, n, k, d, slice, reduction, deviceErrors());
+  scatterSlices<<<gridFor(batches * slice), 256, 0, stream()>>>(
+      idx, updates, out, batches, blockElems, n, k, d, slice, reduction,
+      deviceErrors());
   PCC_LAUNCHED();
   return true;
 }
@@ -343,8 +346,8 @@ PCCRT_FOR_EACH_INDEX_TYPE(INSTANTIATE_GATHER)
 #undef INSTANTIATE_GATHER
 #define INSTANTIATE_SCATTER(T)                                                 \
   template bool scatterND<T>(const T *, const int64_t *, const T *, T *,       \
-                             int64_t, int64_t, int, const int64_t *, int64_t,  \
-                             ScatterReduction);
+                             int64_t, int64_t, int64_t, int, const int64_t *,  \
+                             int64_t, ScatterReduction);
 PCCRT_FOR_EACH_ELEMENT_TYPE(INSTANTIATE_SCATTER)
 #undef INSTANTIATE_SCATTER
 #define INSTANTIATE_TRILU(T)                                                   \

@@ -30,18 +30,24 @@ LogicalResult Emitter::emitDataMovement(Operation *op) {
     return success();
   }
   if (auto sc = dyn_cast<ScatterNDOp>(op)) {
+    // Batch dimensions lead data and indices; each batch entry's block of
+    // data is scattered on its own.
+    int64_t b = sc.getBatchDims();
     ArrayRef<int64_t> data = typeOf(sc.getData()).getShape();
     ArrayRef<int64_t> idx = typeOf(sc.getIndices()).getShape();
     int64_t k = idx.back();
+    ArrayRef<int64_t> block = data.drop_front(b);
     std::string id = std::to_string(nextTemp++);
     StringRef r = sc.getReduction();
     os << "  static const int64_t scatterDims" << id << "[] = {"
-       << joinInts(data.take_front(k)) << "};\n  if (!scatterND<"
+       << joinInts(block.take_front(k)) << "};\n  if (!scatterND<"
        << elemType(sc.getData()) << ">(" << ptr(sc.getData()) << ", "
        << ptr(sc.getIndices()) << ", " << ptr(sc.getUpdates()) << ", "
-       << out(op) << ", " << numElements(data) << ", "
-       << numElements(idx.drop_back()) << ", " << k << ", scatterDims" << id
-       << ", " << numElements(data.drop_front(k)) << ", ScatterReduction::"
+       << out(op) << ", " << numElements(data.take_front(b)) << ", "
+       << numElements(block) << ", "
+       << numElements(idx.drop_front(b).drop_back()) << ", " << k
+       << ", scatterDims" << id << ", " << numElements(block.drop_front(k))
+       << ", ScatterReduction::"
        << (r == "add"   ? "Add"
            : r == "mul" ? "Mul"
                         : "None")

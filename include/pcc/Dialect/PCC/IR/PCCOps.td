@@ -580,11 +580,16 @@ def PCC_ScatterNDOp
     replaces (`reduction = "none"`), adds to or multiplies. Tuples apply in
     order, so a repeated tuple's last update wins. Negative entries count
     from the end of their axis; an entry outside it stops the run with an
-    error.
+    error. With `batch_dims = b`, the first b dimensions of data, indices
+    and updates are batch dimensions: each batch entry scatters into its
+    own block of data (GatherND's batch_dims; the importer finds it in
+    torch's constant tuples, whose first entry is the batch position), so
+    a batch split divides the op.
   }];
   let arguments = (ins PCC_Tensor:$data, StaticShapeTensorOf<[I64]>:$indices,
                        PCC_Tensor:$updates,
-                       DefaultValuedStrAttr<StrAttr, "none">:$reduction);
+                       DefaultValuedStrAttr<StrAttr, "none">:$reduction,
+                       DefaultValuedAttr<I64Attr, "0">:$batch_dims);
   let results = (outs PCC_Tensor:$result);
   let assemblyFormat = "$data `,` $indices `,` $updates attr-dict `:` functional-type(operands, results)";
 }

@@ -301,14 +301,21 @@ FactorRule LayerNormOp::getFactorRule() {
 FactorRule GatherOp::getFactorRule() { return gatherRule(*this, getAxis()); }
 
 FactorRule ScatterNDOp::getFactorRule() {
-  // The dimensions a slice spans split, in data, updates and the result
-  // alike; the addressed ones and the index tuples stay whole.
+  // Batch dimensions split everything alike; the dimensions a slice spans
+  // split data, updates and the result; the addressed ones and the index
+  // tuples stay whole.
   FactorRule r(*this);
-  int64_t k = shapeOf(getIndices()).back();
-  size_t tuples = r.operands[1].size() - 1;
-  for (size_t d = k; d < r.results[0].size(); ++d) {
+  int64_t b = getBatchDims(), k = shapeOf(getIndices()).back();
+  for (int64_t d = 0; d < b; ++d) {
     DimRef ref{r.add(), 1};
-    r.operands[0][d] = r.results[0][d] = r.operands[2][tuples + d - k] = ref;
+    r.operands[0][d] = r.operands[1][d] = r.operands[2][d] = r.results[0][d] =
+        ref;
+  }
+  size_t tuples = r.operands[1].size() - 1;
+  for (size_t d = b + k; d < r.results[0].size(); ++d) {
+    DimRef ref{r.add(), 1};
+    r.operands[0][d] = r.results[0][d] = r.operands[2][tuples + d - (b + k)] =
+        ref;
   }
   return r;
 }

@@ -654,15 +654,20 @@ LogicalResult ScatterNDOp::inferReturnTypes(MLIRContext *,
                              "scatter_nd reduction must be none, add or "
                              "mul, not '",
                              reduction, "'");
-  if (indices.getRank() == 0)
-    return emitOptionalError(loc, "scatter_nd indices need rank 1 or more");
+  int64_t b = adaptor.getBatchDims();
+  if (b < 0 || indices.getRank() < b + 1 || data.getRank() < b ||
+      data.getShape().take_front(b) != indices.getShape().take_front(b))
+    return emitOptionalError(loc, "scatter_nd batch_dims ", b,
+                             " do not lead both data ",
+                             shapeStr(data.getShape()), " and indices ",
+                             shapeStr(indices.getShape()));
   int64_t k = indices.getShape().back();
-  if (k < 1 || k > data.getRank())
+  if (k < 1 || k > data.getRank() - b)
     return emitOptionalError(loc, "scatter_nd index tuples of ", k,
                              " entries do not address ",
                              shapeStr(data.getShape()));
   SmallVector<int64_t> expected(indices.getShape().drop_back());
-  llvm::append_range(expected, data.getShape().drop_front(k));
+  llvm::append_range(expected, data.getShape().drop_front(b + k));
   if (updates.getShape() != ArrayRef<int64_t>(expected) ||
       updates.getElementType() != data.getElementType())
     return emitOptionalError(
