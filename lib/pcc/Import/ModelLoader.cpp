@@ -21,6 +21,7 @@
 #include <climits>
 #include <queue>
 #include <unordered_map>
+#include <unordered_set>
 
 using namespace mlir;
 
@@ -270,8 +271,53 @@ bool checkInitializers(const onnx::GraphProto &graph, llvm::StringRef modelDir,
   return true;
 }
 
+std::vector<const onnx::GraphProto *> subgraphsOf(const onnx::NodeProto &node) {
+  std::vector<const onnx::GraphProto *> graphs;
+  for (const auto &a : node.attribute()) {
+    if (a.has_g())
+      graphs.push_back(&a.g());
+    for (const auto &g : a.graphs())
+      graphs.push_back(&g);
+  }
+  return graphs;
+}
+
+void forEachGraph(const onnx::GraphProto &graph,
+                  const std::function<void(const onnx::GraphProto &)> &fn) {
+  fn(graph);
+  for (const auto &node : graph.node())
+    for (const onnx::GraphProto *sub : subgraphsOf(node))
+      forEachGraph(*sub, fn);
+}
+
+std::vector<std::string> outerReads(const onnx::GraphProto &graph) {
+  std::unordered_set<std::string> defined, seen;
+  for (const auto &in : graph.input())
+    defined.insert(in.name());
+  for (const auto &init : graph.initializer())
+    defined.insert(init.name());
+  for (const auto &node : graph.node())
+    for (const auto &out : node.output())
+      defined.insert(out);
+  std::vector<std::string> reads;
+  auto read = [&](const std::string &name) {
+    if (!name.empty() && !defined.count(name) && seen.insert(name).second)
+      reads.push_back(name);
+  };
+  for (const auto &node : graph.node()) {
+    for (const auto &in : node.input())
+      read(in);
+    for (const onnx::GraphProto *sub : subgraphsOf(node))
+      for (const std::string &name : outerReads(*sub))
+        read(name);
+  }
+  for (const auto &out : graph.output())
+    read(out.name());
+  return reads;
+}
+
 bool sortNodes(const onnx::GraphProto &graph, std::vector<int> &order,
-               const Diag &diag) {
+               const Diag &diag, bool nested) {
   std::unordered_map<std::string, int> producer;
   std::unordered_map<std::string, bool> external;
   for (const auto &in : graph.input()) {
@@ -316,12 +362,16 @@ bool sortNodes(const onnx::GraphProto &graph, std::vector<int> &order,
   std::vector<std::vector<int>> users(n);
   for (int i = 0; i < n; ++i) {
     const auto &node = graph.node(i);
-    for (const auto &in : node.input()) {
+    std::vector<std::string> reads(node.input().begin(), node.input().end());
+    for (const onnx::GraphProto *sub : subgraphsOf(node))
+      for (std::string &name : outerReads(*sub))
+        reads.push_back(std::move(name));
+    for (const auto &in : reads) {
       if (in.empty())
         continue;
       auto it = producer.find(in);
       if (it == producer.end()) {
-        if (!external.count(in)) {
+        if (!nested && !external.count(in)) {
           diag("reads undefined tensor '" + in + "'", nodeName(node, i));
           return false;
         }
@@ -353,7 +403,7 @@ bool sortNodes(const onnx::GraphProto &graph, std::vector<int> &order,
       }
   }
   for (const auto &out : graph.output()) {
-    if (!producer.count(out.name()) && !external.count(out.name())) {
+    if (!nested && !producer.count(out.name()) && !external.count(out.name())) {
       diag("graph output '" + out.name() + "' is not produced by any node", "");
       return false;
     }

@@ -42,9 +42,22 @@ bool checkInitializers(const onnx::GraphProto &graph,
                        llvm::StringRef modelDir, const Diag &diag);
 
 /// Returns node indices in dependency order; reports reads of undefined
-/// tensors and cycles.
+/// tensors and cycles. A node with subgraphs (If, Loop) depends on what its
+/// subgraphs read from outside them. With `nested`, `graph` is a subgraph:
+/// names it does not define come from the scopes around it.
 bool sortNodes(const onnx::GraphProto &graph, std::vector<int> &order,
-               const Diag &diag);
+               const Diag &diag, bool nested = false);
+
+/// The graphs held by `node`'s attributes (If's branches, Loop's body).
+std::vector<const onnx::GraphProto *> subgraphsOf(const onnx::NodeProto &node);
+
+/// Names that `graph`'s nodes, its nested subgraphs' included, read from
+/// the scopes around it.
+std::vector<std::string> outerReads(const onnx::GraphProto &graph);
+
+/// Calls `fn` on `graph` and on every graph nested in its nodes.
+void forEachGraph(const onnx::GraphProto &graph,
+                  const std::function<void(const onnx::GraphProto &)> &fn);
 
 /// Display name of node `index`: its ONNX name, or "<OpType>#index".
 std::string nodeName(const onnx::NodeProto &node, int index);

@@ -11,6 +11,7 @@
 
 #include "pcc/Import/ONNXImporter.h"
 
+#include "GraphImporter.h"
 #include "ImportContext.h"
 #include "ModelLoader.h"
 #include "OnnxAnalysis.h"
@@ -22,8 +23,6 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
-
-#include <unordered_map>
 
 using namespace mlir;
 
@@ -46,63 +45,6 @@ const llvm::StringMap<Converter> &converters() {
   }();
   return table;
 }
-
-namespace {
-
-class GraphImporter {
-public:
-  GraphImporter(MLIRContext &ctx, onnx::ModelProto &model, StringRef path,
-                int opset, bool shapesRebound)
-      : ctx(ctx), model(model), graph(*model.mutable_graph()), path(path),
-        shapesRebound(shapesRebound),
-        modelDir(llvm::sys::path::parent_path(path)), opset(opset),
-        builder(&ctx) {}
-
-  OwningOpRef<ModuleOp> run(const std::vector<int> &order);
-  /// Checks pcc's types against every static shape ONNX inferred.
-  LogicalResult crossCheckShapes(ArrayRef<onnx::ValueInfoProto> inferred);
-
-  void diag(const std::string &message, const std::string &node) {
-    emitError(node.empty() ? fileLoc() : nodeLoc(node)) << message;
-  }
-
-private:
-  Location fileLoc() { return FileLineColLoc::get(&ctx, path, 0, 0); }
-  Location nodeLoc(StringRef name) {
-    return NameLoc::get(StringAttr::get(&ctx, name));
-  }
-  Diag diagFn() {
-    return [this](const std::string &m, const std::string &n) { diag(m, n); };
-  }
-
-  FailureOr<Value> lookup(const std::string &name, Location useLoc);
-  FailureOr<Value> materializeTensor(const onnx::TensorProto &tensor,
-                                     Location loc, int64_t floatLimit = 1,
-                                     bool splatFloats = false);
-  LogicalResult importNode(const onnx::NodeProto &node, int index);
-  LogicalResult importConstantNode(const onnx::NodeProto &node, Location loc);
-  LogicalResult checkDeclaredOutput(const onnx::ValueInfoProto &info,
-                                    Value v);
-
-  MLIRContext &ctx;
-  onnx::ModelProto &model;
-  onnx::GraphProto &graph;
-  std::string path;
-  std::string modelDir;
-  /// --input-shape changed input shapes: declared output dims may be stale.
-  bool shapesRebound;
-  int opset;
-  OpBuilder builder;
-
-  std::unordered_map<std::string, Value> values;
-  std::unordered_map<std::string, const onnx::TensorProto *> initializers;
-  /// Initializers that hold another's transpose (a tied weight after
-  /// constant folding): imported as that transpose, so the tie is one
-  /// parameter to train and to count.
-  std::unordered_map<std::string, std::string> transposedCopyOf;
-  /// Outputs a converter does not produce, with the node that owns them.
-  std::unordered_map<std::string, std::string> unavailable;
-};
 
 FailureOr<Value> GraphImporter::materializeTensor(const onnx::TensorProto &t,
                                                   Location loc,
@@ -234,6 +176,10 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node,
   Location loc = nodeLoc(name);
   if (node.op_type() == "Constant" && node.domain().empty())
     return importConstantNode(node, loc);
+  if (node.op_type() == "If")
+    return importIf(node, loc);
+  if (node.op_type() == "Loop")
+    return importLoop(node, loc);
 
   SmallVector<Value> inputs;
   for (const auto &in : node.input()) {
@@ -381,7 +327,6 @@ OwningOpRef<ModuleOp> GraphImporter::run(const std::vector<int> &order) {
   return module;
 }
 
-} // namespace
 /// Old-opset forms whose meaning differs from what the converters implement;
 /// returns why the node is unsupported, or "".
 std::string legacySemantics(const onnx::NodeProto &node, int opset) {
@@ -407,10 +352,18 @@ std::string legacySemantics(const onnx::NodeProto &node, int opset) {
   return "";
 }
 
+/// Ops pcc imports without a converter: they shape the graph itself.
+bool isStructuralOp(const std::string &op) {
+  return op == "Constant" || op == "If" || op == "Loop";
+}
+
 /// Attributes no supported op takes; returns why, or "".
 std::string unsupportedAttribute(const onnx::NodeProto &node) {
   using AP = onnx::AttributeProto;
+  bool takesGraphs = node.op_type() == "If" || node.op_type() == "Loop";
   for (const auto &a : node.attribute()) {
+    if (takesGraphs && a.type() == AP::GRAPH)
+      continue;
     if (!a.ref_attr_name().empty())
       return "attribute '" + a.name() +
              "' refers to a function's attribute outside a function";
@@ -453,22 +406,41 @@ namespace {
 /// type with its domain or opset, how many nodes use it and the first of
 /// them; and the first such node's name. An empty message when there is
 /// none.
-std::pair<std::string, std::string>
-unsupportedOps(const onnx::GraphProto &graph, const std::vector<int> &order,
-               int opset) {
+/// A node with its index in its own graph (for its display name).
+using IndexedNode = std::pair<const onnx::NodeProto *, int>;
+
+/// The main graph's nodes in `order`, each followed by the nodes of its
+/// subgraphs (in their file order, nested ones likewise).
+std::vector<IndexedNode> allNodes(const onnx::GraphProto &graph,
+                                  const std::vector<int> &order) {
+  std::vector<IndexedNode> nodes;
+  std::function<void(const onnx::NodeProto &, int)> visit =
+      [&](const onnx::NodeProto &node, int index) {
+        nodes.push_back({&node, index});
+        for (const onnx::GraphProto *sub : import::subgraphsOf(node))
+          for (int i = 0; i < sub->node_size(); ++i)
+            visit(sub->node(i), i);
+      };
+  for (int index : order)
+    visit(graph.node(index), index);
+  return nodes;
+}
+
+std::pair<std::string, std::string> unsupportedOps(ArrayRef<IndexedNode> nodes,
+                                                   int opset) {
   struct Use {
     std::string op, first;
     int count = 0;
   };
   std::vector<Use> uses;
   std::unordered_map<std::string, size_t> byOp;
-  for (int index : order) {
-    const auto &node = graph.node(index);
+  for (auto [nodePtr, index] : nodes) {
+    const auto &node = *nodePtr;
     bool defaultDomain = node.domain().empty() || node.domain() == "ai.onnx";
     std::string op;
     if (!defaultDomain)
       op = "'" + node.op_type() + "' of domain '" + node.domain() + "'";
-    else if (node.op_type() != "Constant" &&
+    else if (!import::isStructuralOp(node.op_type()) &&
              !import::converters().count(node.op_type()))
       op = "'" + node.op_type() + "' (opset " + std::to_string(opset) + ")";
     if (op.empty())
@@ -493,7 +465,7 @@ unsupportedOps(const onnx::GraphProto &graph, const std::vector<int> &order,
 } // namespace
 
 std::vector<std::string> supportedOnnxOps() {
-  std::vector<std::string> ops = {"Constant"};
+  std::vector<std::string> ops = {"Constant", "If", "Loop"};
   for (const auto &entry : import::converters())
     ops.push_back(entry.getKey().str());
   llvm::sort(ops);
@@ -523,8 +495,13 @@ OwningOpRef<ModuleOp> importONNXBuffer(llvm::StringRef buffer, bool text,
     return nullptr;
   onnx::GraphProto &graph = *model.mutable_graph();
   std::string modelDir = llvm::sys::path::parent_path(modelPath).str();
-  if (!bindInputShapes(graph, options, diag) ||
-      !checkInitializers(graph, modelDir, diag))
+  if (!bindInputShapes(graph, options, diag))
+    return nullptr;
+  bool initializersOk = true;
+  forEachGraph(graph, [&](const onnx::GraphProto &g) {
+    initializersOk = initializersOk && checkInitializers(g, modelDir, diag);
+  });
+  if (!initializersOk)
     return nullptr;
   std::vector<int> order;
   if (!sortNodes(graph, order, diag))
@@ -538,13 +515,13 @@ OwningOpRef<ModuleOp> importONNXBuffer(llvm::StringRef buffer, bool text,
          "");
     return nullptr;
   }
-  if (auto [message, first] = unsupportedOps(graph, order, opset);
-      !message.empty()) {
+  std::vector<IndexedNode> nodes = allNodes(graph, order);
+  if (auto [message, first] = unsupportedOps(nodes, opset); !message.empty()) {
     diag(message, first); // "... at node 'first'"
     return nullptr;
   }
-  for (int index : order) {
-    const auto &node = graph.node(index);
+  for (auto [nodePtr, index] : nodes) {
+    const auto &node = *nodePtr;
     std::string name = nodeName(node, index);
     if (opset == 0) {
       diag("node of the default domain, but the model imports no "

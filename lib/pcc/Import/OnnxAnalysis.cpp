@@ -90,11 +90,18 @@ void limitMemory() {
   for (const auto &imp : model.opset_import())
     imports[imp.domain()] = static_cast<int>(imp.version());
   ctx.set_opset_imports(imports);
+  // The names in scope: what an If or Loop body may read from outside it.
   onnx::checker::LexicalScopeContext scope;
+  for (const auto &in : graph.input())
+    scope.add(in.name());
+  for (const auto &init : graph.initializer())
+    scope.add(init.name());
   for (size_t k = 0; k < order.size(); ++k) {
     writeAll(out, "C " + std::to_string(order[k]) + "\n");
     try {
       onnx::checker::check_node(graph.node(k), ctx, scope);
+      for (const auto &o : graph.node(k).output())
+        scope.add(o);
     } catch (const std::exception &e) {
       std::string msg = firstLine(e.what());
       writeAll(out, "E " + std::to_string(order[k]) + " " +

@@ -37,13 +37,16 @@ std::unique_ptr<WeightReader> WeightReader::open(llvm::StringRef modelPath,
                           modelPath.ends_with(".onnxtxt"), impl->model, diag))
     return nullptr;
   impl->modelDir = llvm::sys::path::parent_path(modelPath).str();
-  for (const auto &t : impl->model.graph().initializer())
-    impl->tensors[t.name()] = &t;
-  for (const auto &node : impl->model.graph().node())
+  // Subgraphs (If and Loop bodies, inlined at import) hold tensors too.
+  import::forEachGraph(impl->model.graph(), [&](const onnx::GraphProto &g) {
+    for (const auto &t : g.initializer())
+      impl->tensors[t.name()] = &t;
+  for (const auto &node : g.node())
     if (node.op_type() == "Constant" && node.output_size() == 1)
       for (const auto &a : node.attribute())
         if (a.name() == "value")
           impl->tensors[node.output(0)] = &a.t();
+});
   return std::unique_ptr<WeightReader>(new WeightReader(std::move(impl)));
 }
 

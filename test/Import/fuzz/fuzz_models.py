@@ -438,6 +438,25 @@ def seeds_single():
         "if", [helper.make_node("If", ["cond"], ["y"], then_branch=then_g,
                                 else_branch=else_g)],
         [vi("cond", [], TensorProto.BOOL), vi("x", [2])], [vi("y", [2])])))
+    # Control flow pcc inlines: an If on a constant and a Loop of 3 with a
+    # scan output, the body reading a weight from outside it.
+    s.append(("if_folded", make(
+        "if_folded", [helper.make_node("If", ["flag"], ["y"],
+                                       then_branch=then_g,
+                                       else_branch=else_g)],
+        [vi("x", [2])], [vi("y", [2])], [init("flag", np.array(True))])))
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["c_in"], ["c_out"]),
+         helper.make_node("Add", ["v_in", "w"], ["v_out"]),
+         helper.make_node("Relu", ["v_out"], ["s"])], "body",
+        [vi("i", [], TensorProto.INT64), vi("c_in", [], TensorProto.BOOL),
+         vi("v_in", [2])],
+        [vi("c_out", [], TensorProto.BOOL), vi("v_out", [2]), vi("s", [2])])
+    s.append(("loop_unrolled", make(
+        "loop_unrolled", [helper.make_node("Loop", ["n", "", "x"], ["y", "ys"],
+                                           body=body)],
+        [vi("x", [2])], [vi("y", [2]), vi("ys", [3, 2])],
+        [init("n", np.array(3, np.int64)), f32("w", [2])])))
     return s
 
 
