@@ -133,73 +133,55 @@ def make_while(out):
                [("acc", acc), ("picks", np.stack(picks).astype(np.float32))])
 
 
+def save(out, name, graph):
+    d = os.path.join(out, name)
+    os.makedirs(d, exist_ok=True)
+    onnx.save(helper.make_model(graph,
+                                opset_imports=[helper.make_opsetid("", 14)]),
+              os.path.join(d, "model.onnx"))
+
+
+def relu_body(name, suffix, loop=None):
+    """A Loop body over a [4] value: Relu, or (with `loop`) that node."""
+    f32, b = TensorProto.FLOAT, TensorProto.BOOL
+    c_in, c_out = "c_in" + suffix, "c_out" + suffix
+    v_in, v_out = "v_in" + suffix, "v_out" + suffix
+    work = loop if loop else helper.make_node("Relu", [v_in], [v_out])
+    return helper.make_graph(
+        [helper.make_node("Identity", [c_in], [c_out]), work], name,
+        [helper.make_tensor_value_info("i" + suffix, TensorProto.INT64, []),
+         helper.make_tensor_value_info(c_in, b, []),
+         helper.make_tensor_value_info(v_in, f32, [4])],
+        [helper.make_tensor_value_info(c_out, b, []),
+         helper.make_tensor_value_info(v_out, f32, [4])])
+
+
 def make_refused(out):
     f32, b = TensorProto.FLOAT, TensorProto.BOOL
+    x = [helper.make_tensor_value_info("x", f32, [4])]
+    y = [helper.make_tensor_value_info("y", f32, [4])]
     branch = lambda name, op: helper.make_graph(
         [helper.make_node(op, ["x"], [name])], name, [],
         [helper.make_tensor_value_info(name, f32, [4])])
-    graph = helper.make_graph(
+    save(out, "runtime_if", helper.make_graph(
         [helper.make_node("If", ["c"], ["y"], name="choose",
                           then_branch=branch("t", "Relu"),
                           else_branch=branch("e", "Neg"))],
-        "runtime_if",
-        [helper.make_tensor_value_info("c", b, []),
-         helper.make_tensor_value_info("x", f32, [4])],
-        [helper.make_tensor_value_info("y", f32, [4])])
-    d = os.path.join(out, "runtime_if")
-    os.makedirs(d, exist_ok=True)
-    onnx.save(helper.make_model(graph,
-                                opset_imports=[helper.make_opsetid("", 14)]),
-              os.path.join(d, "model.onnx"))
+        "runtime_if", [helper.make_tensor_value_info("c", b, [])] + x, y))
 
-    body = helper.make_graph(
-        [helper.make_node("Identity", ["c_in"], ["c_out"]),
-         helper.make_node("Relu", ["v_in"], ["v_out"])], "body",
-        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
-         helper.make_tensor_value_info("c_in", b, []),
-         helper.make_tensor_value_info("v_in", f32, [4])],
-        [helper.make_tensor_value_info("c_out", b, []),
-         helper.make_tensor_value_info("v_out", f32, [4])])
-    graph = helper.make_graph(
-        [helper.make_node("Loop", ["trips", "", "x"], ["y"], body=body,
-                          name="spin")],
-        "long_loop", [helper.make_tensor_value_info("x", f32, [4])],
-        [helper.make_tensor_value_info("y", f32, [4])],
-        [numpy_helper.from_array(np.array(10**9, np.int64), "trips")])
-    d = os.path.join(out, "long_loop")
-    os.makedirs(d, exist_ok=True)
-    onnx.save(helper.make_model(graph,
-                                opset_imports=[helper.make_opsetid("", 14)]),
-              os.path.join(d, "model.onnx"))
+    save(out, "long_loop", helper.make_graph(
+        [helper.make_node("Loop", ["trips", "", "x"], ["y"],
+                          body=relu_body("body", ""), name="spin")],
+        "long_loop", x, y,
+        [numpy_helper.from_array(np.array(10**9, np.int64), "trips")]))
 
-    inner = helper.make_graph(
-        [helper.make_node("Identity", ["c2_in"], ["c2_out"]),
-         helper.make_node("Relu", ["w_in"], ["w_out"])], "inner",
-        [helper.make_tensor_value_info("j", TensorProto.INT64, []),
-         helper.make_tensor_value_info("c2_in", b, []),
-         helper.make_tensor_value_info("w_in", f32, [4])],
-        [helper.make_tensor_value_info("c2_out", b, []),
-         helper.make_tensor_value_info("w_out", f32, [4])])
-    outer = helper.make_graph(
-        [helper.make_node("Identity", ["c_in"], ["c_out"]),
-         helper.make_node("Loop", ["thousand", "", "v_in"], ["v_out"],
-                          body=inner, name="inner")], "outer",
-        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
-         helper.make_tensor_value_info("c_in", b, []),
-         helper.make_tensor_value_info("v_in", f32, [4])],
-        [helper.make_tensor_value_info("c_out", b, []),
-         helper.make_tensor_value_info("v_out", f32, [4])])
-    graph = helper.make_graph(
-        [helper.make_node("Loop", ["thousand", "", "x"], ["y"], body=outer,
-                          name="outer")],
-        "nested", [helper.make_tensor_value_info("x", f32, [4])],
-        [helper.make_tensor_value_info("y", f32, [4])],
-        [numpy_helper.from_array(np.array(1000, np.int64), "thousand")])
-    d = os.path.join(out, "nested")
-    os.makedirs(d, exist_ok=True)
-    onnx.save(helper.make_model(graph,
-                                opset_imports=[helper.make_opsetid("", 14)]),
-              os.path.join(d, "model.onnx"))
+    inner = helper.make_node("Loop", ["thousand", "", "v_in"], ["v_out"],
+                             body=relu_body("inner", "2"), name="inner")
+    save(out, "nested", helper.make_graph(
+        [helper.make_node("Loop", ["thousand", "", "x"], ["y"],
+                          body=relu_body("outer", "", inner), name="outer")],
+        "nested", x, y,
+        [numpy_helper.from_array(np.array(1000, np.int64), "thousand")]))
 
 
 def main(out):

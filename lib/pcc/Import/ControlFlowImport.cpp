@@ -178,17 +178,10 @@ LogicalResult GraphImporter::importLoop(const onnx::NodeProto &node,
                           << "match the node's " << node.input_size()
                           << " inputs";
 
-  SmallVector<Value> inputs;
-  for (const auto &in : node.input()) {
-    if (in.empty()) {
-      inputs.push_back(Value());
-      continue;
-    }
-    auto v = lookup(in, loc);
-    if (failed(v))
-      return failure();
-    inputs.push_back(*v);
-  }
+  auto looked = lookupInputs(node, loc);
+  if (failed(looked))
+    return failure();
+  SmallVector<Value> &inputs = *looked;
   std::optional<int64_t> tripCount;
   if (inputs[0]) {
     tripCount = foldedScalar(inputs[0]);

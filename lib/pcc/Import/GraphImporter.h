@@ -51,6 +51,9 @@ private:
     return [this](const std::string &m, const std::string &n) { diag(m, n); };
   }
 
+  /// The values of `node`'s inputs, null for omitted optional ones.
+  mlir::FailureOr<mlir::SmallVector<mlir::Value>>
+  lookupInputs(const onnx::NodeProto &node, mlir::Location loc);
   mlir::FailureOr<mlir::Value> lookup(const std::string &name,
                                       mlir::Location useLoc);
   mlir::FailureOr<mlir::Value>

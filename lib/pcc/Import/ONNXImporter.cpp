@@ -170,17 +170,8 @@ LogicalResult GraphImporter::importConstantNode(const onnx::NodeProto &node,
   return success();
 }
 
-LogicalResult GraphImporter::importNode(const onnx::NodeProto &node,
-                                        int index) {
-  std::string name = nodeName(node, index);
-  Location loc = nodeLoc(name);
-  if (node.op_type() == "Constant" && node.domain().empty())
-    return importConstantNode(node, loc);
-  if (node.op_type() == "If")
-    return importIf(node, loc);
-  if (node.op_type() == "Loop")
-    return importLoop(node, loc);
-
+FailureOr<SmallVector<Value>>
+GraphImporter::lookupInputs(const onnx::NodeProto &node, Location loc) {
   SmallVector<Value> inputs;
   for (const auto &in : node.input()) {
     if (in.empty()) {
@@ -192,8 +183,25 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node,
       return failure();
     inputs.push_back(*v);
   }
+  return inputs;
+}
+
+LogicalResult GraphImporter::importNode(const onnx::NodeProto &node,
+                                        int index) {
+  std::string name = nodeName(node, index);
+  Location loc = nodeLoc(name);
+  if (node.op_type() == "Constant" && node.domain().empty())
+    return importConstantNode(node, loc);
+  if (node.op_type() == "If")
+    return importIf(node, loc);
+  if (node.op_type() == "Loop")
+    return importLoop(node, loc);
+
+  auto inputs = lookupInputs(node, loc);
+  if (failed(inputs))
+    return failure();
   const Converter &convert = converters().find(node.op_type())->second;
-  NodeContext context(node, builder, loc, inputs, opset);
+  NodeContext context(node, builder, loc, *inputs, opset);
   auto results = convert(context);
   if (failed(results))
     return failure();
