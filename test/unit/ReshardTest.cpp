@@ -207,9 +207,10 @@ TEST(Reshard, EveryPairEndsAtTheTargetThroughConsistentSteps) {
       bool onlyAdds = from.partial == to.partial;
       for (auto [f, t] : llvm::zip(from.dims, to.dims))
         onlyAdds &= f.axes.empty() || f == t;
-      if (onlyAdds)
+      if (onlyAdds) {
         for (const ReshardStep &s : steps)
           EXPECT_EQ(s.kind, ReshardKind::AllSlice);
+      }
     }
 }
 

@@ -27,9 +27,8 @@ public:
   GraphImporter(mlir::MLIRContext &ctx, onnx::ModelProto &model,
                 llvm::StringRef path, int opset, bool shapesRebound)
       : ctx(ctx), model(model), graph(*model.mutable_graph()), path(path),
-        shapesRebound(shapesRebound),
-        modelDir(llvm::sys::path::parent_path(path)), opset(opset),
-        builder(&ctx) {}
+        modelDir(llvm::sys::path::parent_path(path)),
+        shapesRebound(shapesRebound), opset(opset), builder(&ctx) {}
 
   mlir::OwningOpRef<mlir::ModuleOp> run(const std::vector<int> &order);
   /// Checks pcc's types against every static shape ONNX inferred.

@@ -42,7 +42,10 @@ void reduce(ReduceKind kind, const T *x, T *y, int64_t outer, int64_t n,
       case ReduceKind::Prod:
         acc = 1;
         for (int64_t k = 0; k < n; ++k)
-          acc *= xp[k * inner];
+          if constexpr (std::is_same_v<Acc, bool>)
+            acc = acc && xp[k * inner]; // a product of booleans
+          else
+            acc *= xp[k * inner];
         break;
       default:
         acc = 0;
