@@ -36,7 +36,10 @@ FAMILIES = [
     ("tp megatron x dp", "--tp 2 --tp-layout megatron --dp {h}"),
     ("tp x sp", "--tp 2 --sp 2 --dp {q}"),
 ]
-TRAIN_ONLY = [("recompute", "--recompute full"), ("no recompute", "--recompute none")]
+TRAIN_ONLY = [("recompute", "--recompute full"), ("no recompute", "--recompute none"),
+              ("no zero", "--zero 0"), ("data zero1", "--dp {n} --zero 1"),
+              ("data zero3", "--dp {n} --zero 3"),
+              ("pipeline zero1", "--pp {h} --dp 2 --zero 1")]
 
 
 def plan(pcc, model, devices, cluster, train, flags):

@@ -355,6 +355,20 @@ def main():
             line += " collectives: " + " ".join(
                 f"{k}={compiled.get(k, 0)}"
                 for k in ("all_reduce", "reduce_scatter", "all_gather"))
+            # What `pcc plan --train` predicts for the same flags (a plan
+            # searches ZeRO stages; compiling applies one only when asked).
+            report = json.loads(subprocess.run(
+                ["pcc", "plan", os.path.join(workdir, "model.onnx"),
+                 "--train", "--cluster", "dgx-a100", "--format", "json"] +
+                flags + ([] if zero else ["--zero", "0"]), check=True, stdout=subprocess.PIPE,
+                text=True).stdout)
+            predicted = {}
+            for c in report["collectives"]:
+                predicted[c["kind"]] = (predicted.get(c["kind"], 0) +
+                                        c["count_per_step"])
+            line += " predicted: " + " ".join(
+                f"{k}={predicted.get(k, 0)}"
+                for k in ("all_reduce", "reduce_scatter", "all_gather"))
         if args.export and params_ok:
             # pcc export: the model with the saved initializers, whose
             # values are PyTorch's trained parameters.

@@ -158,6 +158,12 @@ cl::opt<bool> train("train",
                     cl::desc("Compile (or plan) a training step: forward, "
                              "loss, backward and optimizer update"),
                     COMPILE_AND_PLAN);
+cl::opt<int> zeroStage(
+    "zero",
+    cl::desc("Training: ZeRO stage over dp (DeepSpeed's): 1 and 2 split "
+             "optimizer states, 3 parameters too (0: none; compiling "
+             "defaults to none, planning searches 0, 1 and 3)"),
+    cl::init(0), COMPILE_AND_PLAN);
 /// Options of compiling a training step (--train).
 #define COMPILE_ONLY cl::sub(cl::SubCommand::getTopLevel()), cl::cat(pccCategory)
 cl::opt<std::string> optimizerName(
@@ -182,10 +188,7 @@ cl::opt<std::string> betas("betas", cl::desc("AdamW betas B1,B2 (default "
                            cl::init(""), COMPILE_ONLY);
 cl::opt<double> adamEps("eps", cl::desc("AdamW epsilon (default 1e-8)"),
                         cl::init(1e-8), COMPILE_ONLY);
-cl::opt<int> zeroStage(
-    "zero", cl::desc("Training: ZeRO stage over dp (DeepSpeed's): 1 and 2 "
-                     "split optimizer states, 3 parameters too"),
-    cl::init(0), COMPILE_ONLY);
+
 cl::list<std::string> freezeNames(
     "freeze", cl::desc("Training: initializers not to train"),
     cl::CommaSeparated, COMPILE_ONLY);
@@ -428,6 +431,14 @@ Expected<pcc::PlanOptions> planOptions() {
                "'");
   if (o.recompute && !o.train)
     return err("--recompute needs --train");
+  if (zeroStage < 0 || zeroStage > 3)
+    return err("--zero must be a ZeRO stage 0, 1, 2 or 3, got " +
+               Twine(int(zeroStage)));
+  if (zeroStage.getNumOccurrences() && !o.train)
+    return err("--zero needs --train");
+  // Compiling applies ZeRO only when asked; a plan searches the stages.
+  if (zeroStage.getNumOccurrences() || !planCmd)
+    o.zero = zeroStage;
   return o;
 }
 
@@ -480,9 +491,6 @@ Expected<pcc::TrainOptions> trainOptions() {
     return err("--momentum is SGD's; AdamW takes --betas");
   for (const std::string &n : freezeNames)
     o.freeze.push_back(n);
-  if (zeroStage < 0 || zeroStage > 3)
-    return err("--zero must be a ZeRO stage 1, 2 or 3, got " +
-               Twine(int(zeroStage)));
   return o;
 }
 

@@ -41,6 +41,9 @@ struct PlanNode {
   /// Elements of the weights this node reads first (a weight shared by
   /// several nodes counts once).
   double params = 0;
+  /// How many weight tensors those are (ZeRO moves each with its own
+  /// collective).
+  int weightTensors = 0;
   /// Elementwise chains run as one fused loop (as pcc's code generator
   /// emits them): a result read only by the next elementwise op is never
   /// written to memory, and that operand never read back.

@@ -3,10 +3,10 @@
 // The search: every factorisation of the devices into data x pipeline x
 // tensor x sequence groups, the tensor group 1D (t), 2D (q x q), 2.5D
 // (q x q x d) or 3D (q x q x q); every microbatch size; with and without
-// activation recompute when training. Per-op layouts on a 1D tensor axis
-// come from the exact search (ShardingSearch.h): candidates are priced on
-// a seed layout (searched once per tensor size, recompute setting and batch
-// split, weights priced rather than budgeted), and the fastest few are
+// activation recompute and ZeRO stages when training. Per-op layouts on a 1D
+// tensor axis come from the exact search (ShardingSearch.h): candidates are
+// priced on a seed layout (searched once per tensor size, recompute setting and
+// batch split, weights priced rather than budgeted), and the fastest few are
 // searched again on their own and keep the better of the two; 2D/2.5D/3D
 // linear layers follow Colossal-AI's algorithms (SUMMA, Tesseract, 3D
 // matmul) and are costed in closed form. Pipeline stages are contiguous runs
@@ -44,6 +44,9 @@ struct PlanOptions {
   bool train = false;
   /// Activation recompute when training: unset = searched.
   std::optional<bool> recompute;
+  /// ZeRO stage over dp when training (0 none, 1/2 optimizer state split,
+  /// 3 parameters too): unset = searched.
+  std::optional<int64_t> zero;
   /// Forced degrees (0 = searched) and tensor mode.
   int64_t dp = 0, pp = 0, tp = 0, sp = 0, microbatches = 0;
   std::optional<TensorMode> tpMode;
@@ -92,6 +95,8 @@ struct PlanCandidate {
   /// 2D/2.5D/3D grid: q x q (x depth).
   int64_t q = 1, depth = 1;
   bool recompute = false;
+  /// ZeRO stage over dp (training with dp > 1 only).
+  int64_t zero = 0;
   /// Predicted seconds per step (one batch; forward + backward + optimizer
   /// when training) and its parts.
   double stepTime = 0, compute = 0, comm = 0, bubble = 0, dataParallel = 0,

@@ -375,6 +375,7 @@ PlanGraph buildPlanGraph(func::FuncOp fn, bool gpuKernels) {
         if (!weightSeen[def] && isa<FloatType>(type.getElementType())) {
           weightSeen[def] = true;
           node.params += double(type.getNumElements());
+          ++node.weightTensors;
         }
       } else if (def && isa<ConstantOp>(def)) {
         activationOperands = false;

@@ -120,6 +120,35 @@ struct CollectiveSummary {
   int64_t count = 0;
 };
 
+struct ZeroTensors {
+  int64_t weights = 0, backward = 0;
+  double bytes = 0;
+};
+
+/// The weight tensors of the pipeline stage with the most of them, those
+/// a backward pass reads again (a linear layer's, for its input's
+/// gradient), and their bytes per device.
+ZeroTensors zeroTensors(const PlanGraph &g, const PlanCandidate &c) {
+  ZeroTensors best;
+  for (size_t s = 0; s < c.stageBegin.size(); ++s) {
+    int end =
+        s + 1 < c.stageBegin.size() ? c.stageBegin[s + 1] : int(g.nodes.size());
+    ZeroTensors t;
+    for (int i = c.stageBegin[s]; i < end; ++i) {
+      const PlanNode &node = g.nodes[i];
+      t.weights += node.weightTensors;
+      t.bytes += node.params * g.elementBytes;
+      bool inputGradient = llvm::any_of(
+          node.producers, [](int producer) { return producer >= 0; });
+      t.backward += node.linear && inputGradient && node.weightTensors;
+    }
+    if (t.weights > best.weights)
+      best = t;
+  }
+  best.bytes = best.bytes / double(c.tp);
+  return best;
+}
+
 /// Every collective one step runs, grouped by kind, axis and size.
 std::vector<CollectiveSummary> collectives(const PlanGraph &g,
                                            const PlanOptions &o,
@@ -154,9 +183,24 @@ std::vector<CollectiveSummary> collectives(const PlanGraph &g,
         formatv("{0} (stage {1} to {2})", g.nodes[t.producer].name, t.from,
                 t.to)
             .str());
-  if (c.dataParallel > 0)
+  if (c.dataParallel > 0 && !c.zero)
     add("all_reduce", c.sp > 1 ? "dp x sp" : "dp", c.weightMemory,
         c.dataParallel, 1, "gradients");
+  if (c.dataParallel > 0 && c.zero) {
+    // One collective per weight tensor of the fullest stage (as
+    // Planner.cpp prices them): gradients reduce-scattered once a step,
+    // parameters gathered after the update (stages 1, 2) or before each
+    // forward and backward use of every microbatch (stage 3).
+    ZeroTensors t = zeroTensors(g, c);
+    int64_t tensors = std::max<int64_t>(t.weights, 1);
+    int64_t gathers =
+        c.zero >= 3 ? c.microbatches * (t.weights + t.backward) : t.weights;
+    double half = c.dataParallel / 2, each = t.bytes / double(tensors);
+    add("reduce_scatter", "dp", each, half / double(tensors), t.weights,
+        "gradients");
+    add("all_gather", "dp", each, half / double(std::max<int64_t>(gathers, 1)),
+        gathers, c.zero >= 3 ? "parameters before use" : "parameters");
+  }
   std::vector<CollectiveSummary> out;
   for (auto &[k, s] : m)
     out.push_back(s);
@@ -255,16 +299,19 @@ void printPlanText(raw_ostream &os, const PlanGraph &g,
                 tensorModeName(b.mode));
   if (b.mode != TensorMode::OneD && b.tp > 1)
     os << formatv(", q={0}, depth={1}", b.q, b.depth);
-  os << formatv(") sp={0}; microbatches {1} of {2}; recompute {3}; "
-                "compiles and runs here: {4}\n",
-                b.sp, b.microbatches, g.batch / (b.dp * b.microbatches),
-                b.recompute ? "full" : "none", b.runnable ? "yes" : "no");
+  os << formatv(") sp={0}; microbatches {1} of {2}; recompute {3}; ", b.sp,
+                b.microbatches, g.batch / (b.dp * b.microbatches),
+                b.recompute ? "full" : "none");
+  if (o.train && b.dp > 1)
+    os << formatv("ZeRO {0}; ", b.zero ? std::to_string(b.zero) : "none");
+  os << formatv("compiles and runs here: {0}\n", b.runnable ? "yes" : "no");
   os << formatv("predicted step: {0} = compute {1} + communication {2} + "
                 "bubble {3}",
                 seconds(b.stepTime), seconds(b.compute), seconds(b.comm),
                 seconds(b.bubble));
   if (o.train)
-    os << formatv(" + gradient all-reduce {0} + optimizer {1}",
+    os << formatv(" + gradient {0} {1} + optimizer {2}",
+                  b.zero ? "reduce-scatter/all-gather" : "all-reduce",
                   seconds(b.dataParallel), seconds(b.optimizer));
   os << "\n";
   os << formatv("throughput: {0:F2} TFLOP/s per device ({1:P1} of {2} "
@@ -353,20 +400,20 @@ static json::Object candidateJSON(const PlanGraph &g, const PlanCandidate &c) {
                             {"q", c.q},
                             {"depth", c.depth},
                             {"sp", c.sp},
-                            {"sp_mode", sequenceModeName(c.spMode)}}},
+                            {"sp_mode", sequenceModeName(c.spMode)},
+                            {"zero", c.zero}}},
       {"microbatches", c.microbatches},
       {"microbatch_size", g.batch / (c.dp * c.microbatches)},
       {"recompute", c.recompute},
       {"runnable", c.runnable},
       {"fits", c.fits},
-      {"predicted",
-       json::Object{{"step_time_s", c.stepTime},
-                    {"compute_s", c.compute},
-                    {"communication_s", c.comm},
-                    {"bubble_s", c.bubble},
-                    {"gradient_allreduce_s", c.dataParallel},
-                    {"optimizer_s", c.optimizer},
-                    {"tflops_per_device", c.tflopsPerDevice}}},
+      {"predicted", json::Object{{"step_time_s", c.stepTime},
+                                 {"compute_s", c.compute},
+                                 {"communication_s", c.comm},
+                                 {"bubble_s", c.bubble},
+                                 {"gradient_allreduce_s", c.dataParallel},
+                                 {"optimizer_s", c.optimizer},
+                                 {"tflops_per_device", c.tflopsPerDevice}}},
       {"memory_per_device_bytes",
        json::Object{{"total", c.memory},
                     {"weights", c.weightMemory},

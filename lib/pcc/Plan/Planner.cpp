@@ -67,6 +67,14 @@ struct StageSummary {
   double compute = 0, comm = 0, weightBytes = 0, resultBytes = 0,
          inputBytes = 0, largestUnitBytes = 0,
          gradSync = 0;
+  /// Weight tensors, and those (and their bytes) the backward pass reads
+  /// again (a linear layer's weight for its input's gradient): what ZeRO-3
+  /// gathers, per microbatch. The largest unit's weights: its gather
+  /// buffer.
+  int64_t weightTensors = 0, backwardTensors = 0;
+  double backwardWeightBytes = 0, largestUnitWeightBytes = 0;
+  /// Activation bytes the stage holds at its peak.
+  double activations = 0;
 };
 
 } // namespace
@@ -113,6 +121,7 @@ ParallelPlan PlanCandidate::toPlan(bool train) const {
   p.microbatches = microbatches;
   p.train = train;
   p.recompute = recompute;
+  p.zero = zero;
   return p;
 }
 
@@ -132,6 +141,8 @@ std::string PlanCandidate::label() const {
   s += llvm::formatv(" mb{0}", microbatches);
   if (recompute)
     s += " recompute";
+  if (zero)
+    s += llvm::formatv(" zero{0}", zero);
   return s;
 }
 
@@ -176,6 +187,7 @@ public:
 
 private:
   using GridShape = std::pair<int64_t, int64_t>;
+  struct Stages;
 
   /// Whether the back end runs `p` (PlanOptions::cannotRun).
   bool runs(const ParallelPlan &p) const {
@@ -186,6 +198,12 @@ private:
   bool partRuns(int64_t pp, int64_t sp, int64_t tp, TensorMode mode) const;
   SmallVector<TensorMode, 4> tensorModes() const;
   SmallVector<bool, 2> recomputeChoices() const;
+  /// ZeRO stages to price over `dp` replicas (2 compiles as 1 does: pcc
+  /// reduce-scatters gradients at both).
+  SmallVector<int64_t, 3> zeroChoices(int64_t dp) const;
+  /// Bytes one parameter costs a device: itself, its gradient and, when
+  /// training, the optimizer's state, split over `dp` as ZeRO `zero` says.
+  double bytesPerParam(int64_t zero, int64_t dp) const;
   /// The candidate families, outermost first.
   void enumerate();
   void enumerateTensor(int64_t pp, int64_t tg, TensorMode mode,
@@ -204,7 +222,8 @@ private:
   PlanCandidate evaluate(int64_t pp, int64_t tg, TensorMode mode,
                          GridShape grid, TensorLayouts scheme, int64_t sp,
                          SequenceMode spMode, int64_t dp, int64_t m,
-                         bool recompute, Pricing pricing);
+                         bool recompute, int64_t zero, Pricing pricing,
+                         Stages *stagesOut = nullptr);
   /// Where 1D layouts of `tg` devices may come from next to `sp`.
   SmallVector<TensorLayouts, 3> layoutSources(int64_t tg, TensorMode mode,
                                               int64_t sp) const;
@@ -220,13 +239,21 @@ private:
     /// Bytes a block copy passes to the next, and the largest per-stage
     /// gradient sync.
     double boundary = 0, maxGradSync = 0;
+    /// Every stage (for the gradient sync ZeRO prices per stage).
+    std::vector<StageSummary> all;
   };
   /// Balances units over the candidate's stages and fills its memory and
   /// stage starts (`sequence`: the sp axis's layouts, if any).
   Stages priceStages(PlanCandidate &c, const SearchResult &layout,
                      const SearchResult *sequence, double cw, double cc);
-  /// Training: the gradient all-reduce over replicas and the optimizer step.
-  void priceTraining(PlanCandidate &c, double maxGradSync) const;
+  /// The candidate's memory per device from its stages (and ZeRO stage).
+  void priceMemory(PlanCandidate &c, const Stages &stages) const;
+  /// `base` (priced with its stages) under ZeRO stage `zero` instead.
+  PlanCandidate withZero(const PlanCandidate &base, const Stages &stages,
+                         int64_t zero) const;
+  /// Training: the gradients' sum over replicas (ZeRO: reduce-scattered,
+  /// parameters all-gathered) and the optimizer step.
+  void priceTraining(PlanCandidate &c, const Stages &stages) const;
   /// Tells PlanOptions::progress, at most every 0.1 s unless `done`.
   void report(bool done = false);
   /// Re-searches the fastest candidates exactly and re-ranks.
@@ -390,6 +417,22 @@ PlanSearch::layoutSources(int64_t tg, TensorMode mode, int64_t sp) const {
       out.push_back(TensorLayouts::MegatronSequence);
   }
   return out;
+}
+
+SmallVector<int64_t, 3> PlanSearch::zeroChoices(int64_t dp) const {
+  if (!opt.train || dp == 1)
+    return {0};
+  if (opt.zero)
+    return {*opt.zero};
+  return {0, 1, 3};
+}
+
+double PlanSearch::bytesPerParam(int64_t zero, int64_t dp) const {
+  if (!opt.train)
+    return eb;
+  double optimizerState = stateBytesPerParam - 2 * eb;
+  return eb / double(zero >= 3 ? dp : 1) + eb +
+         optimizerState / double(zero >= 1 ? dp : 1);
 }
 
 SmallVector<bool, 2> PlanSearch::recomputeChoices() const {
@@ -625,7 +668,8 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
   // up to what that one does.
   struct UnitSum {
     double compute = 0, comm = 0, weightBytes = 0, gradSync = 0,
-           resultBytes = 0;
+           resultBytes = 0, backwardWeightBytes = 0;
+    int64_t weightTensors = 0, backwardTensors = 0;
   };
   std::vector<UnitSum> sums(units.size());
   std::vector<double> unitTime(units.size());
@@ -643,6 +687,16 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
         sum.weightBytes += nc.weightBytes;
         sum.gradSync += nc.gradSync;
         sum.resultBytes += nc.resultBytes;
+        const PlanNode &node = g.nodes[i];
+        sum.weightTensors += node.weightTensors;
+        // The input's gradient reads a linear layer's weight again unless
+        // that input is the model's own (no gradient to make).
+        bool inputGradient = llvm::any_of(
+            node.producers, [](int producer) { return producer >= 0; });
+        if (node.linear && inputGradient && node.weightTensors) {
+          sum.backwardTensors += 1;
+          sum.backwardWeightBytes += nc.weightBytes;
+        }
       }
     }
     unitTime[u] = cw * sums[u].compute + cc * sums[u].comm;
@@ -650,7 +704,6 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
   std::vector<int> starts = balanceStages(unitTime, pp);
   Stages out;
   out.boundary = blockBoundaryBytes(g, layout);
-  double maxWeights = 0, maxActivations = 0;
   for (size_t s = 0; s < starts.size(); ++s) {
     int end = s + 1 < starts.size() ? starts[s + 1] : units.size();
     StageSummary st;
@@ -662,6 +715,11 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
       st.comm += sum.comm;
       st.weightBytes += sum.weightBytes;
       st.gradSync += sum.gradSync;
+      st.weightTensors += sum.weightTensors;
+      st.backwardTensors += sum.backwardTensors;
+      st.backwardWeightBytes += sum.backwardWeightBytes;
+      st.largestUnitWeightBytes =
+          std::max(st.largestUnitWeightBytes, sum.weightBytes);
       double unitBytes = sum.resultBytes;
       st.resultBytes += unitBytes;
       st.largestUnitBytes = std::max(st.largestUnitBytes, unitBytes);
@@ -676,43 +734,105 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
                           : c.recompute ? inFlight * st.inputBytes +
                                               st.largestUnitBytes
                                         : inFlight * st.resultBytes;
-    maxWeights = std::max(maxWeights, st.weightBytes);
-    maxActivations = std::max(maxActivations, activations);
+    st.activations = activations;
     out.maxGradSync = std::max(out.maxGradSync, st.gradSync);
-    double mem = st.weightBytes * (opt.train ? stateBytesPerParam / eb : 1) +
-                 activations;
-    c.memory = std::max(c.memory, mem);
     if (time > out.worstTime) {
       out.worstTime = time;
       out.worst = st;
     }
     c.stageBegin.push_back(units[starts[s]].first);
+    out.all.push_back(st);
   }
-  c.weightMemory = maxWeights;
-  c.stateMemory = opt.train ? maxWeights * (stateBytesPerParam / eb - 1) : 0;
-  c.activationMemory = maxActivations;
   return out;
 }
 
-void PlanSearch::priceTraining(PlanCandidate &c, double maxGradSync) const {
+void PlanSearch::priceMemory(PlanCandidate &c, const Stages &stages) const {
+  // Stored per device: ZeRO-3 keeps 1/dp of each parameter.
+  double stored = c.zero >= 3 ? 1.0 / double(c.dp) : 1.0;
+  double maxWeights = 0;
+  c.memory = c.activationMemory = 0;
+  for (const StageSummary &st : stages.all) {
+    // ZeRO-3 gathers a unit's weights before use: a buffer of the largest.
+    double gathered = c.zero >= 3 ? st.largestUnitWeightBytes : 0;
+    c.memory =
+        std::max(c.memory, st.weightBytes * bytesPerParam(c.zero, c.dp) / eb +
+                               st.activations + gathered);
+    maxWeights = std::max(maxWeights, st.weightBytes);
+    c.activationMemory = std::max(c.activationMemory, st.activations);
+  }
+  c.weightMemory = maxWeights * stored;
+  c.stateMemory =
+      opt.train ? maxWeights * (bytesPerParam(c.zero, c.dp) / eb - stored) : 0;
+}
+
+PlanCandidate PlanSearch::withZero(const PlanCandidate &base,
+                                   const Stages &stages, int64_t zero) const {
+  PlanCandidate c = base;
+  c.zero = zero;
+  c.runnable = runs(c.toPlan(opt.train));
+  priceMemory(c, stages);
+  priceTraining(c, stages);
+  c.stepTime +=
+      c.dataParallel + c.optimizer - base.dataParallel - base.optimizer;
+  c.tflopsPerDevice = c.flopsPerDevice / c.stepTime / 1e12;
+  c.fits = c.memory <= usable && (!c.layout || c.layout->feasible) &&
+           (base.fits || base.memory > usable);
+  return c;
+}
+
+void PlanSearch::priceTraining(PlanCandidate &c, const Stages &stages) const {
   // Gradients are summed over every replica of a weight: data and sequence
   // groups (and the 2.5D depth).
   bool deep = c.mode == TensorMode::TwoPointFiveD;
   int64_t replicas = c.dp * c.sp * (deep ? c.depth : 1);
   bool cross = groupCrossesNodes(c.tp, c.dp * c.sp, cluster) ||
                (deep && groupCrossesNodes(c.q * c.q, c.depth, cluster));
-  c.dataParallel = cost.collectiveTime(CollectiveKind::AllReduce,
-                                       c.weightMemory, replicas, cross) +
-                   maxGradSync;
-  double params = c.weightMemory / eb;
-  c.optimizer =
-      cost.kernelTime(12 * params, 2 * stateBytesPerParam * params);
+  // Without ZeRO the update reads each gradient summed: one bucketed
+  // all-reduce (pcc-bucket-gradients). With it, each gradient is
+  // reduce-scattered onto the dp device that updates its part and each
+  // parameter all-gathered again (stages 1 and 2) or before each forward
+  // and backward use, per microbatch (stage 3): one collective per tensor.
+  // The sum over other replicas (sp, 2.5D depth) stays an all-reduce.
+  double sync = 0, bytes = 0;
+  for (const StageSummary &st : stages.all) {
+    bytes = std::max(bytes, st.weightBytes);
+    if (!c.zero) {
+      sync =
+          std::max(sync, cost.collectiveTime(CollectiveKind::AllReduce,
+                                             st.weightBytes, replicas, cross));
+      continue;
+    }
+    bool dpCross = groupCrossesNodes(c.tp * c.sp, c.dp, cluster);
+    auto each = [&](CollectiveKind kind, double size, int64_t count) {
+      return double(count) *
+             cost.collectiveTime(kind,
+                                 size / double(std::max<int64_t>(count, 1)),
+                                 c.dp, dpCross);
+    };
+    double t =
+        each(CollectiveKind::ReduceScatter, st.weightBytes, st.weightTensors) +
+        cost.collectiveTime(CollectiveKind::AllReduce, st.weightBytes,
+                            replicas / c.dp, cross);
+    if (c.zero >= 3)
+      t += double(c.microbatches) *
+           (each(CollectiveKind::AllGather, st.weightBytes, st.weightTensors) +
+            each(CollectiveKind::AllGather, st.backwardWeightBytes,
+                 st.backwardTensors));
+    else
+      t += each(CollectiveKind::AllGather, st.weightBytes, st.weightTensors);
+    sync = std::max(sync, t);
+  }
+  c.dataParallel = sync + stages.maxGradSync;
+  // The update runs on each device's part of every parameter under ZeRO.
+  double params = bytes / eb / double(c.zero ? c.dp : 1);
+  c.optimizer = cost.kernelTime(12 * params, 2 * stateBytesPerParam * params);
 }
 
 PlanCandidate PlanSearch::evaluate(int64_t pp, int64_t tg, TensorMode mode,
                                    GridShape grid, TensorLayouts scheme,
                                    int64_t sp, SequenceMode spMode, int64_t dp,
-                                   int64_t m, bool recompute, Pricing pricing) {
+                                   int64_t m, bool recompute, int64_t zero,
+                                   Pricing pricing, Stages *stagesOut) {
   double scale = 1.0 / double(dp * m * sp);
   double cw = opt.train ? (recompute ? 4 : 3) : 1;
   double cc = opt.train ? (recompute ? 3 : 2) : 1;
@@ -730,6 +850,7 @@ PlanCandidate PlanSearch::evaluate(int64_t pp, int64_t tg, TensorMode mode,
   c.q = grid.first;
   c.depth = grid.second;
   c.recompute = recompute;
+  c.zero = zero;
   c.layout = layout;
   c.runnable = runs(c.toPlan(opt.train));
 
@@ -757,13 +878,16 @@ PlanCandidate PlanSearch::evaluate(int64_t pp, int64_t tg, TensorMode mode,
   c.compute = double(m) * cw * worst.compute;
   c.comm = double(m) * (cc * worst.comm + p2p);
   c.bubble = double(pp - 1) * perMicrobatch;
+  priceMemory(c, stages);
   if (opt.train)
-    priceTraining(c, stages.maxGradSync);
+    priceTraining(c, stages);
   c.stepTime =
       double(m + pp - 1) * perMicrobatch + c.dataParallel + c.optimizer;
   c.flopsPerDevice = g.totalFlops * cw / double(n);
   c.tflopsPerDevice = c.flopsPerDevice / c.stepTime / 1e12;
   c.fits = c.memory <= usable && layout->feasible;
+  if (stagesOut)
+    *stagesOut = std::move(stages);
   return c;
 }
 
@@ -822,7 +946,7 @@ void PlanSearch::enumerateTensor(int64_t pp, int64_t tg, TensorMode mode,
       continue;
     // Cheap memory bound before any layout work: weights (and training
     // state) spread perfectly over pipeline and tensor groups.
-    double perParam = opt.train ? stateBytesPerParam : eb;
+    double perParam = bytesPerParam(zeroChoices(dp).back(), dp);
     if (double need = g.totalParams * perParam / double(pp * tg);
         need > usable) {
       ++plan.infeasible;
@@ -864,13 +988,22 @@ void PlanSearch::enumerateBatch(int64_t pp, int64_t tg, TensorMode mode,
         if (scheme != TensorLayouts::Planned && !opt.layoutScheme &&
             batchSplit && !schemeStacks(scheme, dp, tg))
           continue;
-        ++plan.evaluated;
-        PlanCandidate c = evaluate(pp, tg, mode, grid, scheme, sp, spMode, dp,
-                                   m, recompute, Pricing::Priced);
-        // Layouts are big; only the finalists keep theirs.
-        c.layout = nullptr;
-        c.sequenceLayout = nullptr;
-        (c.fits ? feasible : rejected).push_back(std::move(c));
+        // ZeRO changes only memory and the gradient sync: each stage is a
+        // copy of one evaluation, repriced.
+        SmallVector<int64_t, 3> zeros = zeroChoices(dp);
+        Stages stages;
+        PlanCandidate base =
+            evaluate(pp, tg, mode, grid, scheme, sp, spMode, dp, m, recompute,
+                     zeros.front(), Pricing::Priced, &stages);
+        for (int64_t zero : zeros) {
+          ++plan.evaluated;
+          PlanCandidate c =
+              zero == base.zero ? base : withZero(base, stages, zero);
+          // Layouts are big; only the finalists keep theirs.
+          c.layout = nullptr;
+          c.sequenceLayout = nullptr;
+          (c.fits ? feasible : rejected).push_back(std::move(c));
+        }
         report();
       }
   }
@@ -897,7 +1030,8 @@ void PlanSearch::refine() {
         continue;
       auto again = [&](Pricing pricing) {
         return evaluate(c.pp, c.tp, c.mode, {c.q, c.depth}, c.layouts, c.sp,
-                        c.spMode, c.dp, c.microbatches, c.recompute, pricing);
+                        c.spMode, c.dp, c.microbatches, c.recompute, c.zero,
+                        pricing);
       };
       // The exact search minimises the per-op objective within a weight
       // budget, not the step within memory: keep the seed's layouts when
