@@ -995,15 +995,24 @@ void PlanSearch::enumerateBatch(int64_t pp, int64_t tg, TensorMode mode,
         PlanCandidate base =
             evaluate(pp, tg, mode, grid, scheme, sp, spMode, dp, m, recompute,
                      zeros.front(), Pricing::Priced, &stages);
+        // Keep the fastest stage that fits (or, when none does, the one
+        // that needs least memory): the others are dominated, and would
+        // only crowd the finalists with copies of one layout.
+        std::optional<PlanCandidate> kept;
         for (int64_t zero : zeros) {
           ++plan.evaluated;
           PlanCandidate c =
               zero == base.zero ? base : withZero(base, stages, zero);
-          // Layouts are big; only the finalists keep theirs.
-          c.layout = nullptr;
-          c.sequenceLayout = nullptr;
-          (c.fits ? feasible : rejected).push_back(std::move(c));
+          bool better = !kept || (c.fits != kept->fits ? c.fits
+                                  : c.fits ? c.stepTime < kept->stepTime
+                                           : c.memory < kept->memory);
+          if (better)
+            kept = std::move(c);
         }
+        // Layouts are big; only the finalists keep theirs.
+        kept->layout = nullptr;
+        kept->sequenceLayout = nullptr;
+        (kept->fits ? feasible : rejected).push_back(std::move(*kept));
         report();
       }
   }

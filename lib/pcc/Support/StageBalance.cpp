@@ -28,12 +28,27 @@ std::vector<int> balanceStages(llvm::ArrayRef<double> cost, int parts) {
     }
     return starts;
   };
+  // Whether greedy filling under `limit` needs at most `parts` runs (the
+  // search's test: counted, stopping early, nothing allocated).
+  auto fits = [&](double limit) {
+    int runs = 1;
+    double sum = 0;
+    for (int i = 0; i < n; ++i) {
+      if (sum + cost[i] > limit && sum > 0) {
+        if (++runs > parts)
+          return false;
+        sum = 0;
+      }
+      sum += cost[i];
+    }
+    return true;
+  };
   double lo = *std::max_element(cost.begin(), cost.end()), hi = 0;
   for (double c : cost)
     hi += c;
   for (int it = 0; it < 60 && hi - lo > 1e-12 * hi; ++it) {
     double mid = (lo + hi) / 2;
-    if (int(greedy(mid).size()) <= parts)
+    if (fits(mid))
       hi = mid;
     else
       lo = mid;
