@@ -64,6 +64,29 @@ def conv2d(x, w, strides, pads, dilations):
     return y
 
 
+def pool2d(x, kernel, strides, pads, dilations, kind, count_pad=False):
+    """Max or average pooling of an NCHW array (ONNX's floor mode)."""
+    fill = -np.inf if kind == "max" else 0.0
+    xp = np.pad(x, ((0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])),
+                constant_values=fill)
+    inside = np.pad(np.ones(x.shape[2:]), ((pads[0], pads[2]),
+                                           (pads[1], pads[3])))
+    spans = [(k - 1) * d + 1 for k, d in zip(kernel, dilations)]
+    out = [(xp.shape[2 + i] - spans[i]) // strides[i] + 1 for i in range(2)]
+    y = np.zeros(x.shape[:2] + tuple(out), dtype=xp.dtype)
+    for i in range(out[0]):
+        for j in range(out[1]):
+            r = slice(i * strides[0], i * strides[0] + spans[0], dilations[0])
+            c = slice(j * strides[1], j * strides[1] + spans[1], dilations[1])
+            window = xp[:, :, r, c]
+            if kind == "max":
+                y[:, :, i, j] = window.max((2, 3))
+            else:
+                n = window[0, 0].size if count_pad else inside[r, c].sum()
+                y[:, :, i, j] = window.sum((2, 3)) / n
+    return y
+
+
 def attention(q, k, v, mask):
     s = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
     s = np.where(mask, s, -np.inf)
@@ -183,6 +206,28 @@ CASES = {
                     [rand(4, 3, 4, 4), rand(2, 3, 8, 8)],
                     lambda w, x: conv2d(x, w, (4, 4), (0, 0, 0, 0), (1, 1)),
                     "swap"),
+    "MaxPool": ("MaxPool", {"kernel_shape": [3, 3], "strides": [2, 2],
+                            "pads": [1, 1, 1, 1]},
+                [rand(2, 3, 7, 6)],
+                lambda w: pool2d(w, (3, 3), (2, 2), (1, 1, 1, 1), (1, 1),
+                                 "max")),
+    "MaxPoolDilated": ("MaxPool", {"kernel_shape": [2, 3], "strides": [1, 2],
+                                   "pads": [0, 1, 1, 0], "dilations": [2, 1]},
+                       [rand(2, 2, 7, 8)],
+                       lambda w: pool2d(w, (2, 3), (1, 2), (0, 1, 1, 0),
+                                        (2, 1), "max")),
+    "AveragePool": ("AveragePool", {"kernel_shape": [3, 2], "strides": [2, 1],
+                                    "pads": [1, 0, 1, 1]},
+                    [rand(2, 3, 7, 5)],
+                    lambda w: pool2d(w, (3, 2), (2, 1), (1, 0, 1, 1), (1, 1),
+                                     "average")),
+    "AveragePoolCountPad": ("AveragePool", {"kernel_shape": [2, 2],
+                                            "strides": [2, 2],
+                                            "pads": [1, 1, 0, 0],
+                                            "count_include_pad": 1},
+                            [rand(2, 2, 5, 6)],
+                            lambda w: pool2d(w, (2, 2), (2, 2), (1, 1, 0, 0),
+                                             (1, 1), "average", True)),
     "GlobalAveragePool": ("GlobalAveragePool", {}, [rand(2, 3, 4, 5)],
                           lambda w: w.mean((2, 3), keepdims=True)),
     "SoftmaxCrossEntropy": ("SoftmaxCrossEntropyLoss", {},

@@ -193,8 +193,32 @@ def vit_batches(steps, rng):
             for _ in range(steps)]
 
 
+class Cnn(nn.Module):
+    """A small CNN: convolutions, max pooling (3x3, stride 2, padded, as
+    ResNet's stem) and average pooling (2x2, padded, padding not counted),
+    a linear head, F.cross_entropy over 10 classes."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 8, 3, padding=1)
+        self.conv2 = nn.Conv2d(8, 8, 3, padding=1)
+        self.head = nn.Linear(8 * 5 * 5, 10)
+
+    def forward(self, images, labels):
+        x = F.max_pool2d(F.relu(self.conv1(images)), 3, 2, 1)
+        x = F.avg_pool2d(F.relu(self.conv2(x)), 2, 2, 1,
+                         count_include_pad=False)
+        return F.cross_entropy(self.head(x.flatten(1)), labels)
+
+
+def cnn_batches(steps, rng):
+    return [(rng.standard_normal((4, 3, 16, 16)).astype(np.float32),
+             rng.integers(0, 10, (4,)).astype(np.int64))
+            for _ in range(steps)]
+
+
 MODELS = {"mlp": (Mlp, mlp_batches), "gpt": (Gpt, gpt_batches),
-          "vit": (Vit, vit_batches),
+          "vit": (Vit, vit_batches), "cnn": (Cnn, cnn_batches),
           "classifier": (Classifier, classifier_batches),
           "regressor": (Regressor, regressor_batches)}
 # Models exported without their loss: the loss pcc adds (--loss).

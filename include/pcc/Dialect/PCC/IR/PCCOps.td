@@ -314,7 +314,8 @@ def PCC_ConvOp : PCC_Op<"conv", [PCC_Differentiable, PCC_HasFactorRule, Pure, In
   let assemblyFormat = "$input `,` $filter (`,` $bias^)? attr-dict `:` functional-type(operands, results)";
 }
 
-class PCC_PoolOp<string mnemonic, string desc> : PCC_Op<mnemonic, [PCC_HasFactorRule,
+class PCC_PoolOp<string mnemonic, string desc> : PCC_Op<mnemonic, [PCC_Differentiable,
+                                                                   PCC_HasFactorRule,
                                                                    Pure, InferTypeOpAdaptor]> {
   let summary = desc # " pooling over the spatial axes of an NCHW tensor";
   let arguments = (ins PCC_FloatTensor:$input, DenseI64ArrayAttr:$kernel_shape,

@@ -418,9 +418,9 @@ LogicalResult AttentionOp::buildGradients(GradientBuilder &g,
 namespace {
 
 /// `v` with `front` elements added before and `back` after along `axis`
-/// (zeros), or removed where negative.
+/// (of `fill`, zeros by default), or removed where negative.
 Value padAxis(GradientBuilder &g, Value v, int64_t axis, int64_t front,
-              int64_t back) {
+              int64_t back, double fill = 0) {
   SmallVector<int64_t> shape(shapeOf(v));
   if (front < 0 || back < 0) {
     int64_t rank = shape.size();
@@ -435,7 +435,7 @@ Value padAxis(GradientBuilder &g, Value v, int64_t axis, int64_t front,
   auto zeros = [&](int64_t n) {
     SmallVector<int64_t> z(shape);
     z[axis] = n;
-    return g.expand(g.scalarLike(v, 0), z);
+    return g.expand(g.scalarLike(v, fill), z);
   };
   if (front > 0)
     parts.push_back(zeros(front));
@@ -526,6 +526,132 @@ LogicalResult ConvOp::buildGradients(GradientBuilder &g, ArrayRef<Value> dy,
     dx.push_back(g.reduceSum(d, axes, /*keepdims=*/false));
   }
   return done(g);
+}
+
+namespace {
+
+/// How many elements of the unpadded input each average-pooling window
+/// covers, as a [1, 1, out...] constant of `elem` (the divisor when padding
+/// is not counted).
+Value windowCounts(GradientBuilder &g, ArrayRef<int64_t> in,
+                   ArrayRef<int64_t> out, ArrayRef<int64_t> kernel,
+                   ArrayRef<int64_t> strides, ArrayRef<int64_t> pads,
+                   ArrayRef<int64_t> dilations, Type elem) {
+  int64_t spatial = kernel.size();
+  // Per axis and output position, the window's elements inside the input.
+  SmallVector<SmallVector<int64_t>> inside(spatial);
+  for (int64_t i = 0; i < spatial; ++i)
+    for (int64_t j = 0; j < out[i]; ++j) {
+      int64_t n = 0;
+      for (int64_t o = 0; o < kernel[i]; ++o) {
+        int64_t at = j * strides[i] + o * dilations[i] - pads[i];
+        n += at >= 0 && at < in[i];
+      }
+      inside[i].push_back(n);
+    }
+  SmallVector<int64_t> shape = {1, 1};
+  llvm::append_range(shape, out);
+  auto type = RankedTensorType::get(shape, elem);
+  SmallVector<Attribute> counts;
+  for (int64_t flat = 0; flat < type.getNumElements(); ++flat) {
+    int64_t rest = flat, n = 1;
+    for (int64_t i = spatial - 1; i >= 0; --i) {
+      n *= inside[i][rest % out[i]];
+      rest /= out[i];
+    }
+    counts.push_back(FloatAttr::get(elem, double(n)));
+  }
+  return ConstantOp::create(g.builder(), g.location(),
+                            cast<ElementsAttr>(DenseElementsAttr::get(
+                                type, ArrayRef<Attribute>(counts))));
+}
+
+/// A pooling's gradient, one window offset at a time: the input elements
+/// an offset reads (a strided slice of the padded input) receive that
+/// offset's share of dY, spread back by the stride and shifted into place.
+/// Max pooling gives each window's gradient to its first element equal to
+/// the maximum (the element torch's kernel picks on ties); average pooling
+/// divides it by the window's count.
+template <typename PoolOp>
+LogicalResult poolGradient(GradientBuilder &g, PoolOp op, ArrayRef<Value> dy,
+                           Grads &dx, bool isMax) {
+  if (op.getCeilMode())
+    return op.emitError() << "training through a pooling with ceil_mode is "
+                             "not supported yet";
+  Value x = op.getInput(), y = op.getResult();
+  ArrayRef<int64_t> k = op.getKernelShape(), s = op.getStrides(),
+                    p = op.getPads(), d = op.getDilations();
+  ArrayRef<int64_t> xs = shapeOf(x), ys = shapeOf(y);
+  int64_t rank = xs.size(), spatial = rank - 2;
+  Value padded = x, share = dy[0];
+  SmallVector<int64_t> paddedLen;
+  bool anyPad = false;
+  for (int64_t i = 0; i < spatial; ++i) {
+    paddedLen.push_back(xs[i + 2] + p[i] + p[i + spatial]);
+    anyPad |= p[i] || p[i + spatial];
+    // Padding never wins a maximum.
+    if (isMax)
+      padded = padAxis(g, padded, i + 2, p[i], p[i + spatial], -INFINITY);
+  }
+  if (!isMax) {
+    int64_t window = 1;
+    for (int64_t n : k)
+      window *= n;
+    share = op.getCountIncludePad() || !anyPad
+                ? g.scale(share, 1.0 / double(window))
+                : g.div(share,
+                        windowCounts(g, xs.drop_front(2), ys.drop_front(2), k,
+                                     s, p, d, typeOf(x).getElementType()));
+  }
+  Value taken, sum;
+  SmallVector<int64_t> offset(spatial, 0);
+  while (true) {
+    Value part = share;
+    if (isMax) {
+      SmallVector<int64_t> starts(rank, 0), sizes(ys), steps(rank, 1);
+      for (int64_t i = 0; i < spatial; ++i) {
+        starts[i + 2] = offset[i] * d[i];
+        steps[i + 2] = s[i];
+      }
+      Value read = g.op<SliceOp>({padded}, {g.i64s("starts", starts),
+                                            g.i64s("sizes", sizes),
+                                            g.i64s("steps", steps)});
+      Value isMaximum = g.op<EqualOp>({read, y});
+      Value first =
+          taken ? g.op<AndOp>({isMaximum, g.op<NotOp>({taken})}) : isMaximum;
+      taken = taken ? g.op<OrOp>({taken, isMaximum}) : isMaximum;
+      part = whereZero(g, first, dy[0], true);
+    }
+    for (int64_t i = 0; i < spatial; ++i) {
+      int64_t front = offset[i] * d[i];
+      int64_t reach = (ys[i + 2] - 1) * s[i] + 1;
+      part = padAxis(g, spreadAxis(g, part, i + 2, s[i]), i + 2, front,
+                     paddedLen[i] - front - reach);
+    }
+    sum = sum ? g.add(sum, part) : part;
+    // Next offset, the last axis fastest.
+    int64_t i = spatial - 1;
+    while (i >= 0 && ++offset[i] == k[i])
+      offset[i--] = 0;
+    if (i < 0)
+      break;
+  }
+  for (int64_t i = 0; i < spatial; ++i)
+    sum = padAxis(g, sum, i + 2, -p[i], -p[i + spatial]);
+  dx.push_back(sum);
+  return done(g);
+}
+
+} // namespace
+
+LogicalResult MaxPoolOp::buildGradients(GradientBuilder &g, ArrayRef<Value> dy,
+                                        Grads &dx) {
+  return poolGradient(g, *this, dy, dx, /*isMax=*/true);
+}
+
+LogicalResult AveragePoolOp::buildGradients(GradientBuilder &g,
+                                            ArrayRef<Value> dy, Grads &dx) {
+  return poolGradient(g, *this, dy, dx, /*isMax=*/false);
 }
 
 LogicalResult GlobalAveragePoolOp::buildGradients(GradientBuilder &g,
