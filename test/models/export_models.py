@@ -317,6 +317,24 @@ class ScatterRows(nn.Module):
         return canvas + h
 
 
+class Volume(nn.Module):
+    """3-D convolutions and pools (video and medical models): a padded,
+    strided, dilated grouped Conv3d, a padded dilated MaxPool3d and a padded
+    AvgPool3d that does not count the padding, as pcc composes them of 2-D
+    ones (VolumeConverters.cpp)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv3d(4, 8, 3, stride=(1, 2, 1), padding=(1, 0, 2),
+                              dilation=(2, 1, 1), groups=2)
+        self.conv2 = nn.Conv3d(8, 8, (2, 1, 3))
+
+    def forward(self, x):
+        h = F.max_pool3d(torch.relu(self.conv(x)), (3, 2, 2), (2, 1, 2),
+                         (1, 0, 1), dilation=(1, 2, 1))
+        return F.avg_pool3d(self.conv2(h), 2, 1, 1, count_include_pad=False)
+
+
 def make_encoder():
     return nn.TransformerEncoderLayer(d_model=64, nhead=8, dim_feedforward=128,
                                       dropout=0.0, batch_first=True)
@@ -362,6 +380,7 @@ MODELS = {
     "rnn_tagger": (RnnTagger, "tokens", ("tokens", (4, 7), 64), None, True),
     "topk": (TopKHead, "input", ("float", (4, 6, 16)), None, True),
     "scatter": (ScatterRows, "input", ("float", (4, 6, 16)), None, True),
+    "volume": (Volume, "input", ("float", (4, 4, 7, 12, 6)), None, True),
 }
 
 # Models stored in 16 bits: how each is made from its float32 model.

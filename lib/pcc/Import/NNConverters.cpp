@@ -1,6 +1,7 @@
 //===- NNConverters.cpp - ONNX contractions, convolutions, norms to pcc ---===//
 
 #include "ImportContext.h"
+#include "VolumeConverters.h"
 
 using namespace mlir;
 
@@ -25,12 +26,6 @@ Results convertGemm(NodeContext &c) {
                  c.boolean("transA", c.intAttr("transA", 0) != 0),
                  c.boolean("transB", c.intAttr("transB", 0) != 0)}));
 }
-
-/// Spatial window attributes shared by Conv and the pools, with ONNX's
-/// auto_pad resolved into explicit pads.
-struct Window {
-  SmallVector<int64_t> kernel, strides, pads, dilations;
-};
 
 FailureOr<Window> readWindow(NodeContext &c, ArrayRef<int64_t> inputShape,
                              std::optional<SmallVector<int64_t>> kernel) {
@@ -81,13 +76,15 @@ Results convertConv(NodeContext &c) {
   auto w = readWindow(c, x.getShape(), kernel);
   if (failed(w))
     return failure();
+  int64_t group = c.intAttr("group", 1);
+  if (x.getRank() == 5)
+    return convertConv3d(c, *w, group);
   SmallVector<Value> operands{c.input(0), c.input(1)};
   if (c.input(2))
     operands.push_back(c.input(2));
   return one(c.build1<ConvOp>(
       operands, {c.i64s("strides", w->strides), c.i64s("pads", w->pads),
-                 c.i64s("dilations", w->dilations),
-                 c.i64("group", c.intAttr("group", 1))}));
+                 c.i64s("dilations", w->dilations), c.i64("group", group)}));
 }
 
 template <typename OpTy>
@@ -102,12 +99,24 @@ Results convertPool(NodeContext &c) {
     return failure();
   if (c.intAttr("storage_order", 0) != 0)
     return c.error() << "MaxPool storage_order 1 is not supported";
+  bool ceil = c.intAttr("ceil_mode", 0) != 0;
+  bool countPad = c.intAttr("count_include_pad", 0) != 0;
+  if (x.getRank() == 5) {
+    if (ceil)
+      return c.error() << "3-D " << c.node.op_type()
+                       << " with ceil_mode is not supported";
+    auto pooled =
+        convertPool3d(c, *w, std::is_same_v<OpTy, MaxPoolOp>, countPad);
+    if (failed(pooled))
+      return failure();
+    // MaxPool's optional Indices output is not produced.
+    return SmallVector<Value>{(*pooled)[0], Value()};
+  }
   auto result = c.build1<OpTy>(
       c.input(0),
       {c.i64s("kernel_shape", w->kernel), c.i64s("strides", w->strides),
        c.i64s("pads", w->pads), c.i64s("dilations", w->dilations),
-       c.boolean("ceil_mode", c.intAttr("ceil_mode", 0) != 0),
-       c.boolean("count_include_pad", c.intAttr("count_include_pad", 0) != 0)});
+       c.boolean("ceil_mode", ceil), c.boolean("count_include_pad", countPad)});
   if (failed(result))
     return failure();
   // MaxPool's optional Indices output is not produced.

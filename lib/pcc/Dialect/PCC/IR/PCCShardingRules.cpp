@@ -111,11 +111,18 @@ FactorRule GemmOp::getFactorRule() {
 FactorRule ConvOp::getFactorRule() {
   ConvOp conv = *this;
   FactorRule r(conv);
-  int n = r.add(), cout = r.add();
+  int n = r.add();
   r.operands[0][0] = r.results[0][0] = {n, 1};
-  r.operands[1][0] = r.results[0][1] = {cout, 1};
-  if (conv.getBias())
-    r.operands[2][0] = {cout, 1};
+  // Output channels split only without groups: a device holding some of a
+  // grouped convolution's outputs would need its local op to regroup
+  // them (the outputs of group j read only group j's inputs), which the
+  // partitioner does not do; splitting them anyway computed wrong answers.
+  if (conv.getGroup() == 1) {
+    int cout = r.add();
+    r.operands[1][0] = r.results[0][1] = {cout, 1};
+    if (conv.getBias())
+      r.operands[2][0] = {cout, 1};
+  }
   // The input channels are a sum; splitting them would add the bias once
   // per device, so only bias-free ungrouped convolutions split them.
   if (conv.getGroup() == 1 && !conv.getBias()) {
