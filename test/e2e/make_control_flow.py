@@ -14,6 +14,7 @@ should compile it):
               sum and a scan output stacked over the iterations; an If
               nested in the body; references from numpy
   runtime_if/ an If on a graph input: known only at run time
+  two_cond/   an If on a constant of two booleans
   long_loop/  a Loop of 10^9 iterations
   nested/     a Loop of 1000 iterations around one of 1000
 """
@@ -168,6 +169,13 @@ def make_refused(out):
                           then_branch=branch("t", "Relu"),
                           else_branch=branch("e", "Neg"))],
         "runtime_if", [helper.make_tensor_value_info("c", b, [])] + x, y))
+
+    save(out, "two_cond", helper.make_graph(
+        [helper.make_node("If", ["c"], ["y"], name="choose",
+                          then_branch=branch("t", "Relu"),
+                          else_branch=branch("e", "Neg"))],
+        "two_cond", x, y,
+        [numpy_helper.from_array(np.array([True, False]), "c")]))
 
     save(out, "long_loop", helper.make_graph(
         [helper.make_node("Loop", ["trips", "", "x"], ["y"],

@@ -23,13 +23,25 @@ namespace pcc::import {
 
 namespace {
 
-/// The single integer `v` holds, if it is a constant of one element.
+/// The single integer (or boolean) `v` holds, if it is a constant of one
+/// element.
 std::optional<int64_t> foldedScalar(Value v) {
   DenseElementsAttr attr;
   if (!v || !matchPattern(v, m_Constant(&attr)) || attr.getNumElements() != 1 ||
       !attr.getElementType().isIntOrIndex())
     return std::nullopt;
   return (*attr.getValues<APInt>().begin()).getSExtValue();
+}
+
+/// Why `v` is not what foldedScalar reads.
+std::string whyNotScalar(Value v) {
+  DenseElementsAttr attr;
+  if (!matchPattern(v, m_Constant(&attr)))
+    return "must be a compile-time constant";
+  if (attr.getNumElements() != 1)
+    return "holds " + std::to_string(attr.getNumElements()) +
+           " elements, not one";
+  return "is not a boolean or an integer";
 }
 
 /// The rank a body input is declared with (scalars may be declared [1]).
@@ -142,9 +154,9 @@ LogicalResult GraphImporter::importIf(const onnx::NodeProto &node,
     return failure();
   std::optional<int64_t> taken = foldedScalar(*cond);
   if (!taken)
-    return emitError(loc) << "If condition '" << node.input(0)
-                          << "' must be a compile-time constant (pcc imports "
-                             "the branch it names)";
+    return emitError(loc) << "If condition '" << node.input(0) << "' "
+                          << whyNotScalar(*cond)
+                          << " (pcc imports the branch it names)";
   const onnx::GraphProto &branch = *taken ? *thenBranch : *elseBranch;
   auto results = importBody(branch, {}, loc);
   if (failed(results))
@@ -186,15 +198,15 @@ LogicalResult GraphImporter::importLoop(const onnx::NodeProto &node,
   if (inputs[0]) {
     tripCount = foldedScalar(inputs[0]);
     if (!tripCount)
-      return emitError(loc) << "Loop trip count '" << node.input(0)
-                            << "' must be a compile-time constant (pcc "
-                               "unrolls the loop)";
+      return emitError(loc)
+             << "Loop trip count '" << node.input(0) << "' "
+             << whyNotScalar(inputs[0]) << " (pcc unrolls the loop)";
   }
   std::optional<int64_t> cond = 1;
   if (inputs[1] && !(cond = foldedScalar(inputs[1])))
-    return emitError(loc) << "Loop condition '" << node.input(1)
-                          << "' must be a compile-time constant (pcc unrolls "
-                             "the loop)";
+    return emitError(loc) << "Loop condition '" << node.input(1) << "' "
+                          << whyNotScalar(inputs[1])
+                          << " (pcc unrolls the loop)";
   if (!tripCount && !inputs[1])
     return emitError(loc) << "Loop has neither a trip count nor a condition: "
                              "it never ends";
@@ -231,9 +243,10 @@ LogicalResult GraphImporter::importLoop(const onnx::NodeProto &node,
       scanned[s].push_back((*results)[1 + carried + s]);
     bool last = tripCount && i + 1 == *tripCount;
     if (!last && !(cond = foldedScalar((*results)[0])))
-      return emitError(loc) << "Loop condition '" << body->output(0).name()
-                            << "' must be a compile-time constant after "
-                            << "iteration " << i << " (pcc unrolls the loop)";
+      return emitError(loc)
+             << "Loop condition '" << body->output(0).name() << "' "
+             << whyNotScalar((*results)[0]) << " after iteration " << i
+             << " (pcc unrolls the loop)";
   }
 
   for (int i = 0; i < node.output_size(); ++i) {
