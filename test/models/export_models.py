@@ -335,6 +335,33 @@ class Volume(nn.Module):
         return F.avg_pool3d(self.conv2(h), 2, 1, 1, count_include_pad=False)
 
 
+class Depthwise(nn.Module):
+    """MobileNet's block: a pointwise conv, a depthwise 3x3 conv with two
+    filters per channel (groups = input channels), a bias-free pointwise
+    projection. Batch 1, so tensor parallelism must split channels."""
+
+    def __init__(self):
+        super().__init__()
+        self.expand = nn.Conv2d(8, 32, 1)
+        self.depthwise = nn.Conv2d(32, 64, 3, padding=1, groups=32)
+        self.project = nn.Conv2d(64, 8, 1, bias=False)
+
+    def forward(self, x):
+        return self.project(torch.relu(self.depthwise(torch.relu(
+            self.expand(x)))))
+
+
+class Grouped(nn.Module):
+    """A grouped conv that is not depthwise (2 groups of 2 channels)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(4, 8, 3, stride=(2, 1), padding=(0, 2), groups=2)
+
+    def forward(self, x):
+        return torch.relu(self.conv(x))
+
+
 def make_encoder():
     return nn.TransformerEncoderLayer(d_model=64, nhead=8, dim_feedforward=128,
                                       dropout=0.0, batch_first=True)
@@ -381,6 +408,8 @@ MODELS = {
     "topk": (TopKHead, "input", ("float", (4, 6, 16)), None, True),
     "scatter": (ScatterRows, "input", ("float", (4, 6, 16)), None, True),
     "volume": (Volume, "input", ("float", (4, 4, 7, 12, 6)), None, True),
+    "depthwise": (Depthwise, "input", ("float", (1, 8, 32, 32)), None, True),
+    "grouped": (Grouped, "input", ("float", (4, 4, 12, 6)), None, True),
 }
 
 # Models stored in 16 bits: how each is made from its float32 model.

@@ -278,6 +278,14 @@ Operation *Partitioner::buildLocal(Operation *op, ValueRange operands,
       state.attributes.set("summa_axes",
                            b.getDenseI64ArrayAttr({wk.axes[0], xk.axes[0]}));
   }
+  // A depthwise convolution split over its channels convolves whole
+  // groups: as many as it holds input channels.
+  if (auto conv = dyn_cast<ConvOp>(op);
+      conv && conv.getGroup() > 1 && s.operands[0].dims[1].isSplit())
+    state.attributes.set(
+        "group",
+        b.getI64IntegerAttr(
+            cast<RankedTensorType>(operands[0].getType()).getDimSize(1)));
   if (isa<LayerNormOp>(op) && s.operands[0].dims.back().isSplit())
     state.attributes.set(
         "stat_axes", b.getDenseI64ArrayAttr(s.operands[0].dims.back().axes));

@@ -113,15 +113,22 @@ FactorRule ConvOp::getFactorRule() {
   FactorRule r(conv);
   int n = r.add();
   r.operands[0][0] = r.results[0][0] = {n, 1};
-  // Output channels split only without groups: a device holding some of a
-  // grouped convolution's outputs would need its local op to regroup
-  // them (the outputs of group j read only group j's inputs), which the
-  // partitioner does not do; splitting them anyway computed wrong answers.
-  if (conv.getGroup() == 1) {
+  int64_t group = conv.getGroup();
+  int64_t inChannels = shapeOf(conv.getInput())[1];
+  if (group == 1) {
     int cout = r.add();
     r.operands[1][0] = r.results[0][1] = {cout, 1};
     if (conv.getBias())
       r.operands[2][0] = {cout, 1};
+  } else if (group == inChannels) {
+    // Depthwise: the input channels, the filters and the outputs split
+    // together, each device convolving whole groups (the partitioner
+    // divides the local op's group). Other grouped convolutions split the
+    // batch only: a split could cut a group in two.
+    int channels = r.add();
+    r.operands[0][1] = r.operands[1][0] = r.results[0][1] = {channels, 1};
+    if (conv.getBias())
+      r.operands[2][0] = {channels, 1};
   }
   // The input channels are a sum; splitting them would add the bias once
   // per device, so only bias-free ungrouped convolutions split them.
