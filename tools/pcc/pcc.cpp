@@ -148,6 +148,12 @@ cl::opt<int> microbatches(
     cl::desc("Microbatches a pipeline streams per batch (default: the "
              "planner's choice, else as many as stages)"),
     cl::init(0), COMPILE_AND_PLAN);
+cl::opt<int> microbatchSize(
+    "micro-batch",
+    cl::desc("Samples in one microbatch of one data-parallel replica "
+             "(Megatron's --micro-batch-size; default: the planner's "
+             "choice). The batch is the model's: --input-shape sets it"),
+    cl::init(0), COMPILE_AND_PLAN);
 cl::opt<std::string> clusterName(
     "cluster",
     cl::desc("Cluster spec: dgx-a100, dgx-h100, h200, host (from `pcc "
@@ -364,7 +370,7 @@ Expected<pcc::PlanOptions> planOptions() {
   pcc::PlanOptions o;
   auto given = [](const cl::opt<int> &o) { return o.getNumOccurrences() > 0; };
   for (const cl::opt<int> *f : {&dpDegree, &tpDegree, &ppDegree, &spDegree,
-                                &microbatches})
+                                &microbatches, &microbatchSize})
     if (given(*f) && *f < 1)
       return err("--" + f->ArgStr + " must be at least 1, got " +
                  Twine(int(*f)));
@@ -373,6 +379,10 @@ Expected<pcc::PlanOptions> planOptions() {
   o.pp = ppDegree;
   o.sp = spDegree;
   o.microbatches = microbatches;
+  o.microbatchSize = microbatchSize;
+  if (microbatches && microbatchSize)
+    return err("--microbatches and --micro-batch both set the microbatch; "
+               "give one");
   if (tpDepth.getNumOccurrences()) {
     if (tpDepth < 1)
       return err("--tp-depth must be at least 1, got " + Twine(int(tpDepth)));

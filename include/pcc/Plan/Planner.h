@@ -49,6 +49,9 @@ struct PlanOptions {
   std::optional<int64_t> zero;
   /// Forced degrees (0 = searched) and tensor mode.
   int64_t dp = 0, pp = 0, tp = 0, sp = 0, microbatches = 0;
+  /// Samples in one microbatch of one data-parallel replica (Megatron's
+  /// --micro-batch-size; 0 = searched).
+  int64_t microbatchSize = 0;
   std::optional<TensorMode> tpMode;
   /// 2.5D depth (0 = searched).
   int64_t tpDepth = 0;

@@ -974,11 +974,12 @@ void PlanSearch::enumerateBatch(int64_t pp, int64_t tg, TensorMode mode,
     if (mbSize % gridParts)
       continue;
     bool inferenceWithoutStages = !opt.train && pp == 1;
-    if (!forced(opt.microbatches, m) ||
-        (!opt.microbatches && !inferenceWithoutStages &&
+    bool sizeForced = opt.microbatches || opt.microbatchSize;
+    if (!forced(opt.microbatches, m) || !forced(opt.microbatchSize, mbSize) ||
+        (!sizeForced && !inferenceWithoutStages &&
          mbSize > kMaxMicrobatchSize && m < g.batch / dp))
       continue;
-    if (inferenceWithoutStages && m > 1 && !opt.microbatches)
+    if (inferenceWithoutStages && m > 1 && !sizeForced)
       continue; // inference without stages gains nothing from it
     bool batchSplit = dp > 1 || (pp > 1 && m > 1);
     for (bool recompute : recomputeChoices())
@@ -1093,10 +1094,16 @@ llvm::Expected<Plan> PlanSearch::finish() {
           size(usable), opt.train ? " and training state" : "",
           size(leastWeightBytes), widestSplit, widestSplit == 1 ? "" : "s"));
     if (rejected.empty())
-      return planError(formatv("no plan for {0} device{2} fits the constraints "
-                             "(batch {1}, forced degrees must multiply to the "
-                             "device count and divide the batch)",
-                             n, g.batch, n == 1 ? "" : "s"));
+      return planError(formatv(
+          "no plan for {0} device{2} fits the constraints (batch {1}, "
+          "forced degrees must multiply to the device count and divide the "
+          "batch{3})",
+          n, g.batch, n == 1 ? "" : "s",
+          opt.microbatchSize
+              ? formatv(", and a replica's share into microbatches of {0}",
+                        opt.microbatchSize)
+                    .str()
+              : std::string()));
     const PlanCandidate &r = rejected.front();
     return planError(formatv("no plan fits in {0} per device: the best "
                              "candidate ({1}) needs {2}",
