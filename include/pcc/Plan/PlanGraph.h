@@ -76,6 +76,14 @@ struct RepeatedBlock {
   int end() const { return begin + period * count; }
 };
 
+/// Whether training's backward pass reads `node`'s weight again: a linear
+/// layer's, for its input's gradient, unless that input is the model's own
+/// (no gradient to make). ZeRO-3 gathers such a weight a second time.
+inline bool backwardReadsWeight(const PlanNode &node) {
+  return node.linear && node.weightTensors &&
+         llvm::any_of(node.producers, [](int p) { return p >= 0; });
+}
+
 struct PlanGraph {
   mlir::func::FuncOp fn;
   std::vector<PlanNode> nodes;

@@ -66,20 +66,27 @@ GraphImporter::importBody(const onnx::GraphProto &body, ArrayRef<Value> args,
   if (unrolledNodes > kMaxUnrolledNodes)
     return emitError(loc) << "If and Loop bodies unroll to more than "
                           << kMaxUnrolledNodes << " nodes";
-  std::vector<int> order;
-  if (!sortNodes(body, order, diagFn(), /*nested=*/true))
-    return failure();
-
+  // Sorted and its names listed once: an unrolled loop imports its body
+  // once per iteration.
+  auto [cached, fresh] = bodies.try_emplace(&body);
+  Body &info = cached->second;
+  if (fresh) {
+    if (!sortNodes(body, info.order, diagFn(), /*nested=*/true)) {
+      bodies.erase(cached);
+      return failure();
+    }
+    for (const auto &in : body.input())
+      info.names.push_back(in.name());
+    for (const auto &init : body.initializer())
+      info.names.push_back(init.name());
+    for (const auto &node : body.node())
+      for (const auto &out : node.output())
+        if (!out.empty())
+          info.names.push_back(out);
+  }
+  const std::vector<int> &order = info.order;
   // The body's names, and what they meant around it, restored on return.
-  std::vector<std::string> names;
-  for (const auto &in : body.input())
-    names.push_back(in.name());
-  for (const auto &init : body.initializer())
-    names.push_back(init.name());
-  for (const auto &node : body.node())
-    for (const auto &out : node.output())
-      if (!out.empty())
-        names.push_back(out);
+  const std::vector<std::string> &names = info.names;
   struct Saved {
     std::optional<Value> value;
     std::optional<std::string> unavailable;

@@ -95,6 +95,12 @@ private:
   std::unordered_map<std::string, std::string> unavailable;
   /// Body nodes imported so far, against kMaxUnrolledNodes.
   int64_t unrolledNodes = 0;
+  /// An If or Loop body's node order and the names it defines.
+  struct Body {
+    std::vector<int> order;
+    std::vector<std::string> names;
+  };
+  std::unordered_map<const onnx::GraphProto *, Body> bodies;
 };
 
 /// Most If and Loop body nodes one import may inline: beyond it the program

@@ -103,22 +103,39 @@ int64_t outputDepth(int64_t depth, const Window &w) {
   return (depth + w.pads[0] + w.pads[3] - span) / w.strides[0] + 1;
 }
 
+/// What a 3-D op's depth taps read: its output depth, its input padded
+/// along the depth with `fill`, and the window over (H, W).
+struct Taps {
+  int64_t depth;
+  Value padded;
+  Window plane;
+};
+
+FailureOr<Taps> prepareTaps(NodeContext &c, const Window &w, double fill) {
+  int64_t od = outputDepth(c.inputType(0).getDimSize(2), w);
+  if (od < 1)
+    return c.error() << "'" << c.node.op_type()
+                     << "' window is deeper than its padded input";
+  auto padded = padDepth(c, c.input(0), w.pads[0], w.pads[3], fill);
+  if (failed(padded))
+    return failure();
+  return Taps{od, *padded, planeWindow(w)};
+}
+
 } // namespace
 
 Results convertConv3d(NodeContext &c, const Window &w, int64_t group) {
-  Value x = c.input(0), f = c.input(1), bias = c.input(2);
+  Value f = c.input(1), bias = c.input(2);
   ArrayRef<int64_t> xs = c.inputType(0).getShape(),
                     fs = c.inputType(1).getShape();
-  int64_t od = outputDepth(xs[2], w);
-  if (od < 1)
-    return c.error() << "Conv's window is deeper than its padded input";
-  auto padded = padDepth(c, x, w.pads[0], w.pads[3], 0.0);
-  if (failed(padded))
+  auto taps = prepareTaps(c, w, 0.0);
+  if (failed(taps))
     return failure();
-  Window plane = planeWindow(w);
+  int64_t od = taps->depth;
+  const Window &plane = taps->plane;
   Value sum;
   for (int64_t t = 0; t < w.kernel[0]; ++t) {
-    auto planes = tapPlanes(c, *padded, t, od, w);
+    auto planes = tapPlanes(c, taps->padded, t, od, w);
     // The filter's depth tap t: [O, C/group, KH, KW].
     SmallVector<int64_t> starts(5, 0), sizes(fs), steps(5, 1);
     starts[2] = t;
@@ -159,20 +176,16 @@ Results convertConv3d(NodeContext &c, const Window &w, int64_t group) {
 
 Results convertPool3d(NodeContext &c, const Window &w, bool isMax,
                       bool countIncludePad) {
-  Value x = c.input(0);
   auto type = c.inputType(0);
   ArrayRef<int64_t> xs = type.getShape();
-  int64_t od = outputDepth(xs[2], w);
-  if (od < 1)
-    return c.error() << "'" << c.node.op_type()
-                     << "' window is deeper than its padded input";
-  auto padded = padDepth(c, x, w.pads[0], w.pads[3], isMax ? -INFINITY : 0.0);
-  if (failed(padded))
+  auto prepared = prepareTaps(c, w, isMax ? -INFINITY : 0.0);
+  if (failed(prepared))
     return failure();
-  Window plane = planeWindow(w);
+  int64_t od = prepared->depth;
+  const Window &plane = prepared->plane;
   Value acc;
   for (int64_t t = 0; t < w.kernel[0]; ++t) {
-    auto planes = tapPlanes(c, *padded, t, od, w);
+    auto planes = tapPlanes(c, prepared->padded, t, od, w);
     if (failed(planes))
       return failure();
     // Every attribute given: type inference reads them from the dictionary.

@@ -138,9 +138,7 @@ ZeroTensors zeroTensors(const PlanGraph &g, const PlanCandidate &c) {
       const PlanNode &node = g.nodes[i];
       t.weights += node.weightTensors;
       t.bytes += node.params * g.elementBytes;
-      bool inputGradient = llvm::any_of(
-          node.producers, [](int producer) { return producer >= 0; });
-      t.backward += node.linear && inputGradient && node.weightTensors;
+      t.backward += backwardReadsWeight(node);
     }
     if (t.weights > best.weights)
       best = t;

@@ -242,8 +242,9 @@ private:
     /// Every stage (for the gradient sync ZeRO prices per stage).
     std::vector<StageSummary> all;
   };
-  /// Balances units over the candidate's stages and fills its memory and
-  /// stage starts (`sequence`: the sp axis's layouts, if any).
+  /// Balances units over the candidate's stages and fills its stage
+  /// starts (priceMemory then prices its memory from the stages) (`sequence`:
+  /// the sp axis's layouts, if any).
   Stages priceStages(PlanCandidate &c, const SearchResult &layout,
                      const SearchResult *sequence, double cw, double cc);
   /// The candidate's memory per device from its stages (and ZeRO stage).
@@ -689,11 +690,7 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
         sum.resultBytes += nc.resultBytes;
         const PlanNode &node = g.nodes[i];
         sum.weightTensors += node.weightTensors;
-        // The input's gradient reads a linear layer's weight again unless
-        // that input is the model's own (no gradient to make).
-        bool inputGradient = llvm::any_of(
-            node.producers, [](int producer) { return producer >= 0; });
-        if (node.linear && inputGradient && node.weightTensors) {
+        if (backwardReadsWeight(node)) {
           sum.backwardTensors += 1;
           sum.backwardWeightBytes += nc.weightBytes;
         }
@@ -775,8 +772,7 @@ PlanCandidate PlanSearch::withZero(const PlanCandidate &base,
   c.stepTime +=
       c.dataParallel + c.optimizer - base.dataParallel - base.optimizer;
   c.tflopsPerDevice = c.flopsPerDevice / c.stepTime / 1e12;
-  c.fits = c.memory <= usable && (!c.layout || c.layout->feasible) &&
-           (base.fits || base.memory > usable);
+  c.fits = c.memory <= usable && c.layout->feasible;
   return c;
 }
 
