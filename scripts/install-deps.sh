@@ -14,8 +14,8 @@ PACKAGES=(
   libopenmpi-dev openmpi-bin libopenblas-dev
   # ILP solver for the planner (found through pkg-config).
   coinor-libcbc-dev pkg-config
-  # Unit tests.
-  libgtest-dev
+  # Unit tests; clang-22 and its libFuzzer runtime for the importer's fuzzer.
+  libgtest-dev clang-22 libclang-rt-22-dev
   # Test-time helpers: ONNX model generation, torch exports, ONNX backend test data.
   python3 python3-onnx python3-numpy python3-torch python3-torchvision libonnx-testdata
 )

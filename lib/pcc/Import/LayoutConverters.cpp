@@ -10,6 +10,8 @@
 
 #include "ImportContext.h"
 
+#include <limits>
+
 using namespace mlir;
 
 namespace pcc::import {
@@ -160,8 +162,25 @@ Results convertTile(NodeContext &c) {
       x = *empty;
       continue;
     }
-    SmallVector<Value> copies((*repeats)[d], x);
-    auto tiled = concatAxis(c, copies, d);
+    // r copies of the axis as a new axis before it, broadcast and merged:
+    // three ops whatever r is (a Concat of r operands grows with r).
+    int64_t r = (*repeats)[d];
+    SmallVector<int64_t> shape(cast<RankedTensorType>(x.getType()).getShape());
+    int64_t n = shape[d];
+    if (n > 0 && r > std::numeric_limits<int64_t>::max() / n)
+      return c.error() << "Tile repeats " << r << " make axis " << d
+                       << " overflow int64";
+    SmallVector<int64_t> split(shape), copies(shape), merged(shape);
+    split.insert(split.begin() + d, 1);
+    copies.insert(copies.begin() + d, r);
+    merged[d] = r * n;
+    auto unit = c.build1<ReshapeOp>(x, {c.i64s("shape", split)});
+    if (failed(unit))
+      return failure();
+    auto wide = c.build1<ExpandOp>(*unit, {c.i64s("shape", copies)});
+    if (failed(wide))
+      return failure();
+    auto tiled = c.build1<ReshapeOp>(*wide, {c.i64s("shape", merged)});
     if (failed(tiled))
       return failure();
     x = *tiled;

@@ -1590,11 +1590,23 @@ def run_mutant(args, mutant):
             "stderr": err.decode("utf-8", "replace")}
 
 
+def write_seeds(folder):
+    os.makedirs(folder, exist_ok=True)
+    seeds = build_seeds()
+    for name, m in seeds:
+        with open(os.path.join(folder, "seed-%s.onnx" % name), "wb") as f:
+            f.write(m.SerializeToString())
+    for name, text in TEXT_SEEDS:
+        with open(os.path.join(folder, "seed-%s.onnxtxt" % name), "w") as f:
+            f.write(text)
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("pcc")
-    ap.add_argument("workdir")
+    ap.add_argument("pcc", nargs="?")
+    ap.add_argument("workdir", nargs="?")
     ap.add_argument("--count", type=int, default=500)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--jobs", type=int, default=2)
@@ -1606,7 +1618,14 @@ def main():
     ap.add_argument("--keep-failures", action="store_true")
     ap.add_argument("--list", action="store_true",
                     help="print the mutants without running pcc")
+    ap.add_argument("--write-seeds", metavar="DIR",
+                    help="write the seed models to DIR (a corpus for the "
+                         "libFuzzer target, scripts/fuzz.sh) and stop")
     args = ap.parse_args()
+    if args.write_seeds:
+        return write_seeds(args.write_seeds)
+    if not args.pcc or not args.workdir:
+        ap.error("PCC and WORKDIR are required")
     args.pcc = os.path.abspath(args.pcc) if os.sep in args.pcc else \
         (shutil.which(args.pcc) or args.pcc)
     os.makedirs(args.workdir, exist_ok=True)

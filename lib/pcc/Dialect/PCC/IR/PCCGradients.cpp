@@ -825,7 +825,8 @@ LogicalResult SliceOp::buildGradients(GradientBuilder &g, ArrayRef<Value> dy,
   // The slice put back among zeros, one axis at a time.
   Value d = dy[0];
   ArrayRef<int64_t> in = shapeOf(getInput());
-  for (auto [axis, start] : llvm::enumerate(getStarts())) {
+  for (auto [dim, start] : llvm::enumerate(getStarts())) {
+    size_t axis = dim; // a plain variable: lambdas cannot capture bindings
     int64_t size = shapeOf(d)[axis];
     int64_t after = in[axis] - start - size;
     if (start == 0 && after == 0)
