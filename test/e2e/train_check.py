@@ -6,7 +6,9 @@ Usage: train_check.py WORKDIR --model mlp|gpt --mpirun CMD
                       --optimizer sgd|adamw [--steps N] STRATEGY...
   STRATEGY as run_strategies.py takes it: "1" (one rank), "dp=2", "tp=2",
   "dp=2,tp=2", ..., plus "zero=N" for pcc's --zero N ("dp=2,zero=3") and
-  "sched=gpipe" for the executable's --pp-schedule ("pp=2,mb=4,sched=gpipe").
+  "sched=gpipe" for the executable's --pp-schedule ("pp=2,mb=4,sched=gpipe")
+  and "recompute=full" for pcc's --recompute full. --memory adds each
+  program's scratch arena (plan.json's arena_bytes, largest stage's).
 
 The model is exported returning its loss (training mode, no constant
 folding, so parameters keep their names); N batches are written as
@@ -319,6 +321,8 @@ def main():
     # tight bound catches a wrong update that moves the loss a little.
     p.add_argument("--rtol", type=float, default=2e-5)
     p.add_argument("--atol", type=float, default=1e-6)
+    p.add_argument("--memory", action="store_true",
+                   help="print each program's arena bytes (plan.json)")
     p.add_argument("--collectives", action="store_true",
                    help="print the compiled step's collectives (plan.json)")
     p.add_argument("--export", action="store_true",
@@ -338,13 +342,17 @@ def main():
         parts = strategy.split(",")
         zero = [p for p in parts if p.startswith("zero=")]
         sched = [p for p in parts if p.startswith("sched=")]
+        recompute = [p for p in parts if p.startswith("recompute=")]
         devices = ",".join(p for p in parts
-                           if not p.startswith(("zero=", "sched=")))
+                           if not p.startswith(("zero=", "sched=",
+                                                "recompute=")))
         # The executable's pipeline schedule (1f1b by default).
         exe = ["--pp-schedule", sched[0].split("=")[1]] if sched else []
         flags, ranks = ([], 1) if devices == "1" else strategy_flags(
             devices, args.layout)
         flags += ["--zero", zero[0].split("=")[1]] if zero else []
+        flags += (["--recompute", recompute[0].split("=")[1]]
+                  if recompute else [])
         tag = (f"{args.optimizer}-" +
                ("" if args.layout == "megatron" else args.layout + "-") +
                strategy.replace("=", "").replace(",", "-"))
@@ -373,6 +381,12 @@ def main():
                 f"max_rel_err={worst:.1e} ({len(got or [])} steps) "
                 f"parameters {'PASS' if params_ok else 'FAIL'} "
                 f"max_abs_err={param_err:.1e}")
+        if args.memory:
+            with open(os.path.join(out, "plan.json")) as f:
+                memory = json.load(f)["memory"]
+            line += " arena=%d" % max(
+                [memory["arena_bytes"]] +
+                [st["arena_bytes"] for st in memory.get("per_stage", [])])
         if args.collectives:
             with open(os.path.join(out, "plan.json")) as f:
                 compiled = json.load(f)["collectives"]

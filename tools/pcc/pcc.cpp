@@ -16,14 +16,15 @@
 //===----------------------------------------------------------------------===//
 
 #include "pcc/Autodiff/TrainStep.h"
+#include "pcc/Calibrate/Calibrate.h"
 #include "pcc/Codegen/Compile.h"
 #include "pcc/Codegen/Cpu/CpuTarget.h"
 #include "pcc/Codegen/Cuda/CudaTarget.h"
-#include "pcc/Driver/Driver.h"
 #include "pcc/Dialect/PCC/IR/PCCDialect.h"
+#include "pcc/Driver/Driver.h"
 #include "pcc/Import/ONNXImporter.h"
 #include "pcc/Import/TrainedModel.h"
-#include "pcc/Calibrate/Calibrate.h"
+#include "pcc/Plan/PlanGraph.h"
 #include "pcc/Plan/PlanReport.h"
 #include "pcc/Support/OutputFiles.h"
 
@@ -198,10 +199,13 @@ cl::opt<double> adamEps("eps", cl::desc("AdamW epsilon (default 1e-8)"),
 cl::list<std::string> freezeNames(
     "freeze", cl::desc("Training: initializers not to train"),
     cl::CommaSeparated, COMPILE_ONLY);
-cl::opt<std::string> recompute(
-    "recompute", cl::desc("Activation recompute when training: auto "
-                          "(searched), none or full"),
-    cl::init("auto"), PLAN_ONLY);
+cl::opt<std::string>
+    recompute("recompute",
+              cl::desc("Activation recompute when training: auto "
+                       "(the planner's choice), none or full (each "
+                       "repeated layer's activations recomputed in the "
+                       "backward pass from its input)"),
+              cl::init("auto"), COMPILE_AND_PLAN);
 enum class Format { Text, Json, Dot };
 cl::opt<Format> outputFormat(
     "format", cl::desc("Plan output format"),
@@ -673,9 +677,6 @@ int main(int argc, char **argv) {
   auto trainOpts = trainOptions();
   if (!trainOpts)
     return fail(toString(trainOpts.takeError()));
-  // A compiled step keeps the activations its backward pass reads.
-  if (train && !planning)
-    planOpts->recompute = false;
   std::optional<int64_t> deviceMemoryBytes;
   if (!deviceMemory.empty()) {
     deviceMemoryBytes = parseBytes(deviceMemory);
@@ -716,8 +717,21 @@ int main(int argc, char **argv) {
   // The step is differentiated after planning (the planner prices training
   // from the forward graph) and before the plan is applied, so the
   // backward pass and the update are partitioned with the rest.
-  if (train && mlir::failed(pcc::buildTrainingStep(*module, *trainOpts)))
+  // Recompute (forced or the planner's choice) checkpoints the layers the
+  // planner found, so the step holds what the planner priced.
+  if (train && chosen->plan.recompute) {
+    trainOpts->recompute = true;
+    pcc::markRepeatedLayers(mainFn);
+  }
+  pcc::TrainStepReport trained;
+  if (train &&
+      mlir::failed(pcc::buildTrainingStep(*module, *trainOpts, &trained)))
     return diagnostics.printed ? 1 : fail("building the training step failed");
+  if (trainOpts->recompute)
+    chosen->note += formatv("recompute: {0} forward ops repeated in the "
+                            "backward pass; ",
+                            trained.recomputedOps)
+                        .str();
   // ZeRO is a layout of the step's stored tensors: part of the plan.
   if (zeroStage && chosen->plan.devices() > 1) {
     chosen->plan.zero = zeroStage;

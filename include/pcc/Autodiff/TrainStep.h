@@ -36,11 +36,16 @@ struct TrainOptions {
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
   /// Initializers that are not trained.
   std::vector<std::string> freeze;
+  /// Recompute the layers marked kLayerAttr in the backward pass
+  /// (recomputeLayers) instead of keeping their activations.
+  bool recompute = false;
 };
 
 /// What the step trains, for the compile summary.
 struct TrainStepReport {
   int64_t parameters = 0, parameterElements = 0, stateElements = 0;
+  /// Forward ops recomputed in the backward pass (--recompute full).
+  int64_t recomputedOps = 0;
 };
 
 /// Rewrites @main of `module` into its training step, returning the loss.

@@ -15,10 +15,6 @@ namespace pcc {
 /// partitioner does not implement), or nothing when it can.
 std::optional<std::string> whyPlanCannotBeApplied(const ParallelPlan &plan);
 
-/// Why a training step (pcc --train) cannot run under `plan` yet, if it
-/// cannot: the kinds whose training steps are not partitioned yet.
-std::optional<std::string> trainingCannotRun(const ParallelPlan &plan);
-
 /// How each op of `fn` runs on the tp axis when pcc-apply-plan shards it for
 /// `dp` x `tp` with Megatron-LM's layouts, keyed by op: the layouts on the
 /// (dp, tp) grid with the dp splits dropped, tp as axis 0 of a one-axis

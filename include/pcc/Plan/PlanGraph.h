@@ -111,6 +111,11 @@ struct PlanGraph {
 /// heads of split projections in place.
 PlanGraph buildPlanGraph(mlir::func::FuncOp fn, bool gpuKernels = false);
 
+/// Marks the ops of each copy of `fn`'s repeated block with kLayerAttr (the
+/// copy's number), the layers activation recompute checkpoints, and returns
+/// how many there are (0 when the model repeats no block).
+int markRepeatedLayers(mlir::func::FuncOp fn);
+
 /// Forward FLOPs and bytes of `op` when its operands and results have the
 /// given shapes (global or per device). Everything but weights is scaled by
 /// `activationScale`, the fraction of the batch the shapes stand for.

@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "pcc/Autodiff/TrainStep.h"
+#include "pcc/Autodiff/Recompute.h"
 
 #include "pcc/Dialect/PCC/IR/GradientBuilder.h"
 #include "pcc/Dialect/PCC/IR/PCCOps.h"
@@ -316,6 +317,11 @@ LogicalResult StepBuilder::run(TrainStepReport *report) {
   // Gradients no one needs (of inputs, of constant exponents) go.
   IRRewriter rewriter(fn.getContext());
   (void)runRegionDCE(rewriter, fn->getRegions());
+  if (o.recompute)
+    counts.recomputedOps = recomputeLayers(fn);
+  else
+    for (Operation &op : body)
+      op.removeAttr(kLayerAttr);
   if (report)
     *report = counts;
   return success();

@@ -714,14 +714,12 @@ shardingsOnAxes(func::FuncOp fn, const ParallelPlan &plan,
 
 } // namespace
 
-std::optional<std::string> trainingCannotRun(const ParallelPlan &plan) {
-  if (plan.recompute)
-    return std::string("activation recompute is priced but not compiled "
-                       "yet: a compiled step keeps its activations");
-  return std::nullopt;
-}
-
 std::optional<std::string> whyPlanCannotBeApplied(const ParallelPlan &plan) {
+  // Recomputed layers in a pipeline's stages give wrong gradients from the
+  // second step on (docs/training.md): refused until that is found.
+  if (plan.train && plan.recompute && plan.degree("pp") > 1)
+    return std::string("activation recompute is not compiled for pipeline "
+                       "stages yet; use --recompute none with --pp");
   if (plan.degree("sp") > 1 &&
       plan.tensorLayouts == TensorLayouts::MegatronSequence)
     return std::string("--sp and --sequence-parallel both split the "

@@ -73,9 +73,20 @@ RepeatedBlock findRepeatedBlock(const PlanGraph &g) {
   std::vector<llvm::hash_code> sig(n);
   for (int i = 0; i < n; ++i) {
     Operation *op = g.nodes[i].op;
-    llvm::hash_code h = llvm::hash_combine(
-        op->getName().getAsOpaquePointer(),
-        op->getAttrDictionary().getAsOpaquePointer());
+    // pcc's own discardable marks (a pipeline stage, planned layouts, a
+    // layer number) differ between copies of one layer: not compared.
+    DictionaryAttr attrs = op->getAttrDictionary();
+    if (llvm::any_of(attrs, [](NamedAttribute a) {
+          return a.getName().strref().starts_with("pcc.");
+        })) {
+      NamedAttrList kept;
+      for (NamedAttribute a : attrs)
+        if (!a.getName().strref().starts_with("pcc."))
+          kept.push_back(a);
+      attrs = kept.getDictionary(op->getContext());
+    }
+    llvm::hash_code h = llvm::hash_combine(op->getName().getAsOpaquePointer(),
+                                           attrs.getAsOpaquePointer());
     for (Type t : op->getOperandTypes())
       h = llvm::hash_combine(h, t.getAsOpaquePointer());
     for (Type t : op->getResultTypes())
@@ -210,6 +221,17 @@ int PlanGraph::representative(int i) const {
   if (!block.present() || i < block.begin || i >= block.end())
     return i;
   return block.begin + (i - block.begin) % block.period;
+}
+
+int markRepeatedLayers(func::FuncOp fn) {
+  PlanGraph g = buildPlanGraph(fn);
+  if (!g.block.present())
+    return 0;
+  Builder b(fn.getContext());
+  for (int i = g.block.begin; i < g.block.end(); ++i)
+    g.nodes[i].op->setAttr(
+        kLayerAttr, b.getI64IntegerAttr((i - g.block.begin) / g.block.period));
+  return g.block.count;
 }
 
 OpWork opWork(Operation *op, ArrayRef<SmallVector<int64_t>> operandShapes,

@@ -311,6 +311,13 @@ def main(argv):
         [helper.make_node("Constant", [], ["y"], name="const0",
                           sparse_value=sparse)],
         [], [vi("y", [4])], name="sparse_attribute"), "sparse tensor")
+    # Tile by a count whose result overflows (found by libFuzzer: it used to
+    # abort building a Concat of that many operands).
+    write_model("tile_overflow.onnx", model(
+        [helper.make_node("Tile", ["x", "reps"], ["y"], name="tile0")],
+        [vi("x", [2, 3])], [vi("y", [None, None])],
+        [helper.make_tensor("reps", TensorProto.INT64, [2], [2, 2**62])],
+        name="tile_overflow"), "overflow int64")
     # ONNX's text parser throws on malformed numbers instead of failing.
     write_bytes("bad_number.onnxtxt",
                 b"<ir_version: 8, opset_import: [\"\" : 14]>\n"

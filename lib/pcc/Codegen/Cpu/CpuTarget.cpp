@@ -16,14 +16,9 @@ public:
   StringRef name() const override { return "cpu"; }
 
   std::optional<std::string> cannotRun(const ParallelPlan &plan) const override {
-    // The emitter and runtime run every partitioned program; what
-    // partitioning cannot apply yet is the limit, and what training steps
-    // do not run yet.
-    if (auto why = whyPlanCannotBeApplied(plan))
-      return why;
-    if (plan.train)
-      return trainingCannotRun(plan);
-    return std::nullopt;
+    // The emitter and runtime run every partitioned program, training
+    // steps included: what partitioning cannot apply yet is the limit.
+    return whyPlanCannotBeApplied(plan);
   }
 
   FailureOr<EmittedModel> emit(ModuleOp module,

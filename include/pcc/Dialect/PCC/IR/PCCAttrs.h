@@ -29,6 +29,10 @@ inline constexpr llvm::StringLiteral kOptimizerAttr = "pcc.optimizer";
 /// number (kGradientOfAttr): a pipeline runs them in the op's stage.
 inline constexpr llvm::StringLiteral kForwardIdAttr = "pcc.forward_id";
 inline constexpr llvm::StringLiteral kGradientOfAttr = "pcc.gradient_of";
+/// On the forward ops of a repeated layer (copy k of the block the planner
+/// finds, an i64): activation recompute keeps each layer's input and
+/// recomputes the rest in the backward pass (pcc/Autodiff/Recompute.h).
+inline constexpr llvm::StringLiteral kLayerAttr = "pcc.layer";
 /// On the ops of a step that streams microbatches and that run once per
 /// step, after the last microbatch (the optimizer update, the loss over the
 /// whole batch): see pcc-accumulate-microbatches.

@@ -1,0 +1,116 @@
+//===- Recompute.cpp - activation recompute in a training step ------------===//
+//
+// A layer's values split in two: those a forward op outside the layer reads
+// (its output: the checkpoint, kept) and the internal ones. Backward ops
+// that read internal values read clones instead, made just before the
+// first of them from the layer's inputs and checkpoints, so the originals
+// die within the forward pass. Clones run in the backward pass: they carry
+// kGradientOfAttr (a pipeline runs them in the layer's stage, per
+// microbatch, after its forward) and keep the forward ops' layouts.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pcc/Autodiff/Recompute.h"
+
+#include "pcc/Dialect/PCC/IR/PCCOps.h"
+
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/MapVector.h"
+
+using namespace mlir;
+
+namespace pcc {
+
+int64_t recomputeLayers(func::FuncOp fn) {
+  Block &body = fn.getBody().front();
+  llvm::DenseMap<Operation *, int64_t> position;
+  int64_t firstBackward = -1;
+  llvm::MapVector<int64_t, SmallVector<Operation *>> layers;
+  for (Operation &op : body) {
+    int64_t at = position.size();
+    position[&op] = at;
+    if (firstBackward < 0 && op.hasAttr(kGradientOfAttr))
+      firstBackward = at;
+    if (auto layer = op.getAttrOfType<IntegerAttr>(kLayerAttr)) {
+      layers[layer.getInt()].push_back(&op);
+      op.removeAttr(kLayerAttr);
+    }
+  }
+  if (firstBackward < 0)
+    return 0;
+  auto isBackward = [&](Operation *op) {
+    return position.lookup(op) >= firstBackward;
+  };
+
+  int64_t cloned = 0;
+  for (auto &[layer, ops] : layers) {
+    llvm::DenseSet<Operation *> inLayer(ops.begin(), ops.end());
+    // Internal values some backward op reads, and the first such reader.
+    llvm::DenseSet<Value> escaping, wanted;
+    Operation *first = nullptr;
+    for (Operation *op : ops)
+      for (Value r : op->getResults()) {
+        bool readBack = false;
+        for (Operation *user : r.getUsers()) {
+          if (isBackward(user)) {
+            readBack = true;
+            if (!first || position[user] < position[first])
+              first = user;
+          } else if (!inLayer.contains(user)) {
+            escaping.insert(r);
+          }
+        }
+        if (readBack)
+          wanted.insert(r);
+      }
+    for (Value v : escaping)
+      wanted.erase(v);
+    if (wanted.empty())
+      continue;
+    // The ops the wanted values need, back to inputs and checkpoints.
+    llvm::DenseSet<Operation *> needed;
+    for (Operation *op : llvm::reverse(ops)) {
+      bool want = llvm::any_of(op->getResults(), [&](Value r) {
+        return wanted.contains(r) ||
+               llvm::any_of(r.getUsers(), [&](Operation *u) {
+                 return needed.contains(u) && !escaping.contains(r);
+               });
+      });
+      if (want)
+        needed.insert(op);
+    }
+    // Recompute the whole dependency chain except what is kept anyway.
+    OpBuilder b(first);
+    IRMapping map;
+    Attribute stage = first->getAttr(kGradientOfAttr);
+    for (Operation *op : ops) {
+      if (!needed.contains(op))
+        continue;
+      Operation *copy = b.clone(*op, map);
+      copy->removeAttr(kForwardIdAttr);
+      if (stage)
+        copy->setAttr(kGradientOfAttr, stage);
+      // An escaping value the clone made is the original's: keep reading
+      // the original (it is live anyway), so only internal values repeat.
+      for (auto [r, c] : llvm::zip(op->getResults(), copy->getResults()))
+        if (escaping.contains(r))
+          map.map(r, r);
+      ++cloned;
+    }
+    for (Operation *op : ops)
+      for (Value r : op->getResults()) {
+        if (!wanted.contains(r))
+          continue;
+        Value copy = map.lookup(r);
+        r.replaceUsesWithIf(copy, [&](OpOperand &use) {
+          Operation *user = use.getOwner();
+          return isBackward(user) && position.count(user);
+        });
+      }
+  }
+  return cloned;
+}
+
+} // namespace pcc
