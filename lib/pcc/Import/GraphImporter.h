@@ -103,10 +103,6 @@ private:
   std::unordered_map<const onnx::GraphProto *, Body> bodies;
 };
 
-/// Most If and Loop body nodes one import may inline: beyond it the program
-/// (and its compile) would grow without bound.
-constexpr int64_t kMaxUnrolledNodes = 200000;
-
 } // namespace pcc::import
 
 #endif // PCC_LIB_IMPORT_GRAPHIMPORTER_H

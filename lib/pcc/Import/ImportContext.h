@@ -23,6 +23,11 @@
 
 namespace pcc::import {
 
+/// Most If and Loop body nodes (and recurrent time steps' ops) one import
+/// may inline: beyond it the program (and its compile) would grow without
+/// bound.
+constexpr int64_t kMaxUnrolledNodes = 200000;
+
 class NodeContext {
 public:
   NodeContext(const onnx::NodeProto &node, mlir::OpBuilder &builder,

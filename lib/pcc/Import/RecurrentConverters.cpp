@@ -14,6 +14,8 @@
 
 #include "ExprBuilder.h"
 
+#include <limits>
+
 using namespace mlir;
 
 namespace pcc::import {
@@ -193,8 +195,9 @@ Results Unroller::run() {
   ArrayRef<int64_t> xs = cast<RankedTensorType>(x.getType()).getShape();
   seq = xs[0], batch = xs[1];
   hidden = c.intAttr("hidden_size", 0);
-  if (hidden <= 0)
-    return c.error() << c.node.op_type() << " needs hidden_size";
+  if (hidden <= 0 || hidden > std::numeric_limits<int32_t>::max())
+    return c.error() << c.node.op_type()
+                     << " needs a hidden_size from 1 to 2^31-1";
   if (c.node.input_size() > 4 && !c.node.input(4).empty()) {
     auto lens = c.constInts(4, "sequence_lens");
     if (failed(lens))
@@ -223,6 +226,39 @@ Results Unroller::run() {
   for (const std::string &a : acts)
     if (a != "Sigmoid" && a != "Tanh" && a != "Relu")
       return refuse("activation " + a);
+
+  // The weights and states ONNX's shapes say, before anything is sliced.
+  int64_t gates = gatesOf(cell) * hidden, inputSize = xs[2];
+  auto expect = [&](size_t i, StringRef name,
+                    ArrayRef<int64_t> want) -> LogicalResult {
+    if (c.node.input_size() <= int(i) || !c.input(i))
+      return success();
+    auto type = cast<RankedTensorType>(c.input(i).getType());
+    if (i != 1 && i != 2 && type.getNumElements() == 0)
+      return success(); // an empty optional input: absent
+    if (type.getShape() == want)
+      return success();
+    auto diag = c.error();
+    diag << c.node.op_type() << " input " << name << " has shape [";
+    llvm::interleaveComma(type.getShape(), diag);
+    diag << "], expected [";
+    llvm::interleaveComma(want, diag);
+    return diag << "]";
+  };
+  if (failed(expect(1, "W", {dirs, gates, inputSize})) ||
+      failed(expect(2, "R", {dirs, gates, hidden})) ||
+      failed(expect(3, "B", {dirs, 2 * gates})) ||
+      failed(expect(5, "initial_h", {dirs, batch, hidden})) ||
+      (cell == Cell::Lstm &&
+       (failed(expect(6, "initial_c", {dirs, batch, hidden})) ||
+        failed(expect(7, "P", {dirs, 3 * hidden})))))
+    return failure();
+  // Each time step unrolls into ~20 ops: as If/Loop, a bounded import.
+  if (seq * dirs > kMaxUnrolledNodes / 20)
+    return c.error() << c.node.op_type() << " over " << seq << " steps"
+                     << (dirs > 1 ? " in both directions" : "")
+                     << " is too long to unroll at import (at most "
+                     << kMaxUnrolledNodes / 20 << " steps)";
 
   SmallVector<Value> ys, hs, cs;
   for (int64_t d = 0; d < dirs; ++d) {

@@ -318,6 +318,14 @@ def main(argv):
         [vi("x", [2, 3])], [vi("y", [None, None])],
         [helper.make_tensor("reps", TensorProto.INT64, [2], [2, 2**62])],
         name="tile_overflow"), "overflow int64")
+    # A GRU whose W is a scalar (found by libFuzzer: slicing it was
+    # undefined behaviour); its shape is checked against ONNX's.
+    write_model("gru_scalar_weight.onnx", model(
+        [helper.make_node("GRU", ["x", "w", "r"], ["y"], name="gru0",
+                          hidden_size=3)],
+        [vi("x", [1, 2, 3]), vi("w", []), vi("r", [1, 9, 3])],
+        [vi("y", [1, 1, 2, 3])], name="gru_scalar_weight"),
+        "gru input w has shape [], expected [1, 9, 3]")
     # ONNX's text parser throws on malformed numbers instead of failing.
     write_bytes("bad_number.onnxtxt",
                 b"<ir_version: 8, opset_import: [\"\" : 14]>\n"
