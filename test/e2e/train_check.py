@@ -8,7 +8,8 @@ Usage: train_check.py WORKDIR --model mlp|gpt --mpirun CMD
   "dp=2,tp=2", ..., plus "zero=N" for pcc's --zero N ("dp=2,zero=3") and
   "sched=gpipe" for the executable's --pp-schedule ("pp=2,mb=4,sched=gpipe")
   and "recompute=full" for pcc's --recompute full. --memory adds each
-  program's scratch arena (plan.json's arena_bytes, largest stage's).
+  program's scratch arena and pipeline stash per microbatch (plan.json's,
+  the largest stage's).
 
 The model is exported returning its loss (training mode, no constant
 folding, so parameters keep their names); N batches are written as
@@ -384,9 +385,12 @@ def main():
         if args.memory:
             with open(os.path.join(out, "plan.json")) as f:
                 memory = json.load(f)["memory"]
+            stages = memory.get("per_stage", [])
             line += " arena=%d" % max(
-                [memory["arena_bytes"]] +
-                [st["arena_bytes"] for st in memory.get("per_stage", [])])
+                [memory["arena_bytes"]] + [st["arena_bytes"] for st in stages])
+            line += " stash=%d" % max(
+                [0] + [st.get("stash_bytes_per_microbatch", 0)
+                       for st in stages])
         if args.collectives:
             with open(os.path.join(out, "plan.json")) as f:
                 compiled = json.load(f)["collectives"]

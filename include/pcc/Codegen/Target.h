@@ -55,9 +55,11 @@ struct EmittedModel {
   /// SUMMA's broadcasts in one run: 2q per product on a q x q grid.
   int broadcasts = 0;
   /// What a device of each pipeline stage holds (one entry without stages):
-  /// the weights it reads and its arena.
+  /// the weights it reads, its arena, and per microbatch in flight the
+  /// stash (what its backward reads of its forward, kept when a schedule
+  /// runs the two apart).
   struct StageMemory {
-    int64_t weightsBytes = 0, arenaBytes = 0;
+    int64_t weightsBytes = 0, arenaBytes = 0, stashBytes = 0;
   };
   std::vector<StageMemory> stageMemory;
 };

@@ -47,28 +47,26 @@ int64_t recomputeLayers(func::FuncOp fn) {
   int64_t cloned = 0;
   for (auto &[layer, ops] : layers) {
     llvm::DenseSet<Operation *> inLayer(ops.begin(), ops.end());
-    // Internal values some backward op reads, and the first such reader.
+    // Internal values some backward op reads, and the first such reader
+    // (a later layer's backward reads this one's output, not its insides).
     llvm::DenseSet<Value> escaping, wanted;
-    Operation *first = nullptr;
     for (Operation *op : ops)
-      for (Value r : op->getResults()) {
-        bool readBack = false;
+      for (Value r : op->getResults())
         for (Operation *user : r.getUsers()) {
-          if (isBackward(user)) {
-            readBack = true;
-            if (!first || position[user] < position[first])
-              first = user;
-          } else if (!inLayer.contains(user)) {
+          if (isBackward(user))
+            wanted.insert(r);
+          else if (!inLayer.contains(user))
             escaping.insert(r);
-          }
         }
-        if (readBack)
-          wanted.insert(r);
-      }
     for (Value v : escaping)
       wanted.erase(v);
     if (wanted.empty())
       continue;
+    Operation *first = nullptr;
+    for (Value v : wanted)
+      for (Operation *user : v.getUsers())
+        if (isBackward(user) && (!first || position[user] < position[first]))
+          first = user;
     // The ops the wanted values need, back to inputs and checkpoints.
     llvm::DenseSet<Operation *> needed;
     for (Operation *op : llvm::reverse(ops)) {

@@ -68,7 +68,8 @@ std::string planJson(ModuleOp module, const CompileOptions &options,
      << ", \"per_stage\": [";
   for (auto [s, stage] : llvm::enumerate(m.stageMemory))
     os << (s ? ", " : "") << "{\"weights_bytes\": " << stage.weightsBytes
-       << ", \"arena_bytes\": " << stage.arenaBytes << "}";
+       << ", \"arena_bytes\": " << stage.arenaBytes
+       << ", \"stash_bytes_per_microbatch\": " << stage.stashBytes << "}";
   os << "]},\n"
      << "  \"codegen\": {\"fused_loops\": " << m.fusedLoops
      << ", \"fused_ops\": " << m.fusedOps

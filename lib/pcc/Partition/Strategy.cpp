@@ -715,11 +715,6 @@ shardingsOnAxes(func::FuncOp fn, const ParallelPlan &plan,
 } // namespace
 
 std::optional<std::string> whyPlanCannotBeApplied(const ParallelPlan &plan) {
-  // Recomputed layers in a pipeline's stages give wrong gradients from the
-  // second step on (docs/training.md): refused until that is found.
-  if (plan.train && plan.recompute && plan.degree("pp") > 1)
-    return std::string("activation recompute is not compiled for pipeline "
-                       "stages yet; use --recompute none with --pp");
   if (plan.degree("sp") > 1 &&
       plan.tensorLayouts == TensorLayouts::MegatronSequence)
     return std::string("--sp and --sequence-parallel both split the "

@@ -374,7 +374,8 @@ LogicalResult Emitter::emitStage(int64_t stage, int64_t stages) {
     closePart();
   range.end = parts.size();
   stageParts.push_back(range);
-  result.stageMemory.push_back({stageWeightBytes, schedule.arenaBytes});
+  result.stageMemory.push_back(
+      {stageWeightBytes, schedule.arenaBytes, stashBytes});
   return success();
 }
 
