@@ -153,7 +153,15 @@ cl::opt<int> microbatchSize(
     "micro-batch",
     cl::desc("Samples in one microbatch of one data-parallel replica "
              "(Megatron's --micro-batch-size; default: the planner's "
-             "choice). The batch is the model's: --input-shape sets it"),
+             "choice). The batch is the model's: --global-batch or "
+             "--input-shape sets it"),
+    cl::init(0), COMPILE_AND_PLAN);
+cl::opt<int64_t> globalBatch(
+    "global-batch",
+    cl::desc("Samples per step over all replicas (Megatron's "
+             "--global-batch-size): binds the model's batch dimension (the "
+             "first input's leading one, exported dynamic); micro-batches x "
+             "microbatches x dp make it up"),
     cl::init(0), COMPILE_AND_PLAN);
 cl::opt<std::string> clusterName(
     "cluster",
@@ -658,6 +666,10 @@ int main(int argc, char **argv) {
     if (!err.empty())
       return fail(err);
   }
+  if (globalBatch.getNumOccurrences() && globalBatch < 1)
+    return fail("--global-batch must be at least 1, got " +
+                std::to_string(globalBatch));
+  options.globalBatch = globalBatch;
   if (targetName != "cpu" && targetName != "cuda")
     return fail("--target must be cpu or cuda, got '" + targetName + "'");
   for (StringRef arch : split(StringRef(cudaArch), ','))

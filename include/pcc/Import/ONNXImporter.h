@@ -23,6 +23,10 @@ struct ImportOptions {
   /// Shapes bound by the user: a graph input name maps to its full shape, a
   /// symbolic dimension name (ONNX dim_param) maps to a one-element shape.
   llvm::StringMap<std::vector<int64_t>> inputShapes;
+  /// Megatron's --global-batch-size: samples per step, bound to the leading
+  /// (batch) dimension of the first graph input and every input sharing
+  /// its symbolic name (0: the model's own).
+  int64_t globalBatch = 0;
 };
 
 /// Parses `--input-shape` values of the form NAME=2x32 (or NAME=7 for a

@@ -124,6 +124,53 @@ int checkModelHeader(const onnx::ModelProto &model, const Diag &diag) {
   return opset;
 }
 
+namespace {
+
+/// Binds the batch: the first non-initializer input's leading dimension,
+/// and wherever its symbolic name appears. A fixed batch must equal it.
+bool bindGlobalBatch(onnx::GraphProto &graph, int64_t batch, const Diag &diag) {
+  llvm::StringSet<> initializers;
+  for (const auto &init : graph.initializer())
+    initializers.insert(init.name());
+  for (auto &input : *graph.mutable_input()) {
+    if (initializers.contains(input.name()) ||
+        !input.type().has_tensor_type() ||
+        input.type().tensor_type().shape().dim_size() == 0)
+      continue;
+    const auto &lead = input.type().tensor_type().shape().dim(0);
+    std::string where = "--global-batch " + std::to_string(batch) +
+                        ": the batch (input '" + input.name() +
+                        "', dimension 0) ";
+    if (lead.has_dim_value()) {
+      if (lead.dim_value() == batch)
+        return true;
+      diag(where + "is fixed at " + std::to_string(lead.dim_value()) +
+               "; export with a dynamic batch axis (torch.onnx.export's "
+               "dynamic_axes) to plan other batches",
+           "");
+      return false;
+    }
+    if (!lead.has_dim_param()) {
+      diag(where + "has no size or name to bind", "");
+      return false;
+    }
+    std::string name = lead.dim_param();
+    for (auto &in : *graph.mutable_input())
+      if (in.type().has_tensor_type())
+        for (auto &dim : *in.mutable_type()
+                              ->mutable_tensor_type()
+                              ->mutable_shape()
+                              ->mutable_dim())
+          if (dim.has_dim_param() && dim.dim_param() == name)
+            dim.set_dim_value(batch);
+    return true;
+  }
+  diag("--global-batch: the model has no input with a batch dimension", "");
+  return false;
+}
+
+} // namespace
+
 bool bindInputShapes(onnx::GraphProto &graph, const ImportOptions &options,
                      const Diag &diag) {
   llvm::StringSet<> used; // bindings that matched something
@@ -155,6 +202,8 @@ bool bindInputShapes(onnx::GraphProto &graph, const ImportOptions &options,
       dim.set_dim_value(it->second[0]);
     }
   }
+  if (options.globalBatch && !bindGlobalBatch(graph, options.globalBatch, diag))
+    return false;
   for (const auto &entry : options.inputShapes) {
     if (!used.contains(entry.getKey())) {
       diag("--input-shape names '" + entry.getKey().str() +
