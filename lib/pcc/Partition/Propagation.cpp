@@ -133,6 +133,57 @@ private:
 
 } // namespace
 
+namespace {
+
+/// A 2-D weight read transposed (MatMul(x, Transpose(W)), as exports
+/// without constant folding write nn.Linear) that an op asks for in layout
+/// `now`: W is stored in the transposed layout and the transpose made in
+/// `now`, so each device keeps (and trains) only its part. Only while W and
+/// the transpose are still as inferred (`old`), or W already stored so.
+bool storeTransposed(Value v, const TensorSharding &old,
+                     const TensorSharding &now, const Mesh &mesh) {
+  auto t = v.getDefiningOp<TransposeOp>();
+  if (!t || t.getPerm() != ArrayRef<int64_t>{1, 0} || !now.partial.empty() ||
+      shardingOf(v) != old)
+    return false;
+  Value w = t.getInput();
+  if (!w.getDefiningOp<WeightOp>())
+    return false;
+  TensorSharding stored = now;
+  std::swap(stored.dims[0], stored.dims[1]);
+  TensorSharding current = shardingOf(w);
+  if (!current.isReplicated() && current != stored)
+    return false;
+  setSharding(w, mesh, stored);
+  setSharding(v, mesh, now);
+  return true;
+}
+
+/// A partial sum over tp that several ops read is summed where it is first
+/// read, once (the partitioner reshards a value once per layout), rather
+/// than carried through each reader's linear ops and summed per branch:
+/// Megatron's one all-reduce of a column-parallel layer's input gradient,
+/// where a layer norm's backward would otherwise reduce four products.
+/// Partial sums over dp and microbatches are the gradient's own business.
+void sumSharedPartials(Operation &op, SmallVectorImpl<TensorSharding> &in,
+                       const Mesh &mesh) {
+  if (op.hasAttr(kOptimizerAttr))
+    return;
+  bool summed = false;
+  for (auto [v, s] : llvm::zip(op.getOperands(), in)) {
+    if (s.partial.empty() || v.hasOneUse())
+      continue;
+    size_t before = s.partial.size();
+    llvm::erase_if(s.partial,
+                   [&](int64_t axis) { return mesh.axisNames[axis] == "tp"; });
+    summed |= s.partial.size() != before;
+  }
+  if (summed)
+    setOperandShardings(&op, kOperandShardingAttr, mesh, in);
+}
+
+} // namespace
+
 void propagateShardings(func::FuncOp fn, const Mesh &mesh, StrategyHook hook) {
   // Layouts each weight is used with (to annotate single-layout weights).
   llvm::DenseMap<Operation *, SmallVector<TensorSharding>> weightUses;
@@ -181,7 +232,7 @@ void propagateShardings(func::FuncOp fn, const Mesh &mesh, StrategyHook hook) {
         // activation's, and the partitioner gathers it at use).
         if (v.getDefiningOp<WeightOp>() && shardingOf(v) == old)
           setSharding(v, mesh, now);
-        else
+        else if (!storeTransposed(v, old, now, mesh))
           pinned = true;
       }
       // An activation cannot be re-annotated for one user: the op keeps
@@ -190,6 +241,7 @@ void propagateShardings(func::FuncOp fn, const Mesh &mesh, StrategyHook hook) {
         setOperandShardings(&op, kOperandShardingAttr, mesh, in);
     }
     training.sumGradients(op, in);
+    sumSharedPartials(op, in, mesh);
     OpSharding s = inferOpSharding(&op, in, mesh);
     for (auto [r, layout] : llvm::zip(op.getResults(), s.results))
       setSharding(r, mesh, layout);

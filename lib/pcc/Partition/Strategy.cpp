@@ -92,6 +92,8 @@ struct MegatronHook {
       linear(in[0], g.getB(), in[1], g.getTransB() ? 0 : 1, g.getResult());
     } else if (sequence && isBetweenLayers(op, in)) {
       splitSequence(op, in);
+    } else if (isa<AddOp>(op)) {
+      splitBias(op, in);
     } else if (auto g = dyn_cast<GatherOp>(op)) {
       // Vocabulary-parallel embedding: each device holds a block of rows.
       int64_t rank = shapeOf(g.getInput()).size();
@@ -102,6 +104,23 @@ struct MegatronHook {
         in[0].dims[0].axes = {tp};
         in[0].dims[0].groups = 1;
       }
+    }
+  }
+
+  /// A bias added to a column-parallel product (MatMul then Add, as exports
+  /// without constant folding write nn.Linear) is stored split like the
+  /// product's columns: each device keeps and trains its part.
+  void splitBias(Operation *op, SmallVectorImpl<TensorSharding> &in) const {
+    for (int i = 0; i < 2; ++i) {
+      Value b = op->getOperand(i), x = op->getOperand(1 - i);
+      if (!b.getDefiningOp<WeightOp>() || shapeOf(b).size() != 1 ||
+          !in[i].isReplicated() || in[1 - i].dims.empty())
+        continue;
+      const DimSharding &cols = in[1 - i].dims.back();
+      if (shapeOf(x).back() != shapeOf(b)[0] || cols.axes.size() != 1 ||
+          cols.axes[0] != tp)
+        continue;
+      in[i].dims[0] = cols;
     }
   }
 
@@ -165,9 +184,18 @@ struct MegatronHook {
   /// when x is whole on the tp axis.
   void linear(const TensorSharding &x, Value w, TensorSharding &wLayout,
               int64_t nDim, Value y) const {
-    if (!isWeightMatrix(w) || !wLayout.isReplicated() ||
-        x.usesAxis(tp))
+    if (!isWeightMatrix(w) || !wLayout.isReplicated())
       return;
+    if (x.usesAxis(tp)) {
+      // Row-parallel: the rule splits a weight's rows after x's columns by
+      // itself; a transposed weight is asked for explicitly, so that it is
+      // stored split (Propagation.cpp) rather than sliced at each use.
+      if (w.getDefiningOp<TransposeOp>() && !x.dims.empty() &&
+          x.dims.back().axes == SmallVector<int64_t, 2>{tp} &&
+          x.dims.back().groups == 1 && x.partial.empty())
+        wLayout.dims[1 - nDim].axes = {tp};
+      return;
+    }
     int64_t cols = shapeOf(w)[nDim];
     int64_t groups = fusedGroups(y);
     if (cols % groups || (cols / groups) % n)

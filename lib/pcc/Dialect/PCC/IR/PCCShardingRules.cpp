@@ -229,7 +229,22 @@ FactorRule LogSoftmaxOp::getFactorRule() {
   return exceptAxisRule(*this, getAxis());
 }
 FactorRule ConcatOp::getFactorRule() {
-  return exceptAxisRule(*this, getAxis());
+  // Pieces of one size (a fused Q|K|V projection's gradient, split's
+  // inverse): each device concatenates its block of every piece, which is
+  // the result split into that many groups. Otherwise the axis stays whole.
+  int64_t rank = shapeOf(getResult()).size();
+  int64_t axis = normalizeAxis(getAxis(), rank);
+  if (!llvm::all_equal(llvm::map_range(
+          getOperands(), [&](Value v) { return shapeOf(v)[axis]; })))
+    return exceptAxisRule(*this, axis);
+  FactorRule r(*this);
+  for (int64_t d = 0; d < rank; ++d) {
+    int f = r.add();
+    r.results[0][d] = {f, d == axis ? int64_t(getNumOperands()) : 1};
+    for (auto &operand : r.operands)
+      operand[d] = {f, 1};
+  }
+  return r;
 }
 
 FactorRule ArgMaxOp::getFactorRule() {
