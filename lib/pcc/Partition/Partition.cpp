@@ -293,6 +293,34 @@ Operation *Partitioner::buildLocal(Operation *op, ValueRange operands,
     // C is added after the sum (in partitionOp).
     state.operands.resize(2);
   }
+  // A mean over a split axis: each device sums its block and divides by the
+  // whole count, so the partial results add up to the mean.
+  if (auto mean = dyn_cast<ReduceMeanOp>(op)) {
+    int64_t count = 1;
+    bool split = false;
+    for (int64_t axis : mean.getAxes()) {
+      count *= typeOf(mean.getInput()).getDimSize(axis);
+      split |= s.operands[0].dims[axis].isSplit();
+    }
+    if (split) {
+      state.name =
+          OperationName(ReduceSumOp::getOperationName(), b.getContext());
+      Operation *sum = b.create(state);
+      Type elem = local(0).getElementType();
+      auto scalar = RankedTensorType::get({}, elem);
+      Value n = ConstantOp::create(
+          b, op->getLoc(),
+          DenseElementsAttr::get(scalar, b.getFloatAttr(elem, double(count))));
+      OperationState div(op->getLoc(), DivOp::getOperationName());
+      div.addOperands({sum->getResult(0), n});
+      div.addTypes(types[0]);
+      for (NamedAttribute a : sum->getDiscardableAttrs())
+        div.addAttribute(a.getName(), a.getValue());
+      if (Attribute stage = op->getAttr(kStageAttr))
+        n.getDefiningOp()->setAttr(kStageAttr, stage);
+      return b.create(div);
+    }
+  }
   return b.create(state);
 }
 

@@ -187,10 +187,11 @@ struct MegatronHook {
     if (!isWeightMatrix(w) || !wLayout.isReplicated())
       return;
     if (x.usesAxis(tp)) {
-      // Row-parallel: the rule splits a weight's rows after x's columns by
-      // itself; a transposed weight is asked for explicitly, so that it is
-      // stored split (Propagation.cpp) rather than sliced at each use.
-      if (w.getDefiningOp<TransposeOp>() && !x.dims.empty() &&
+      // Row-parallel: the rule would split the weight's rows after x's
+      // columns by itself; asked for explicitly, the weight is stored split
+      // from its first use on (a training step's update then runs on the
+      // part), not sliced at each use.
+      if (!x.dims.empty() &&
           x.dims.back().axes == SmallVector<int64_t, 2>{tp} &&
           x.dims.back().groups == 1 && x.partial.empty())
         wLayout.dims[1 - nDim].axes = {tp};

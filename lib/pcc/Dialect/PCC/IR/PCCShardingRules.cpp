@@ -275,7 +275,9 @@ FactorRule ReduceSumOp::getFactorRule() {
   return reduceRule(*this, getAxes(), getKeepdims(), /*isSum=*/true);
 }
 FactorRule ReduceMeanOp::getFactorRule() {
-  return reduceRule(*this, getAxes(), getKeepdims(), /*isSum=*/false);
+  // A sum scaled by the whole count: a split reduced axis leaves partial
+  // sums (the partitioner divides each block's sum by the whole count).
+  return reduceRule(*this, getAxes(), getKeepdims(), /*isSum=*/true);
 }
 FactorRule ReduceMaxOp::getFactorRule() {
   return reduceRule(*this, getAxes(), getKeepdims(), /*isSum=*/false);
