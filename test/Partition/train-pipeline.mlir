@@ -15,8 +15,10 @@
 // CHECK-NEXT: pcc.send %[[H]] {{.*}}pcc.stage = 0 : i64, tag = 0 : i64, to_stage = 1
 // CHECK: %[[B:.*]] = pcc.weight "b.weight" {pcc.stage = 1 : i64}
 // CHECK: pcc.transpose %[[B]] {{.*}}pcc.stage = 1
-// The per-sample losses of each microbatch, gathered across the runs.
-// CHECK: %[[LOSSES:.*]] = shard.all_gather {{.*}} grid_axes = [1] gather_axis = 0 {pcc.stage = 1 : i64}
+// The loss: each microbatch's sum divided by the whole batch's count (a
+// mean over a split axis is a partial sum), summed across the runs.
+// CHECK: %[[PART:.*]] = pcc.div {{.*}}pcc.stage = 1
+// CHECK-NEXT: %[[LOSS:.*]] = shard.all_reduce %[[PART]] on @mesh grid_axes = [1] {pcc.stage = 1 : i64}
 // Backward (after every forward op, marked so that a 1F1B schedule runs it
 // apart): stage 1 sends the gradient of tanh(x A^T) back to stage 0.
 // CHECK: pcc.send {{.*}}pcc.backward, pcc.stage = 1 : i64, tag = 1 : i64, to_stage = 0
@@ -24,8 +26,7 @@
 // Each weight's gradient summed over the microbatches in its own stage.
 // CHECK: %[[GA:.*]] = shard.all_reduce {{.*}} grid_axes = [1] {pcc.backward, pcc.stage = 0 : i64}
 // CHECK: %[[GB:.*]] = shard.all_reduce {{.*}} grid_axes = [1] {pcc.backward, pcc.stage = 1 : i64}
-// Once per step, after the last microbatch: the loss and the updates.
-// CHECK: %[[LOSS:.*]] = pcc.reduce_mean %[[LOSSES]] {{.*}}pcc.once_per_step, pcc.stage = 1
+// Once per step, after the last microbatch: the updates.
 // CHECK: pcc.mul %[[GA]], {{.*}}pcc.once_per_step, pcc.optimizer, pcc.stage = 0
 // CHECK: pcc.mul %[[GB]], {{.*}}pcc.once_per_step, pcc.optimizer, pcc.stage = 1
 // CHECK: pcc.assign %[[A]], {{.*}}pcc.once_per_step, pcc.stage = 0

@@ -95,6 +95,9 @@ struct PlanGraph {
   std::string dtype = "fp32";
   int64_t elementBytes = 4;
   double totalFlops = 0, totalParams = 0;
+  /// Reductions of an activation to one element (a loss's sums over the
+  /// batch): one scalar all-reduce each over the data-parallel replicas.
+  int64_t scalarReductions = 0;
   /// Leading dimension of the first input (what data parallelism splits).
   int64_t batch = 1;
   /// Second dimension of the first input when it has rank >= 2 (tokens of

@@ -102,6 +102,9 @@ struct PlanCandidate {
   int64_t zero = 0;
   /// Predicted seconds per step (one batch; forward + backward + optimizer
   /// when training) and its parts.
+  /// Of dataParallel: the scalar all-reduces of the loss's sums over the
+  /// batch (PlanGraph::scalarReductions).
+  double lossSums = 0;
   double stepTime = 0, compute = 0, comm = 0, bubble = 0, dataParallel = 0,
          optimizer = 0;
   /// Bytes per device (the fullest pipeline stage).

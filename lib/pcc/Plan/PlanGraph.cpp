@@ -473,6 +473,14 @@ PlanGraph buildPlanGraph(func::FuncOp fn, bool gpuKernels) {
   }
   markBatchDims(g);
   g.block = findRepeatedBlock(g);
+  // A sum or mean of an activation down to one number (a loss over the
+  // batch): split over data-parallel replicas, each is summed by a scalar
+  // all-reduce (pcc-partition keeps a split axis' sum partial).
+  for (const PlanNode &node : g.nodes)
+    if (isa<ReduceSumOp, ReduceMeanOp>(node.op) &&
+        typeOf(node.op->getResult(0)).getNumElements() == 1 &&
+        typeOf(node.op->getOperand(0)).getNumElements() > 1)
+      ++g.scalarReductions;
   return g;
 }
 

@@ -181,9 +181,13 @@ std::vector<CollectiveSummary> collectives(const PlanGraph &g,
         formatv("{0} (stage {1} to {2})", g.nodes[t.producer].name, t.from,
                 t.to)
             .str());
+  if (c.lossSums > 0)
+    add("all_reduce", c.sp > 1 ? "dp x sp" : "dp", g.elementBytes,
+        c.lossSums / double(g.scalarReductions), g.scalarReductions,
+        "the loss's sums over the batch");
   if (c.dataParallel > 0 && !c.zero)
     add("all_reduce", c.sp > 1 ? "dp x sp" : "dp", c.weightMemory,
-        c.dataParallel, 1, "gradients");
+        c.dataParallel - c.lossSums, 1, "gradients");
   if (c.dataParallel > 0 && c.zero) {
     // One collective per weight tensor of the fullest stage (as
     // Planner.cpp prices them): gradients reduce-scattered once a step,
@@ -193,7 +197,8 @@ std::vector<CollectiveSummary> collectives(const PlanGraph &g,
     int64_t tensors = std::max<int64_t>(t.weights, 1);
     int64_t gathers =
         c.zero >= 3 ? c.microbatches * (t.weights + t.backward) : t.weights;
-    double half = c.dataParallel / 2, each = t.bytes / double(tensors);
+    double half = (c.dataParallel - c.lossSums) / 2,
+           each = t.bytes / double(tensors);
     add("reduce_scatter", "dp", each, half / double(tensors), t.weights,
         "gradients");
     add("all_gather", "dp", each, half / double(std::max<int64_t>(gathers, 1)),

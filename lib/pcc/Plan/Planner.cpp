@@ -818,7 +818,12 @@ void PlanSearch::priceTraining(PlanCandidate &c, const Stages &stages) const {
       t += each(CollectiveKind::AllGather, st.weightBytes, st.weightTensors);
     sync = std::max(sync, t);
   }
-  c.dataParallel = sync + stages.maxGradSync;
+  // The loss's sums over the batch: a scalar all-reduce each, once a step.
+  c.lossSums = replicas > 1 ? double(g.scalarReductions) *
+                                  cost.collectiveTime(CollectiveKind::AllReduce,
+                                                      eb, replicas, cross)
+                            : 0;
+  c.dataParallel = sync + c.lossSums + stages.maxGradSync;
   // The update runs on each device's part of every parameter under ZeRO.
   double params = bytes / eb / double(c.zero ? c.dp : 1);
   c.optimizer = cost.kernelTime(12 * params, 2 * stateBytesPerParam * params);
