@@ -92,7 +92,7 @@ int64_t recomputeLayers(func::FuncOp fn) {
         copy->setAttr(kGradientOfAttr, stage);
       // An escaping value the clone made is the original's: keep reading
       // the original (it is live anyway), so only internal values repeat.
-      for (auto [r, c] : llvm::zip(op->getResults(), copy->getResults()))
+      for (Value r : op->getResults())
         if (escaping.contains(r))
           map.map(r, r);
       ++cloned;
@@ -101,10 +101,9 @@ int64_t recomputeLayers(func::FuncOp fn) {
       for (Value r : op->getResults()) {
         if (!wanted.contains(r))
           continue;
-        Value copy = map.lookup(r);
-        r.replaceUsesWithIf(copy, [&](OpOperand &use) {
-          Operation *user = use.getOwner();
-          return isBackward(user) && position.count(user);
+        // Clones are not in `position`: they keep what they were built on.
+        r.replaceUsesWithIf(map.lookup(r), [&](OpOperand &use) {
+          return position.count(use.getOwner()) && isBackward(use.getOwner());
         });
       }
   }
