@@ -7,7 +7,9 @@
 # that failed is written to FUZZ_DIR/findings/. Each run starts from the seeds.
 #   usage: scripts/fuzz.sh [--build-only] [--all-seeds] [SECONDS]  (default 60)
 # ctest's importer-libfuzzer runs it for 60 s on the fuzz seeds; an hour's
-# run with --all-seeds is recorded in docs/robustness.md.
+# run with --all-seeds is recorded in docs/robustness.md. FUZZ_SEED fixes
+# libFuzzer's random seed (ctest uses 1, so a CI finding reproduces; unset,
+# each run differs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 FUZZ_DIR=${FUZZ_DIR:-build-fuzz}
@@ -59,6 +61,7 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 "$FUZZ_DIR/bin/pcc-import-fuzz" "$corpus/found" "$corpus/seeds" \
   -max_total_time="$SECONDS_TO_RUN" -timeout=20 -rss_limit_mb=6144 \
   -max_len=65536 -print_final_stats=1 -artifact_prefix="$findings/" \
+  -seed="${FUZZ_SEED:-0}" \
   2>"$FUZZ_DIR/fuzz.log" && rc=0 || rc=$?
 grep -E "^#[0-9]+ +(DONE|INITED)|stat::number_of_executed_units|stat::peak_rss_mb|cov:" \
   "$FUZZ_DIR/fuzz.log" | grep -E "DONE|INITED|stat::" | tail -4
