@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace pcc {
 #define GEN_PASS_DEF_RAISECAUSALMASKS
@@ -226,16 +227,32 @@ std::optional<Band> hideBand(AttentionOp op) {
   return band;
 }
 
+/// Whether `op`'s hidden scores drop out of its softmax as under an -inf
+/// fill, for a band hiding c - r >= k: an -inf fill, or a finite fill far
+/// below any score (torch.finfo.min, as Hugging Face exports write it)
+/// when every row keeps a key (k >= 1), since exp of it underflows to 0.
+bool fillHides(AttentionOp op, int64_t k) {
+  double fill = op.getFill().convertToDouble();
+  if (std::isinf(fill))
+    return fill < 0;
+  return fill <= -1e30 && k >= 1;
+}
+
 /// Replaces `op`'s hide operand by hide_from where it is a band; whether
-/// it did.
+/// it did. A fill that hides as -inf does becomes -inf: the kernels then
+/// skip the hidden pairs.
 bool raiseCausalMask(AttentionOp op) {
   std::optional<Band> band = hideBand(op);
   if (!band)
     return false;
   op.getHideMutable().clear();
-  if (!band->isNowhere())
+  if (!band->isNowhere()) {
     op.setHideFromAttr(
         IntegerAttr::get(IntegerType::get(op.getContext(), 64), band->k));
+    if (fillHides(op, band->k))
+      op.setFillAttr(FloatAttr::get(Float64Type::get(op.getContext()),
+                                    -std::numeric_limits<double>::infinity()));
+  }
   return true;
 }
 
@@ -263,17 +280,16 @@ struct RaiseCausalMasksPass : impl::RaiseCausalMasksBase<RaiseCausalMasksPass> {
 
 double visibleScoreFraction(Operation *attention) {
   auto op = dyn_cast<AttentionOp>(attention);
-  // Hidden scores set to a finite fill still count in the softmax: the
-  // kernels skip hidden pairs under an -inf fill only.
-  double fill = op ? op.getFill().convertToDouble() : 0;
-  if (!op || !(std::isinf(fill) && fill < 0))
+  if (!op)
     return 1;
   std::optional<int64_t> from;
   if (auto attr = op.getHideFromAttr())
     from = attr.getInt();
   else if (std::optional<Band> band = hideBand(op))
     from = band->isNowhere() ? kFar : band->k;
-  if (!from)
+  // Hidden scores under another fill still count in the softmax: the
+  // kernels skip them only when it hides as -inf (raiseCausalMask).
+  if (!from || !fillHides(op, *from))
     return 1;
   // Row r sees the keys c < r + k: none for r < a, r + k for a <= r < b,
   // all of them from b on.
