@@ -79,3 +79,26 @@ func.func @kept(%q: tensor<2x4x8xf32>, %k: tensor<2x4x8xf32>, %v: tensor<2x4x8xf
   %o7 = pcc.attention %o6, %k, %v hide %triu {fill = 0xFFF0000000000000 : f64, ring_axes = array<i64: 0>} : (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<4x4xi1>) -> tensor<2x4x8xf32>
   return %o7 : tensor<2x4x8xf32>
 }
+
+// -----
+
+// Hugging Face's fill, torch.finfo(float32).min: every row keeps a key, so
+// the hidden scores' exp is exactly 0 and the fill becomes -inf (the kernels
+// skip those pairs). A band hiding row 0's every key keeps its finite fill:
+// that row's softmax is over fills, not empty.
+// CHECK-LABEL: func @finite_fill
+// CHECK: pcc.attention {{.*}}{fill = 0xFFF0000000000000 : f64, hide_from = 1 : i64
+// CHECK-LABEL: func @finite_fill_empty_row
+// CHECK: pcc.attention {{.*}}{fill = -3.4028234663852886E+38 : f64, hide_from = 0 : i64
+func.func @finite_fill(%q: tensor<2x4x4x8xf32>, %k: tensor<2x4x4x8xf32>, %v: tensor<2x4x4x8xf32>) -> tensor<2x4x4x8xf32> {
+  %keep = pcc.constant dense<[[true, false, false, false], [true, true, false, false], [true, true, true, false], [true, true, true, true]]> : tensor<4x4xi1>
+  %hide = pcc.not %keep : tensor<4x4xi1>
+  %o = pcc.attention %q, %k, %v hide %hide {fill = -3.4028234663852886E+38 : f64} : (tensor<2x4x4x8xf32>, tensor<2x4x4x8xf32>, tensor<2x4x4x8xf32>, tensor<4x4xi1>) -> tensor<2x4x4x8xf32>
+  return %o : tensor<2x4x4x8xf32>
+}
+func.func @finite_fill_empty_row(%q: tensor<2x4x4x8xf32>, %k: tensor<2x4x4x8xf32>, %v: tensor<2x4x4x8xf32>) -> tensor<2x4x4x8xf32> {
+  %keep = pcc.constant dense<[[false, false, false, false], [true, false, false, false], [true, true, false, false], [true, true, true, false]]> : tensor<4x4xi1>
+  %hide = pcc.not %keep : tensor<4x4xi1>
+  %o = pcc.attention %q, %k, %v hide %hide {fill = -3.4028234663852886E+38 : f64} : (tensor<2x4x4x8xf32>, tensor<2x4x4x8xf32>, tensor<2x4x4x8xf32>, tensor<4x4xi1>) -> tensor<2x4x4x8xf32>
+  return %o : tensor<2x4x4x8xf32>
+}
