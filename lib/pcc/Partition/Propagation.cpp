@@ -131,10 +131,6 @@ private:
   llvm::DenseSet<Value> placed;
 };
 
-} // namespace
-
-namespace {
-
 /// A 2-D weight read transposed (MatMul(x, Transpose(W)), as exports
 /// without constant folding write nn.Linear) that an op asks for in layout
 /// `now`: W is stored in the transposed layout and the transpose made in

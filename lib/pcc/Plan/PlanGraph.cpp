@@ -75,18 +75,11 @@ RepeatedBlock findRepeatedBlock(const PlanGraph &g) {
     Operation *op = g.nodes[i].op;
     // pcc's own discardable marks (a pipeline stage, planned layouts, a
     // layer number) differ between copies of one layer: not compared.
-    DictionaryAttr attrs = op->getAttrDictionary();
-    if (llvm::any_of(attrs, [](NamedAttribute a) {
-          return a.getName().strref().starts_with("pcc.");
-        })) {
-      NamedAttrList kept;
-      for (NamedAttribute a : attrs)
-        if (!a.getName().strref().starts_with("pcc."))
-          kept.push_back(a);
-      attrs = kept.getDictionary(op->getContext());
-    }
-    llvm::hash_code h = llvm::hash_combine(op->getName().getAsOpaquePointer(),
-                                           attrs.getAsOpaquePointer());
+    llvm::hash_code h = llvm::hash_value(op->getName().getAsOpaquePointer());
+    for (NamedAttribute a : op->getAttrs())
+      if (!a.getName().strref().starts_with("pcc."))
+        h = llvm::hash_combine(h, a.getName().getAsOpaquePointer(),
+                               a.getValue().getAsOpaquePointer());
     for (Type t : op->getOperandTypes())
       h = llvm::hash_combine(h, t.getAsOpaquePointer());
     for (Type t : op->getResultTypes())
