@@ -36,7 +36,8 @@ EXTRA = ("send_recv", "all_to_all", "ring_shift", "broadcast")
 
 
 def strategy_flags(strategy, layout):
-    """pcc's flags for STRATEGY ("dp=2,pp=2,mb=4") and a tensor-axis layout
+    """pcc's flags for STRATEGY ("dp=2,pp=2,mb=4"; "virtual=2" for
+    --pp-virtual 2) and a tensor-axis layout
     (searched, megatron, megatron-sp), and the ranks it runs on."""
     flags = (["--sequence-parallel"] if layout == "megatron-sp"
              else ["--tp-layout", layout])
@@ -46,9 +47,10 @@ def strategy_flags(strategy, layout):
         if key == "mb":
             flags += ["--microbatches", value]
             continue
-        if key in ("spm", "mode", "depth"):
+        if key in ("spm", "mode", "depth", "virtual"):
             flags += ["--" + {"spm": "sp-mode", "mode": "tp-mode",
-                              "depth": "tp-depth"}[key], value]
+                              "depth": "tp-depth",
+                              "virtual": "pp-virtual"}[key], value]
             continue
         flags += ["--" + key, value]
         ranks *= int(value)

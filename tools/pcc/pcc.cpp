@@ -149,6 +149,13 @@ cl::opt<int> microbatches(
     cl::desc("Microbatches a pipeline streams per batch (default: the "
              "planner's choice, else as many as stages)"),
     cl::init(0), COMPILE_AND_PLAN);
+cl::opt<int> ppVirtual(
+    "pp-virtual",
+    cl::desc("Training pipelines: chunks of layers per pipeline device "
+             "(Megatron's interleaved 1F1B, --num-layers-per-virtual-"
+             "pipeline-stage's counterpart; 1: plain 1F1B; default: the "
+             "planner's choice). Microbatches must be a multiple of --pp"),
+    cl::init(0), COMPILE_AND_PLAN);
 cl::opt<int> microbatchSize(
     "micro-batch",
     cl::desc("Samples in one microbatch of one data-parallel replica "
@@ -382,7 +389,7 @@ Expected<pcc::PlanOptions> planOptions() {
   pcc::PlanOptions o;
   auto given = [](const cl::opt<int> &o) { return o.getNumOccurrences() > 0; };
   for (const cl::opt<int> *f : {&dpDegree, &tpDegree, &ppDegree, &spDegree,
-                                &microbatches, &microbatchSize})
+                                &microbatches, &microbatchSize, &ppVirtual})
     if (given(*f) && *f < 1)
       return err("--" + f->ArgStr + " must be at least 1, got " +
                  Twine(int(*f)));
@@ -453,6 +460,20 @@ Expected<pcc::PlanOptions> planOptions() {
                "'");
   if (o.recompute && !o.train)
     return err("--recompute needs --train");
+  if (ppVirtual.getNumOccurrences()) {
+    if (!o.train)
+      return err("--pp-virtual interleaves a training step's pipeline; it "
+                 "needs --train");
+    if (ppVirtual > 1 && o.pp == 1)
+      return err("--pp-virtual " + Twine(int(ppVirtual)) +
+                 " needs a pipeline (--pp 2 or more)");
+    if (ppVirtual > 1 && o.pp > 1 && o.microbatches && o.microbatches % o.pp)
+      return err("--pp-virtual needs --microbatches a multiple of --pp "
+                 "(the interleaved schedule runs microbatches in groups of "
+                 "pp), got " +
+                 Twine(o.microbatches) + " for --pp " + Twine(o.pp));
+    o.ppVirtual = ppVirtual;
+  }
   if (zeroStage < 0 || zeroStage > 3)
     return err("--zero must be a ZeRO stage 0, 1, 2 or 3, got " +
                Twine(int(zeroStage)));

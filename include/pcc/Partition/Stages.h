@@ -34,7 +34,10 @@ std::optional<int64_t> stageOf(mlir::Operation *op);
 /// stages are not contiguous.
 /// A training step's backward ops go in the stage of the op they
 /// differentiate, its update in the stage of the parameter it updates.
-mlir::LogicalResult assignStages(mlir::func::FuncOp fn, int64_t stages);
+/// Stage s runs on pipeline device s % `devices` (interleaved 1F1B when
+/// there are more stages than devices; 0: one stage per device).
+mlir::LogicalResult assignStages(mlir::func::FuncOp fn, int64_t stages,
+                                 int64_t devices = 0);
 
 /// Gives the ops the partitioner added (without a stage) the stage of the
 /// next staged op, the one they feed, or an earlier one: the first stage
@@ -52,7 +55,7 @@ bool acrossMicrobatches(mlir::Operation *op, int64_t mb);
 /// (TrainingStages.cpp).
 mlir::LogicalResult stageTrainingStep(mlir::func::FuncOp fn,
                                       llvm::ArrayRef<mlir::Operation *> forward,
-                                      int64_t stages);
+                                      int64_t stages, int64_t devices);
 
 } // namespace pcc
 

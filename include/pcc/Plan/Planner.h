@@ -49,6 +49,9 @@ struct PlanOptions {
   std::optional<int64_t> zero;
   /// Forced degrees (0 = searched) and tensor mode.
   int64_t dp = 0, pp = 0, tp = 0, sp = 0, microbatches = 0;
+  /// Chunks of layers per pipeline device (interleaved 1F1B, training):
+  /// 0 = searched, 1 = plain 1F1B.
+  int64_t ppVirtual = 0;
   /// Samples in one microbatch of one data-parallel replica (Megatron's
   /// --micro-batch-size; 0 = searched).
   int64_t microbatchSize = 0;
@@ -91,6 +94,8 @@ struct PlanOptions {
 
 struct PlanCandidate {
   int64_t dp = 1, pp = 1, tp = 1, sp = 1, microbatches = 1;
+  /// Interleaved 1F1B: chunks of layers per pipeline device (1: none).
+  int64_t virtualStages = 1;
   TensorMode mode = TensorMode::OneD;
   /// Where 1D layouts come from: the search, or a scheme.
   TensorLayouts layouts = TensorLayouts::Planned;
@@ -112,7 +117,8 @@ struct PlanCandidate {
   /// FLOPs each device executes per step (recompute included) and the rate.
   double flopsPerDevice = 0, tflopsPerDevice = 0;
   bool fits = true, runnable = false;
-  /// First node of each pipeline stage.
+  /// First node of each pipeline stage (pp x virtualStages of them; stage
+  /// s runs on pipeline device s % pp).
   std::vector<int> stageBegin;
   /// A value one pipeline stage sends another, per microbatch (as the
   /// compiler cuts the program: one send per value and receiving stage).

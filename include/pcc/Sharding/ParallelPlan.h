@@ -72,6 +72,10 @@ struct ParallelPlan {
   /// device's part: gradients reduce-scattered, parameters all-gathered),
   /// 3 the parameters too (all-gathered before each use); 0: none.
   int64_t zero = 0;
+  /// Interleaved 1F1B (Megatron-LM's virtual pipeline): each of the pp
+  /// devices runs this many chunks of layers, chunk c of device d being
+  /// stage c * pp + d of pp * virtualStages; 1: one stage per device.
+  int64_t virtualStages = 1;
 
   /// A plan of the given per-role degrees (see meshForDegrees).
   static ParallelPlan withDegrees(int64_t pp, int64_t dp, int64_t sp,

@@ -14,6 +14,11 @@
 //   device runs its ops in program order, a send never waits for its
 //   receiver (the runtime buffers it) and a receive waits only for a send
 //   earlier in program order: the exchange cannot deadlock.
+// - interleaved 1F1B (pp x V stages, stage s on device s % pp): a device
+//   runs its stages' microbatches in the runtime's schedule
+//   (pccrt/PipelineSchedule.h), whose forwards and backwards finish under
+//   the same rule, and their updates stage by stage, which
+//   checkVirtualOrder proves cannot wait in a cycle.
 //
 //===----------------------------------------------------------------------===//
 
@@ -31,6 +36,8 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SmallBitVector.h"
+
+#include <functional>
 
 using namespace mlir;
 
@@ -81,7 +88,9 @@ std::optional<int64_t> stageOf(Operation *op) {
   return std::nullopt;
 }
 
-LogicalResult assignStages(func::FuncOp fn, int64_t stages) {
+LogicalResult assignStages(func::FuncOp fn, int64_t stages, int64_t devices) {
+  if (devices <= 0)
+    devices = stages;
   // A training step's forward ops are cut; its backward and update follow.
   SmallVector<Operation *> forward, ops;
   for (Operation &op : fn.getBody().front().without_terminator()) {
@@ -116,7 +125,8 @@ LogicalResult assignStages(func::FuncOp fn, int64_t stages) {
       if (first)
         setStage(op, *first);
     }
-    return training ? stageTrainingStep(fn, forward, stages) : success();
+    return training ? stageTrainingStep(fn, forward, stages, devices)
+                    : success();
   };
   if (int64_t(ops.size()) < stages)
     return fn.emitError() << "the model has " << ops.size()
@@ -176,6 +186,8 @@ void stageAddedOps(func::FuncOp fn, int64_t stages) {
   // row-parallel product adds after its all-reduce) runs, with what feeds
   // it, where that weight's readers run: the bias stays one value, updated
   // where it is read.
+  // An op whose value only leaves the program (the loss's sum over
+  // microbatches) runs where its inputs are made instead.
   int64_t next = stages - 1;
   for (Operation &op :
        llvm::reverse(fn.getBody().front().without_terminator())) {
@@ -184,6 +196,18 @@ void stageAddedOps(func::FuncOp fn, int64_t stages) {
     if (std::optional<int64_t> s = stageOf(&op)) {
       next = *s;
       continue;
+    }
+    if (llvm::none_of(op.getUsers(),
+                      [](Operation *u) { return stageOf(u).has_value(); })) {
+      std::optional<int64_t> made;
+      for (Value v : op.getOperands())
+        if (Operation *def = v.getDefiningOp())
+          if (std::optional<int64_t> s = stageOf(def); s && !isParameter(def))
+            made = std::max(made.value_or(*s), *s);
+      if (made) {
+        setStage(&op, *made);
+        continue;
+      }
     }
     if (!isLocalParameter(&op))
       for (Value v : op.getOperands())
@@ -200,8 +224,10 @@ namespace {
 /// Makes each stage of @main self-contained (see the invariants above).
 class StageCutter {
 public:
-  StageCutter(func::FuncOp fn, StringRef grid, int64_t axis, int64_t stages)
-      : fn(fn), b(fn.getContext()), grid(grid), axis(axis), stages(stages) {}
+  StageCutter(func::FuncOp fn, StringRef grid, int64_t axis, int64_t devices,
+              int64_t stages)
+      : fn(fn), b(fn.getContext()), grid(grid), axis(axis), devices(devices),
+        stages(stages) {}
 
   LogicalResult run();
 
@@ -213,11 +239,12 @@ private:
   /// Stage `to`'s own copy of the weight or constant `def`.
   Value ownCopy(Operation *def, int64_t to, Operation *user);
   void placeTransfers();
+  LogicalResult checkVirtualOrder();
 
   func::FuncOp fn;
   OpBuilder b;
   StringRef grid;
-  int64_t axis, stages;
+  int64_t axis, devices, stages;
   /// Maximal runs of ops of one stage, in program order.
   struct Segment {
     Operation *first, *last;
@@ -322,6 +349,58 @@ void StageCutter::placeTransfers() {
   }
 }
 
+/// With interleaved 1F1B a device runs its stages' forwards in stage order
+/// and backwards in reverse (the schedule's), and its stages' updates one
+/// stage after another (stage d, d + devices, ...), not in program order: a
+/// forward may only wait for an earlier stage's forward, a backward for a
+/// later stage's backward, and the update's transfers must not make two
+/// updates wait for each other.
+LogicalResult StageCutter::checkVirtualOrder() {
+  if (stages == devices)
+    return success();
+  for (const Transfer &t : transfers) {
+    Operation *from = segments[t.from].first, *to = segments[t.to].first;
+    auto phase = [](Operation *op) {
+      return op->hasAttr(kOncePerStepAttr) ? 2
+             : op->hasAttr(kBackwardAttr)  ? 1
+                                           : 0;
+    };
+    int64_t a = segments[t.from].stage, b = segments[t.to].stage;
+    bool against = phase(from) == phase(to) &&
+                   ((phase(to) == 0 && a > b) || (phase(to) == 1 && a < b));
+    if (against)
+      return t.recv->emitError()
+             << "interleaved pipeline: stage " << b << "'s "
+             << (phase(to) ? "backward" : "forward") << " reads a value of "
+             << "stage " << a << "'s, which its schedule runs later; compile "
+             << "without --pp-virtual";
+  }
+  SmallVector<SmallVector<int64_t>> next(stages);
+  for (int64_t s = 0; s + devices < stages; ++s)
+    next[s].push_back(s + devices);
+  for (const Transfer &t : transfers)
+    if (t.recv->hasAttr(kOncePerStepAttr))
+      next[segments[t.from].stage].push_back(segments[t.to].stage);
+  // Depth-first search for a cycle (0: unseen, 1: on the path, 2: done).
+  SmallVector<int> state(stages, 0);
+  std::function<bool(int64_t)> cyclic = [&](int64_t s) {
+    state[s] = 1;
+    for (int64_t t : next[s])
+      if (state[t] == 1 || (state[t] == 0 && cyclic(t)))
+        return true;
+    state[s] = 2;
+    return false;
+  };
+  for (int64_t s = 0; s < stages; ++s)
+    if (state[s] == 0 && cyclic(s))
+      return fn.emitError()
+             << "interleaved pipeline: the updates of stage " << s
+             << " and of another stage on its device wait for each other "
+                "(values both send after the last microbatch); compile "
+                "without --pp-virtual";
+  return success();
+}
+
 LogicalResult StageCutter::run() {
   if (failed(findSegments()))
     return failure();
@@ -348,6 +427,8 @@ LogicalResult StageCutter::run() {
     }
   }
   placeTransfers();
+  if (failed(checkVirtualOrder()))
+    return failure();
   for (Operation &op : llvm::make_early_inc_range(block.without_terminator()))
     if (isParameter(&op) && !stageOf(&op) && op.use_empty())
       op.erase();
@@ -397,6 +478,8 @@ struct PipelineStagesPass : impl::PipelineStagesBase<PipelineStagesPass> {
     int64_t axis = mesh ? mesh->axisNamed("pp") : -1;
     if (axis < 0 || mesh->shape[axis] == 1)
       return;
+    std::optional<ParallelPlan> plan = readPlan(module);
+    int64_t stages = mesh->shape[axis] * (plan ? plan->virtualStages : 1);
     auto fn = module.lookupSymbol<func::FuncOp>("main");
     if (!fn) {
       module.emitError("module has no func.func @main");
@@ -404,7 +487,8 @@ struct PipelineStagesPass : impl::PipelineStagesBase<PipelineStagesPass> {
     }
     if (failed(checkMicrobatchesApart(fn, *mesh,
                                       module->hasAttr(kTrainStepAttr))) ||
-        failed(StageCutter(fn, mesh->name, axis, mesh->shape[axis]).run()))
+        failed(
+            StageCutter(fn, mesh->name, axis, mesh->shape[axis], stages).run()))
       signalPassFailure();
   }
 };

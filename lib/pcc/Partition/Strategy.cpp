@@ -675,7 +675,11 @@ struct ApplyPlanPass : impl::ApplyPlanBase<ApplyPlanPass> {
     writeMesh(module, mesh);
     if (failed(shardByStrategy(fn, *plan, mesh)))
       return signalPassFailure();
-    if (plan->degree("pp") > 1 && failed(assignStages(fn, plan->degree("pp"))))
+    // Interleaved 1F1B cuts pp x virtual stages (device d runs stages d,
+    // d + pp, ...).
+    if (plan->degree("pp") > 1 &&
+        failed(assignStages(fn, plan->degree("pp") * plan->virtualStages,
+                            plan->degree("pp"))))
       return signalPassFailure();
   }
 };

@@ -5,9 +5,12 @@
 //   made it (`pcc.gradient_of` = that op's `pcc.forward_id`);
 // - an update op runs in the stage of the weight it updates (the stage of
 //   its gradient, for a weight several stages read);
-// - every other stage that reads a tied weight stores the new value too;
+// - every other device whose stages read a tied weight stores the new value
+//   too (once: stages of one device share its bytes);
 // - what no weight decides (AdamW's step count and bias corrections) is
-//   computed and stored by each stage that needs it.
+//   computed by each stage that needs it and stored once per device, by its
+//   last such stage (a device updates its stages in stage order, so each
+//   of them reads the count the step started with).
 //
 //===----------------------------------------------------------------------===//
 
@@ -26,7 +29,8 @@ using namespace mlir;
 namespace pcc {
 
 LogicalResult stageTrainingStep(func::FuncOp fn, ArrayRef<Operation *> forward,
-                                int64_t stages) {
+                                int64_t stages, int64_t devices) {
+  auto deviceOf = [&](int64_t stage) { return stage % devices; };
   // A parameter's stages: those of the forward ops that read it.
   llvm::DenseMap<Value, llvm::SmallSetVector<int64_t, 2>> readers;
   llvm::DenseMap<int64_t, int64_t> stageOfForward;
@@ -97,13 +101,16 @@ LogicalResult stageTrainingStep(func::FuncOp fn, ArrayRef<Operation *> forward,
       first = false;
     }
   }
-  // Each stage stores its own step count.
+  // Each device stores its own step count, in its last stage using it.
   for (AssignOp assign : unstagedAssigns) {
     Operation *def = assign.getValue().getDefiningOp();
     bool stored = false;
     for (int64_t s = 0; def && s < stages; ++s) {
       Operation *at = copyIn.lookup({def, s});
-      if (!at)
+      bool later = false;
+      for (int64_t t = s + devices; t < stages; t += devices)
+        later |= copyIn.count({def, t}) > 0;
+      if (!at || later)
         continue;
       Operation *store = assign;
       if (stored) {
@@ -118,7 +125,7 @@ LogicalResult stageTrainingStep(func::FuncOp fn, ArrayRef<Operation *> forward,
     if (!stored)
       setStage(assign, def ? stageOf(def).value_or(0) : 0);
   }
-  // Every other stage that reads a tied weight stores the new value in its
+  // Every other device that reads a tied weight stores the new value in its
   // own copy (sent once per step), as Megatron keeps the first and last
   // stages' embeddings equal.
   for (auto assign : llvm::to_vector(block.getOps<AssignOp>())) {
@@ -127,8 +134,11 @@ LogicalResult stageTrainingStep(func::FuncOp fn, ArrayRef<Operation *> forward,
       continue;
     OpBuilder b(assign);
     b.setInsertionPointAfter(assign);
+    llvm::SmallSetVector<int64_t, 4> stored;
+    if (std::optional<int64_t> own = stageOf(assign))
+      stored.insert(deviceOf(*own));
     for (int64_t s : it->second)
-      if (!stageOf(assign) || s != *stageOf(assign))
+      if (stored.insert(deviceOf(s)))
         setStage(b.clone(*assign), s);
   }
   return success();

@@ -129,20 +129,23 @@ struct ZeroTensors {
 /// a backward pass reads again (a linear layer's, for its input's
 /// gradient), and their bytes per device.
 ZeroTensors zeroTensors(const PlanGraph &g, const PlanCandidate &c) {
-  ZeroTensors best;
+  // Per pipeline device: its stages (several with interleaved 1F1B).
+  std::vector<ZeroTensors> device(std::max<int64_t>(c.pp, 1));
   for (size_t s = 0; s < c.stageBegin.size(); ++s) {
     int end =
         s + 1 < c.stageBegin.size() ? c.stageBegin[s + 1] : int(g.nodes.size());
-    ZeroTensors t;
+    ZeroTensors &t = device[s % device.size()];
     for (int i = c.stageBegin[s]; i < end; ++i) {
       const PlanNode &node = g.nodes[i];
       t.weights += node.weightTensors;
       t.bytes += node.params * g.elementBytes;
       t.backward += backwardReadsWeight(node);
     }
+  }
+  ZeroTensors best;
+  for (const ZeroTensors &t : device)
     if (t.weights > best.weights)
       best = t;
-  }
   best.bytes = best.bytes / double(c.tp);
   return best;
 }
@@ -307,6 +310,13 @@ void printPlanText(raw_ostream &os, const PlanGraph &g,
                 b.recompute ? "full" : "none");
   if (o.train && b.dp > 1)
     os << formatv("ZeRO {0}; ", b.zero ? std::to_string(b.zero) : "none");
+  if (o.train && b.pp > 1)
+    os << (b.virtualStages > 1
+               ? formatv("schedule interleaved 1F1B ({0} chunks per device, "
+                         "{1} stages); ",
+                         b.virtualStages, b.pp * b.virtualStages)
+                     .str()
+               : std::string("schedule 1F1B; "));
   os << formatv("compiles and runs here: {0}\n", b.runnable ? "yes" : "no");
   os << formatv("predicted step: {0} = compute {1} + communication {2} + "
                 "bubble {3}",
@@ -330,7 +340,11 @@ void printPlanText(raw_ostream &os, const PlanGraph &g,
     for (size_t s = 0; s < b.stageBegin.size(); ++s) {
       int end = s + 1 < b.stageBegin.size() ? b.stageBegin[s + 1]
                                             : int(g.nodes.size());
-      os << formatv("  {0,-3} {1}\n", s, stageContents(g, b.stageBegin[s], end));
+      os << formatv("  {0,-3} {1}{2}\n", s,
+                    b.virtualStages > 1
+                        ? formatv("(device {0}) ", s % b.pp).str()
+                        : std::string(),
+                    stageContents(g, b.stageBegin[s], end));
       if (s == 7 && b.stageBegin.size() > 9) {
         os << formatv("  ... ({0} stages)\n", b.stageBegin.size());
         break;
@@ -406,6 +420,7 @@ static json::Object candidateJSON(const PlanGraph &g, const PlanCandidate &c) {
                             {"sp_mode", sequenceModeName(c.spMode)},
                             {"zero", c.zero}}},
       {"microbatches", c.microbatches},
+      {"virtual_stages", c.virtualStages},
       {"microbatch_size", g.batch / (c.dp * c.microbatches)},
       {"recompute", c.recompute},
       {"runnable", c.runnable},

@@ -15,6 +15,7 @@
 #include "pcc/Plan/Planner.h"
 #include "PlanPricing.h"
 #include "pcc/Support/StageBalance.h"
+#include "pccrt/PipelineSchedule.h"
 
 #include "pcc/Dialect/PCC/IR/PCCOps.h"
 #include "pcc/Dialect/PCC/IR/TensorUtils.h"
@@ -25,6 +26,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <tuple>
 
@@ -122,6 +124,7 @@ ParallelPlan PlanCandidate::toPlan(bool train) const {
   p.train = train;
   p.recompute = recompute;
   p.zero = zero;
+  p.virtualStages = virtualStages;
   return p;
 }
 
@@ -139,6 +142,8 @@ std::string PlanCandidate::label() const {
   if (sp > 1)
     s += llvm::formatv(" sp{0} ({1})", sp, sequenceModeName(spMode));
   s += llvm::formatv(" mb{0}", microbatches);
+  if (virtualStages > 1)
+    s += llvm::formatv(" v{0}", virtualStages);
   if (recompute)
     s += " recompute";
   if (zero)
@@ -221,9 +226,22 @@ private:
                TensorLayouts scheme, bool recompute, Pricing pricing);
   PlanCandidate evaluate(int64_t pp, int64_t tg, TensorMode mode,
                          GridShape grid, TensorLayouts scheme, int64_t sp,
-                         SequenceMode spMode, int64_t dp, int64_t m,
+                         SequenceMode spMode, int64_t dp, int64_t m, int64_t v,
                          bool recompute, int64_t zero, Pricing pricing,
                          Stages *stagesOut = nullptr);
+  /// Microbatches each chunk of each pipeline device holds between its
+  /// forward and backward, as the runtime schedules them (cached: a
+  /// schedule of m x v units per device).
+  const std::vector<std::vector<int64_t>> &
+  heldMicrobatches(int64_t pp, int64_t v, int64_t m);
+  std::map<std::tuple<int64_t, int64_t, int64_t>,
+           std::vector<std::vector<int64_t>>>
+      held;
+  /// The fastest priced candidate that fits so far.
+  double fastestFit = std::numeric_limits<double>::infinity();
+  /// Chunks per pipeline device to price for `pp` stages and `m`
+  /// microbatches (interleaved 1F1B: training, m a multiple of pp).
+  SmallVector<int64_t, 4> virtualChoices(int64_t pp, int64_t m) const;
   /// Where 1D layouts of `tg` devices may come from next to `sp`.
   SmallVector<TensorLayouts, 3> layoutSources(int64_t tg, TensorMode mode,
                                               int64_t sp) const;
@@ -236,10 +254,17 @@ private:
     /// The slowest stage and its time per microbatch.
     StageSummary worst;
     double worstTime = -1;
+    /// Interleaved 1F1B: the slowest chunk's time per microbatch (the
+    /// bubble's unit); the device's otherwise.
+    double worstChunkTime = 0;
+    /// Every unit's time per microbatch, added up: no cut of it into pp
+    /// devices runs a microbatch faster than this / pp.
+    double totalTime = 0;
     /// Bytes a block copy passes to the next, and the largest per-stage
     /// gradient sync.
     double boundary = 0, maxGradSync = 0;
-    /// Every stage (for the gradient sync ZeRO prices per stage).
+    /// Every pipeline device's stages together (for the gradient sync ZeRO
+    /// prices per device).
     std::vector<StageSummary> all;
   };
   /// Balances units over the candidate's stages and fills its stage
@@ -434,6 +459,36 @@ double PlanSearch::bytesPerParam(int64_t zero, int64_t dp) const {
   double optimizerState = stateBytesPerParam - 2 * eb;
   return eb / double(zero >= 3 ? dp : 1) + eb +
          optimizerState / double(zero >= 1 ? dp : 1);
+}
+
+const std::vector<std::vector<int64_t>> &
+PlanSearch::heldMicrobatches(int64_t pp, int64_t v, int64_t m) {
+  auto [it, inserted] = held.try_emplace({pp, v, m});
+  if (inserted)
+    for (int64_t d = 0; d < pp; ++d)
+      it->second.push_back(pccrt::chunkInFlightOf(pp, v, d, m));
+  return it->second;
+}
+
+SmallVector<int64_t, 4> PlanSearch::virtualChoices(int64_t pp,
+                                                   int64_t m) const {
+  // Megatron-LM's interleaving needs whole groups of pp microbatches, and
+  // a unit per chunk at least; searched, a layer of the repeated block per
+  // chunk at least (as Megatron's layers per virtual stage).
+  auto fits = [&](int64_t v, int64_t most) {
+    return v == 1 || (opt.train && pp > 1 && m % pp == 0 && pp * v <= most);
+  };
+  if (opt.ppVirtual) {
+    if (fits(opt.ppVirtual, int64_t(units.size())))
+      return {opt.ppVirtual};
+    return {};
+  }
+  int64_t layers = g.block.present() ? g.block.count : 0;
+  SmallVector<int64_t, 4> out;
+  for (int64_t v : {1, 2, 4})
+    if (fits(v, layers))
+      out.push_back(v);
+  return out;
 }
 
 SmallVector<bool, 2> PlanSearch::recomputeChoices() const {
@@ -698,9 +753,19 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
     }
     unitTime[u] = cw * sums[u].compute + cc * sums[u].comm;
   }
-  std::vector<int> starts = balanceStages(unitTime, pp);
+  double totalTime = 0;
+  for (double t : unitTime)
+    totalTime += t;
+  // Interleaved 1F1B cuts pp x v stages; stage s runs on device s % pp.
+  int64_t v = c.virtualStages, stages = pp * v;
+  std::vector<int> starts = balanceStages(unitTime, stages);
   Stages out;
+  out.totalTime = totalTime;
   out.boundary = blockBoundaryBytes(g, layout);
+  out.all.assign(pp, StageSummary());
+  std::vector<double> deviceTime(pp, 0);
+  const std::vector<std::vector<int64_t>> &inFlight =
+      heldMicrobatches(pp, v, m);
   for (size_t s = 0; s < starts.size(); ++s) {
     int end = s + 1 < starts.size() ? starts[s + 1] : units.size();
     StageSummary st;
@@ -724,21 +789,49 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
       st.inputBytes += isCopy ? out.boundary : unitBytes;
     }
     // 1F1B: stage s holds activations of pp - s microbatches.
-    double inFlight = opt.train ? double(std::min<int64_t>(pp - s, m)) : 1;
+    int64_t d = int64_t(s) % pp, chunk = int64_t(s) / pp;
+    double held = opt.train ? double(inFlight[d][chunk]) : 1;
     int firstNode = units[starts[s]].first, lastNode = units[end - 1].last;
-    double activations = !opt.train ? peakLiveBytes(g, layout, lastUse,
-                                                    firstNode, lastNode)
-                          : c.recompute ? inFlight * st.inputBytes +
-                                              st.largestUnitBytes
-                                        : inFlight * st.resultBytes;
+    double activations =
+        !opt.train    ? peakLiveBytes(g, layout, lastUse, firstNode, lastNode)
+        : c.recompute ? held * st.inputBytes + st.largestUnitBytes
+                      : held * st.resultBytes;
     st.activations = activations;
-    out.maxGradSync = std::max(out.maxGradSync, st.gradSync);
-    if (time > out.worstTime) {
-      out.worstTime = time;
-      out.worst = st;
-    }
+    out.worstChunkTime = std::max(out.worstChunkTime, time);
     c.stageBegin.push_back(units[starts[s]].first);
-    out.all.push_back(st);
+    // The device's chunks add up (their largest unit and, under recompute,
+    // the one recompute buffer: the largest of them).
+    StageSummary &dev = out.all[d];
+    if (chunk == 0) {
+      dev = st;
+    } else {
+      double sharedBuffer =
+          c.recompute && opt.train
+              ? std::min(dev.largestUnitBytes, st.largestUnitBytes)
+              : 0;
+      dev.compute += st.compute;
+      dev.comm += st.comm;
+      dev.weightBytes += st.weightBytes;
+      dev.gradSync += st.gradSync;
+      dev.weightTensors += st.weightTensors;
+      dev.backwardTensors += st.backwardTensors;
+      dev.backwardWeightBytes += st.backwardWeightBytes;
+      dev.largestUnitWeightBytes =
+          std::max(dev.largestUnitWeightBytes, st.largestUnitWeightBytes);
+      dev.resultBytes += st.resultBytes;
+      dev.inputBytes += st.inputBytes;
+      dev.largestUnitBytes =
+          std::max(dev.largestUnitBytes, st.largestUnitBytes);
+      dev.activations += st.activations - sharedBuffer;
+    }
+    deviceTime[d] += time;
+  }
+  for (int64_t d = 0; d < pp; ++d) {
+    out.maxGradSync = std::max(out.maxGradSync, out.all[d].gradSync);
+    if (deviceTime[d] > out.worstTime) {
+      out.worstTime = deviceTime[d];
+      out.worst = out.all[d];
+    }
   }
   return out;
 }
@@ -832,8 +925,9 @@ void PlanSearch::priceTraining(PlanCandidate &c, const Stages &stages) const {
 PlanCandidate PlanSearch::evaluate(int64_t pp, int64_t tg, TensorMode mode,
                                    GridShape grid, TensorLayouts scheme,
                                    int64_t sp, SequenceMode spMode, int64_t dp,
-                                   int64_t m, bool recompute, int64_t zero,
-                                   Pricing pricing, Stages *stagesOut) {
+                                   int64_t m, int64_t v, bool recompute,
+                                   int64_t zero, Pricing pricing,
+                                   Stages *stagesOut) {
   double scale = 1.0 / double(dp * m * sp);
   double cw = opt.train ? (recompute ? 4 : 3) : 1;
   double cc = opt.train ? (recompute ? 3 : 2) : 1;
@@ -846,6 +940,7 @@ PlanCandidate PlanSearch::evaluate(int64_t pp, int64_t tg, TensorMode mode,
   c.sp = sp;
   c.spMode = spMode;
   c.microbatches = m;
+  c.virtualStages = v;
   c.mode = mode;
   c.layouts = scheme;
   c.q = grid.first;
@@ -870,7 +965,7 @@ PlanCandidate PlanSearch::evaluate(int64_t pp, int64_t tg, TensorMode mode,
     for (PlanCandidate::StageTransfer &t : c.transfers) {
       t.seconds =
           cost.collectiveTime(CollectiveKind::SendRecv, t.bytes, 2, cross);
-      sendTime[t.from] += t.seconds;
+      sendTime[t.from % pp] += t.seconds;
     }
     p2p = (opt.train ? 2 : 1) *
           *std::max_element(sendTime.begin(), sendTime.end());
@@ -878,12 +973,18 @@ PlanCandidate PlanSearch::evaluate(int64_t pp, int64_t tg, TensorMode mode,
   double perMicrobatch = stages.worstTime + p2p;
   c.compute = double(m) * cw * worst.compute;
   c.comm = double(m) * (cc * worst.comm + p2p);
-  c.bubble = double(pp - 1) * perMicrobatch;
+  // The pipeline fills and drains in (pp - 1) steps of one stage: a
+  // device's share of a microbatch, or with interleaved 1F1B one chunk's
+  // (Narayanan et al. 2021: the bubble shrinks by the chunks per device).
+  double perChunk = c.virtualStages > 1
+                        ? stages.worstChunkTime + p2p / double(c.virtualStages)
+                        : perMicrobatch;
+  c.bubble = double(pp - 1) * perChunk;
   priceMemory(c, stages);
   if (opt.train)
     priceTraining(c, stages);
   c.stepTime =
-      double(m + pp - 1) * perMicrobatch + c.dataParallel + c.optimizer;
+      double(m) * perMicrobatch + c.bubble + c.dataParallel + c.optimizer;
   c.flopsPerDevice = g.totalFlops * cw / double(n);
   c.tflopsPerDevice = c.flopsPerDevice / c.stepTime / 1e12;
   c.fits = c.memory <= usable && layout->feasible;
@@ -992,25 +1093,39 @@ void PlanSearch::enumerateBatch(int64_t pp, int64_t tg, TensorMode mode,
           continue;
         // ZeRO changes only memory and the gradient sync: each stage is a
         // copy of one evaluation, repriced.
+        // So do interleaved pipelines' chunks (the stage cut and bubble).
         SmallVector<int64_t, 3> zeros = zeroChoices(dp);
-        Stages stages;
-        PlanCandidate base =
-            evaluate(pp, tg, mode, grid, scheme, sp, spMode, dp, m, recompute,
-                     zeros.front(), Pricing::Priced, &stages);
         // Keep the fastest stage that fits (or, when none does, the one
         // that needs least memory): the others are dominated, and would
         // only crowd the finalists with copies of one layout.
         std::optional<PlanCandidate> kept;
-        for (int64_t zero : zeros) {
-          ++plan.evaluated;
-          PlanCandidate c =
-              zero == base.zero ? base : withZero(base, stages, zero);
-          bool better = !kept || (c.fits != kept->fits ? c.fits
-                                  : c.fits ? c.stepTime < kept->stepTime
-                                           : c.memory < kept->memory);
-          if (better)
-            kept = std::move(c);
+        // A searched chunk count above 1 only shrinks the bubble: skipped
+        // when even a perfect cut's microbatches (m x all units / pp)
+        // take longer than the fastest plan that fits so far.
+        double leastTime = 0;
+        for (int64_t v : virtualChoices(pp, m)) {
+          if (v > 1 && !opt.ppVirtual && leastTime >= fastestFit)
+            continue;
+          Stages stages;
+          PlanCandidate base =
+              evaluate(pp, tg, mode, grid, scheme, sp, spMode, dp, m, v,
+                       recompute, zeros.front(), Pricing::Priced, &stages);
+          leastTime = double(m) * stages.totalTime / double(pp);
+          for (int64_t zero : zeros) {
+            ++plan.evaluated;
+            PlanCandidate c =
+                zero == base.zero ? base : withZero(base, stages, zero);
+            bool better = !kept || (c.fits != kept->fits ? c.fits
+                                    : c.fits ? c.stepTime < kept->stepTime
+                                             : c.memory < kept->memory);
+            if (better)
+              kept = std::move(c);
+          }
         }
+        if (!kept)
+          continue;
+        if (kept->fits)
+          fastestFit = std::min(fastestFit, kept->stepTime);
         // Layouts are big; only the finalists keep theirs.
         kept->layout = nullptr;
         kept->sequenceLayout = nullptr;
@@ -1041,8 +1156,8 @@ void PlanSearch::refine() {
         continue;
       auto again = [&](Pricing pricing) {
         return evaluate(c.pp, c.tp, c.mode, {c.q, c.depth}, c.layouts, c.sp,
-                        c.spMode, c.dp, c.microbatches, c.recompute, c.zero,
-                        pricing);
+                        c.spMode, c.dp, c.microbatches, c.virtualStages,
+                        c.recompute, c.zero, pricing);
       };
       // The exact search minimises the per-op objective within a weight
       // budget, not the step within memory: keep the seed's layouts when
@@ -1100,11 +1215,18 @@ llvm::Expected<Plan> PlanSearch::finish() {
           "forced degrees must multiply to the device count and divide the "
           "batch{3})",
           n, g.batch, n == 1 ? "" : "s",
-          opt.microbatchSize
-              ? formatv(", and a replica's share into microbatches of {0}",
-                        opt.microbatchSize)
-                    .str()
-              : std::string()));
+          (opt.microbatchSize
+               ? formatv(", and a replica's share into microbatches of {0}",
+                         opt.microbatchSize)
+                     .str()
+               : std::string()) +
+              (opt.ppVirtual > 1
+                   ? formatv("; --pp-virtual {0} needs microbatches a "
+                             "multiple of pp, and pp x {0} stages at most "
+                             "the model's {1} layers and other ops",
+                             opt.ppVirtual, units.size())
+                         .str()
+                   : std::string())));
     const PlanCandidate &r = rejected.front();
     return planError(formatv("no plan fits in {0} per device: the best "
                              "candidate ({1}) needs {2}",

@@ -110,6 +110,10 @@ std::string ParallelPlan::describe() const {
     s += (s.empty() ? "" : " x ") + llvm::formatv("{0} {1}", name, size).str();
     if (name == "sp")
       s += " (" + sequenceModeName(sequenceMode).str() + ")";
+    if (name == "pp" && virtualStages > 1)
+      s += llvm::formatv(" (interleaved 1F1B, {0} chunks per device)",
+                         virtualStages)
+               .str();
   }
   return s.empty() ? "1 device" : s;
 }
@@ -139,13 +143,11 @@ PlanAttr toAttr(MLIRContext *ctx, const ParallelPlan &plan) {
   SmallVector<Attribute> axes;
   for (const std::string &name : plan.mesh.axisNames)
     axes.push_back(b.getStringAttr(name));
-  return PlanAttr::get(ctx, b.getArrayAttr(axes),
-                       b.getDenseI64ArrayAttr(plan.mesh.shape),
-                       tensorModeName(plan.tensorMode),
-                       tensorLayoutsName(plan.tensorLayouts),
-                       sequenceModeName(plan.sequenceMode),
-                       plan.tensorDepth, plan.microbatches, plan.train,
-                       plan.recompute, plan.zero);
+  return PlanAttr::get(
+      ctx, b.getArrayAttr(axes), b.getDenseI64ArrayAttr(plan.mesh.shape),
+      tensorModeName(plan.tensorMode), tensorLayoutsName(plan.tensorLayouts),
+      sequenceModeName(plan.sequenceMode), plan.tensorDepth, plan.microbatches,
+      plan.train, plan.recompute, plan.zero, plan.virtualStages);
 }
 
 ParallelPlan fromAttr(PlanAttr attr) {
@@ -166,6 +168,7 @@ ParallelPlan fromAttr(PlanAttr attr) {
   plan.train = attr.getTrain();
   plan.recompute = attr.getRecompute();
   plan.zero = attr.getZero();
+  plan.virtualStages = attr.getVirtualStages();
   return plan;
 }
 

@@ -257,6 +257,9 @@ void trilu(const T *x, T *y, int64_t batch, int64_t rows, int64_t cols,
 /// This device's coordinate on mesh axis `axis` (its pipeline stage on
 /// the pp axis).
 int64_t meshCoord(const Mesh &mesh, int axis);
+/// The pipeline stage the run computes (Mesh::stage: the pp coordinate, or
+/// with interleaved 1F1B the stage of the run's chunk).
+int64_t pipelineStage(const Mesh &mesh);
 
 /// In-group index and size of this device in communication group `g`.
 int64_t groupIndex(const Mesh &mesh, int g);

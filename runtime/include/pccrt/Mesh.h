@@ -14,6 +14,7 @@
 
 #include "pccrt/Kernels.h"
 #include "pccrt/Model.h"
+#include "pccrt/PipelineSchedule.h"
 #include "pccrt/ShardLayout.h"
 
 #include <cstddef>
@@ -71,10 +72,21 @@ public:
   enum class Phase { Whole, Prologue, Forward, Backward, Update };
   void setPhase(Phase p) { phase_ = p; }
   Phase phase() const { return phase_; }
-  /// Microbatches a pipeline stage holds between their forward and
-  /// backward (1F1B: stages - stage, at most the microbatches; GPipe: all).
-  int64_t inFlight() const;
-  void setGPipe(bool on) { gpipe_ = on; }
+  /// This device's forwards and backwards of a pipelined step, in order
+  /// (PipelineSchedule.h: 1F1B, interleaved when the model has virtual
+  /// stages, or GPipe); sets each chunk's stash slots (stashSlots).
+  std::vector<PipelineCall> pipelineOrder(bool gpipe);
+  /// The chunk of layers (interleaved 1F1B) the next run computes, and the
+  /// pipeline stage that is (chunk * pp devices + pp coordinate).
+  void setChunk(int64_t c) { chunk_ = c; }
+  int64_t chunk() const { return chunk_; }
+  int64_t chunks() const { return chunks_; }
+  int64_t stage() const {
+    return stageAxis_ < 0 ? 0
+                          : chunk_ * shape_[stageAxis_] + coords_[stageAxis_];
+  }
+  /// Microbatches this chunk holds between their forward and backward.
+  int64_t stashSlots() const;
   /// Waits until every send of the run has been received.
   void finishSends();
   /// Devices of the model's mesh (its microbatch axis has none).
@@ -97,7 +109,8 @@ private:
   std::vector<GroupDesc> groups_;
   int microbatchAxis_ = -1, stageAxis_ = -1;
   Phase phase_ = Phase::Whole;
-  bool gpipe_ = false;
+  int64_t chunk_ = 0, chunks_ = 1;
+  std::vector<int64_t> slots_;
   std::unique_ptr<Impl> impl_;
 };
 

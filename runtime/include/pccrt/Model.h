@@ -120,6 +120,9 @@ struct ModelInfo {
   /// A pipelined training step whose forward and backward of a microbatch
   /// run apart: the runtime schedules them 1F1B (Mesh::setPhase).
   bool phased;
+  /// Chunks of layers each pipeline device runs (interleaved 1F1B; 1:
+  /// one stage per device). `run` computes stage Mesh::stage().
+  int virtualStages;
 };
 
 } // namespace pccrt

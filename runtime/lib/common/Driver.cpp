@@ -105,8 +105,10 @@ template <typename F> void together(F work) {
 }
 
 const char *kUsage =
-    "usage: [mpirun -np N] %s [--inputs DIR] [--outputs DIR] [--check DIR] [--bench N]\n"
-    "          [--weights FILE] [--threads N] [--rtol R] [--atol A] [--trace FILE]\n"
+    "usage: [mpirun -np N] %s [--inputs DIR] [--outputs DIR] [--check DIR] "
+    "[--bench N]\n"
+    "          [--weights FILE] [--threads N] [--rtol R] [--atol A] [--trace "
+    "FILE]\n"
     "          [--comm auto|nccl|mpi] [--cuda-graph on|off]\n"
     "          [--train DIR [--steps N] [--save DIR2] [--resume DIR2]\n"
     "           [--pp-schedule 1f1b|gpipe]]\n"
@@ -126,7 +128,8 @@ const char *kUsage =
     "  --comm KIND    GPU ranks: nccl, or mpi (staged through host memory,\n"
     "                 for ranks sharing a GPU); auto picks (default)\n"
     "  --cuda-graph on|off  GPU ranks: record a run as a CUDA graph and\n"
-    "                 replay it (default on where collectives stay on the GPU)\n"
+    "                 replay it (default on where collectives stay on the "
+    "GPU)\n"
     "  --train DIR    (programs compiled with pcc --train) run training steps\n"
     "                 on DIR/batch_0, batch_1, ... (input_K.pb each; step k\n"
     "                 uses batch k mod count); one JSON line per step:\n"
@@ -139,7 +142,8 @@ const char *kUsage =
     "                 and step count\n"
     "  --pp-schedule S  pipelined training: 1f1b (default: a stage holds at\n"
     "                 most stages - stage microbatches between their forward\n"
-    "                 and backward) or gpipe (every forward, then every\n"
+    "                 and backward; interleaved when compiled with\n"
+    "                 --pp-virtual) or gpipe (every forward, then every\n"
     "                 backward)\n";
 
 long parseNumber(const char *flag, const char *text, long lo, long hi) {
@@ -747,34 +751,36 @@ int runModel(int argc, char **argv) {
   auto runOnce = [&] {
     // Microbatches one after another; a pipeline's stages overlap them. A
     // step with a prologue runs it over every microbatch first; a phased
-    // pipeline step runs each stage's forwards and backwards 1F1B: as many
-    // forwards as microbatches it holds in flight, then one backward per
-    // forward, then the update.
+    // pipeline step runs each device's forwards and backwards in the
+    // schedule's order (PipelineSchedule.h), then the update, chunk by
+    // chunk.
     using Phase = Mesh::Phase;
-    std::vector<std::pair<Phase, int64_t>> calls;
+    struct Call {
+      Phase phase;
+      int64_t microbatch, chunk;
+    };
+    std::vector<Call> calls;
+    int64_t chunks = mesh.chunks();
     if (model.prologue)
       for (int64_t b = 0; b < runs; ++b)
-        calls.push_back({Phase::Prologue, b});
+        for (int64_t k = 0; k < chunks; ++k)
+          calls.push_back({Phase::Prologue, b, k});
     if (model.phased) {
-      mesh.setGPipe(o.gpipe);
-      int64_t warm = mesh.inFlight() - 1;
-      for (int64_t b = 0; b < runs; ++b) {
-        calls.push_back({Phase::Forward, b});
-        if (b >= warm)
-          calls.push_back({Phase::Backward, b - warm});
-      }
-      for (int64_t b = runs - warm; b < runs; ++b)
-        calls.push_back({Phase::Backward, b});
-      calls.push_back({Phase::Update, runs - 1});
+      for (const PipelineCall &p : mesh.pipelineOrder(o.gpipe))
+        calls.push_back({p.backward ? Phase::Backward : Phase::Forward,
+                         p.microbatch, p.chunk});
+      for (int64_t k = 0; k < chunks; ++k)
+        calls.push_back({Phase::Update, runs - 1, k});
     } else {
       for (int64_t b = 0; b < runs; ++b)
-        calls.push_back({Phase::Whole, b});
+        calls.push_back({Phase::Whole, b, 0});
     }
     std::string err;
     for (size_t c = 0; c < calls.size() && err.empty(); ++c) {
-      auto [phase, b] = calls[c];
+      auto [phase, b, chunk] = calls[c];
       mesh.setPhase(phase);
       mesh.setMicrobatch(b);
+      mesh.setChunk(chunk);
       traceRunBegin(b);
       auto step = [&] {
         model.run(buffers.inPtrs[b].data(), buffers.outPtrs[b].data(),

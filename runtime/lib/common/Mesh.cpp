@@ -2,6 +2,8 @@
 
 #include "MeshImpl.h"
 
+#include <algorithm>
+
 namespace pccrt {
 
 Communicator::~Communicator() = default;
@@ -19,6 +21,7 @@ void Mesh::create(const ModelInfo &model) {
   coordsOfRank(model, rank_, coords_.data());
   microbatchAxis_ = model.microbatchAxis;
   stageAxis_ = model.stageAxis;
+  chunks_ = model.virtualStages > 1 ? model.virtualStages : 1;
   groups_.assign(model.groups, model.groups + model.numGroups);
   for (const GroupDesc &g : groups_) {
     int64_t index = 0, size = 1;
@@ -42,13 +45,25 @@ void Mesh::setMicrobatch(int64_t k) {
     coords_[microbatchAxis_] = k;
 }
 
-int64_t Mesh::inFlight() const {
-  if (stageAxis_ < 0)
-    return 1;
-  if (gpipe_)
-    return microbatches();
-  int64_t left = shape_[stageAxis_] - coords_[stageAxis_];
-  return left < microbatches() ? left : microbatches();
+std::vector<PipelineCall> Mesh::pipelineOrder(bool gpipe) {
+  if (stageAxis_ < 0) {
+    std::vector<PipelineCall> calls;
+    for (int64_t b = 0; b < microbatches(); ++b)
+      calls.push_back({false, b, 0});
+    for (int64_t b = 0; b < microbatches(); ++b)
+      calls.push_back({true, b, 0});
+    slots_.assign(1, microbatches());
+    return calls;
+  }
+  std::vector<PipelineCall> calls = pccrt::pipelineOrder(
+      shape_[stageAxis_], chunks_, coords_[stageAxis_], microbatches(), gpipe);
+  slots_ = chunkInFlight(calls, chunks_);
+  return calls;
+}
+
+int64_t Mesh::stashSlots() const {
+  return chunk_ < int64_t(slots_.size()) ? std::max<int64_t>(slots_[chunk_], 1)
+                                         : 1;
 }
 
 void Mesh::finishSends() {
@@ -90,6 +105,7 @@ int64_t Mesh::groupSize(int g) const {
 
 int64_t groupIndex(const Mesh &mesh, int g) { return mesh.groupIndex(g); }
 int64_t meshCoord(const Mesh &mesh, int axis) { return mesh.coord(axis); }
+int64_t pipelineStage(const Mesh &mesh) { return mesh.stage(); }
 int64_t groupSize(const Mesh &mesh, int g) { return mesh.groupSize(g); }
 
 int64_t blockIndex(const Mesh &mesh, int rank, const DimSplit *splits) {

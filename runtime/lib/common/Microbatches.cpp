@@ -66,9 +66,14 @@ bool splitPhases(const Mesh &mesh) {
          mesh.phase() == Mesh::Phase::Backward;
 }
 
+// A chunk's forwards and backwards take microbatches in order, so those in
+// flight are consecutive: microbatch % slots never collide.
 char *stashSlot(Mesh &mesh, int64_t slotBytes) {
-  static std::vector<char> stash;
-  int64_t slots = mesh.inFlight();
+  static std::vector<std::vector<char>> stashes;
+  if (int64_t(stashes.size()) <= mesh.chunk())
+    stashes.resize(mesh.chunk() + 1);
+  std::vector<char> &stash = stashes[mesh.chunk()];
+  int64_t slots = mesh.stashSlots();
   if (int64_t(stash.size()) < slots * slotBytes)
     stash.resize(slots * slotBytes);
   return stash.data() + (mesh.microbatch() % slots) * slotBytes;

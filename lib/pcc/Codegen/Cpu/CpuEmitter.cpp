@@ -379,6 +379,11 @@ LogicalResult Emitter::emitStage(int64_t stage, int64_t stages) {
   return success();
 }
 
+int64_t Emitter::pipelineDevices() const {
+  int64_t axis = mesh.axisNamed("pp");
+  return axis < 0 ? 1 : mesh.shape[axis];
+}
+
 FailureOr<EmittedModel> Emitter::run() {
   if (fn.getBody().getBlocks().size() != 1)
     return fn.emitError("code generation needs a single-block function");
@@ -388,6 +393,16 @@ FailureOr<EmittedModel> Emitter::run() {
   for (int64_t s = 0; s < stages; ++s)
     if (failed(emitStage(s, stages)))
       return failure();
+  // Interleaved 1F1B: each stage of a device gets its own arena.
+  int64_t devices = pipelineDevices();
+  if (stages > devices) {
+    SmallVector<int64_t> used(devices, 0);
+    for (int64_t s = 0; s < stages; ++s) {
+      stageParts[s].arenaOffset = used[s % devices];
+      used[s % devices] += llvm::alignTo(result.stageMemory[s].arenaBytes, 64);
+    }
+    result.arenaBytes = *llvm::max_element(used);
+  }
 
   result.sources = assembleSources(modelTables());
   return std::move(result);

@@ -170,8 +170,15 @@ private:
   /// its backward, [once, end) the update after the last microbatch.
   struct StageParts {
     int64_t first = 0, forward = 0, backward = 0, once = 0, end = 0;
+    /// Where the stage's arena starts in its device's: with interleaved
+    /// 1F1B a device runs several stages, whose values live across each
+    /// other's runs.
+    int64_t arenaOffset = 0;
   };
   std::vector<StageParts> stageParts;
+  /// Devices of the pipeline (the pp axis; 1 without one): stage s runs on
+  /// device s % pipelineDevices().
+  int64_t pipelineDevices() const;
   /// Accumulators of the collectives over microbatches emitted so far.
   int64_t accumulators = 0;
 };

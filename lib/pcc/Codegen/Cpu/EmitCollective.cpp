@@ -16,18 +16,19 @@ LogicalResult Emitter::emitCollective(Operation *op) {
   if (auto send = dyn_cast<SendOp>(op)) {
     int g = groupOf({send.getGridAxis()});
     int64_t bytes = tensorBytes(send.getInput());
-    os << "  sendToStage(mesh, " << g << ", " << send.getToStage() << ", "
-       << ptr(send.getInput()) << ", " << bytes << ", " << send.getTag()
-       << ");\n";
+    // Stage s runs on pipeline device s % devices (interleaved 1F1B).
+    os << "  sendToStage(mesh, " << g << ", "
+       << send.getToStage() % pipelineDevices() << ", " << ptr(send.getInput())
+       << ", " << bytes << ", " << send.getTag() << ");\n";
     ++result.sends;
     result.sendBytes += bytes;
     return success();
   }
   if (auto recv = dyn_cast<RecvOp>(op)) {
     int g = groupOf({recv.getGridAxis()});
-    os << "  recvFromStage(mesh, " << g << ", " << recv.getFromStage() << ", "
-       << out(op) << ", " << tensorBytes(recv.getResult()) << ", "
-       << recv.getTag() << ");\n";
+    os << "  recvFromStage(mesh, " << g << ", "
+       << recv.getFromStage() % pipelineDevices() << ", " << out(op) << ", "
+       << tensorBytes(recv.getResult()) << ", " << recv.getTag() << ");\n";
     return success();
   }
   if (isa<shard::AllReduceOp, shard::AllGatherOp, shard::ReduceScatterOp,

@@ -75,7 +75,7 @@ std::string Emitter::modelTables() {
   SmallVector<int64_t> offsets, strides, stages;
   for (auto assign : fn.getOps<AssignOp>())
     if (auto at = assign->getAttrOfType<IntegerAttr>(kStageAttr))
-      stages.push_back(at.getInt());
+      stages.push_back(at.getInt() % pipelineDevices());
     else
       stages.push_back(0);
   for (WeightOp w : trained) {
@@ -159,13 +159,16 @@ Emitter::assembleSources(const std::string &tables) {
   bool phased = llvm::any_of(
       stageParts, [](const StageParts &r) { return r.once > r.backward; });
   if (staged)
-    main += "  switch (meshCoord(mesh, " + std::to_string(stageAxis) + ")) {\n";
+    main += "  switch (pipelineStage(mesh)) {\n";
   for (auto [stage, range] : llvm::enumerate(stageParts)) {
     if (staged)
       main += "  case " + std::to_string(stage) + ":\n";
+    std::string arena = range.arenaOffset
+                            ? "arena + " + std::to_string(range.arenaOffset)
+                            : std::string("arena");
     auto call = [&](int64_t i) {
-      main += "  if (!part" + std::to_string(i) +
-              "(inputs, outputs, arena, weights, mesh))\n    return;\n";
+      main += "  if (!part" + std::to_string(i) + "(inputs, outputs, " + arena +
+              ", weights, mesh))\n    return;\n";
     };
     auto calls = [&](int64_t from, int64_t to, StringRef guard) {
       if (from == to)
@@ -211,7 +214,7 @@ Emitter::assembleSources(const std::string &tables) {
   if (staged) {
     SmallVector<int64_t> owners;
     for (unsigned i = 0; i < fnType.getNumResults(); ++i)
-      owners.push_back(outputStage(fn, i));
+      owners.push_back(outputStage(fn, i) % pipelineDevices());
     m << "const int32_t outputStages[] = {" << joinInts(owners)
       << (owners.empty() ? "0" : "") << "};\n\n";
   }
@@ -233,7 +236,8 @@ Emitter::assembleSources(const std::string &tables) {
                    : "nullptr, nullptr, nullptr")
     << (numTrained && staged ? ", trainedStages" : ", nullptr") << ", "
     << (firstPass ? "true" : "false") << ", "
-    << (phased && staged ? "true" : "false") << "};\n"
+    << (phased && staged ? "true" : "false") << ", "
+    << int64_t(stageParts.size()) / pipelineDevices() << "};\n"
     << "  return &info;\n}\n";
   units[0] = {"model" + ext, std::move(main)};
   return units;

@@ -76,7 +76,9 @@ def PCC_PlanAttr : PCC_Attr<"Plan", "plan"> {
     (the tp axis is a d x q x q grid). `microbatches`, `train` (a training step rather
     than inference), `recompute` (activation recompute) and `zero` (a
     training step's ZeRO stage over dp: 1 and 2 store optimizer states
-    split over dp, 3 the parameters too) complete it. The planner makes it, or pcc builds it from forced
+    split over dp, 3 the parameters too) and `virtual_stages` (interleaved
+    1F1B: each pp device runs that many chunks of layers, pp x
+    virtual_stages stages in all) complete it. The planner makes it, or pcc builds it from forced
     flags; plan.json is written from it.
 
     Example:
@@ -91,7 +93,8 @@ def PCC_PlanAttr : PCC_Attr<"Plan", "plan"> {
                         "int64_t":$microbatches,
                         "bool":$train,
                         "bool":$recompute,
-                        DefaultValuedParameter<"int64_t", "0">:$zero);
+                        DefaultValuedParameter<"int64_t", "0">:$zero,
+                        DefaultValuedParameter<"int64_t", "1">:$virtual_stages);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }
