@@ -37,6 +37,8 @@ FAMILIES = [
     ("tp x sp", "--tp 2 --sp 2 --dp {q}"),
 ]
 TRAIN_ONLY = [("recompute", "--recompute full"), ("no recompute", "--recompute none"),
+              ("selective recompute", "--recompute selective"),
+              ("pipeline interleaved", "--pp {h} --dp 2 --pp-virtual 2"),
               ("no zero", "--zero 0"), ("data zero1", "--dp {n} --zero 1"),
               ("data zero3", "--dp {n} --zero 3"),
               ("pipeline zero1", "--pp {h} --dp 2 --zero 1")]

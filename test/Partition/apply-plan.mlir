@@ -2,22 +2,22 @@
 // with the plan's axes in rank order and seeds the layouts. A module without
 // a plan, a plan the partitioner cannot apply yet, and a malformed plan are
 // each one error.
-// RUN: sed -e 's/PLAN/#pcc.plan<axes = ["dp", "tp"], sizes = [2, 2], tensor_mode = "1d", tensor_layout = "megatron", microbatches = 1, train = false, recompute = false>/' %s \
+// RUN: sed -e 's/PLAN/#pcc.plan<axes = ["dp", "tp"], sizes = [2, 2], tensor_mode = "1d", tensor_layout = "megatron", microbatches = 1, train = false>/' %s \
 // RUN:   | pcc-opt --pcc-apply-plan | FileCheck %s --check-prefix=OK
 // RUN: sed -e 's/attributes {pcc.plan = PLAN} //' %s | not pcc-opt --pcc-apply-plan 2>&1 | FileCheck %s --check-prefix=NONE
-// RUN: sed -e 's/PLAN/#pcc.plan<axes = ["pp", "dp"], sizes = [2, 2], tensor_mode = "1d", tensor_layout = "megatron", microbatches = 4, train = false, recompute = false>/' %s \
+// RUN: sed -e 's/PLAN/#pcc.plan<axes = ["pp", "dp"], sizes = [2, 2], tensor_mode = "1d", tensor_layout = "megatron", microbatches = 4, train = false>/' %s \
 // RUN:   | not pcc-opt --pcc-apply-plan 2>&1 | FileCheck %s --check-prefix=PP
-// RUN: sed -e 's/PLAN/#pcc.plan<axes = ["sp", "tp"], sizes = [2, 2], tensor_mode = "1d", tensor_layout = "megatron-sp", microbatches = 1, train = false, recompute = false>/' %s \
+// RUN: sed -e 's/PLAN/#pcc.plan<axes = ["sp", "tp"], sizes = [2, 2], tensor_mode = "1d", tensor_layout = "megatron-sp", microbatches = 1, train = false>/' %s \
 // RUN:   | not pcc-opt --pcc-apply-plan 2>&1 | FileCheck %s --check-prefix=SP
-// RUN: sed -e 's/PLAN/#pcc.plan<axes = ["sp"], sizes = [2], tensor_mode = "1d", tensor_layout = "megatron", sequence_mode = "zigzag", microbatches = 1, train = false, recompute = false>/' %s \
+// RUN: sed -e 's/PLAN/#pcc.plan<axes = ["sp"], sizes = [2], tensor_mode = "1d", tensor_layout = "megatron", sequence_mode = "zigzag", microbatches = 1, train = false>/' %s \
 // RUN:   | not pcc-opt --pcc-apply-plan 2>&1 | FileCheck %s --check-prefix=SPMODE
-// RUN: sed -e 's/PLAN/#pcc.plan<axes = ["tp"], sizes = [2], tensor_mode = "2d", tensor_layout = "megatron", microbatches = 1, train = false, recompute = false>/' %s \
+// RUN: sed -e 's/PLAN/#pcc.plan<axes = ["tp"], sizes = [2], tensor_mode = "2d", tensor_layout = "megatron", microbatches = 1, train = false>/' %s \
 // RUN:   | not pcc-opt --pcc-apply-plan 2>&1 | FileCheck %s --check-prefix=GRID
-// RUN: sed -e 's/PLAN/#pcc.plan<axes = ["tp", "dp"], sizes = [2, 2], tensor_mode = "1d", tensor_layout = "megatron", microbatches = 1, train = false, recompute = false>/' %s \
+// RUN: sed -e 's/PLAN/#pcc.plan<axes = ["tp", "dp"], sizes = [2, 2], tensor_mode = "1d", tensor_layout = "megatron", microbatches = 1, train = false>/' %s \
 // RUN:   | not pcc-opt --pcc-apply-plan 2>&1 | FileCheck %s --check-prefix=ORDER
-// RUN: sed -e 's/PLAN/#pcc.plan<axes = ["dp"], sizes = [0], tensor_mode = "1d", tensor_layout = "megatron", microbatches = 1, train = false, recompute = false>/' %s \
+// RUN: sed -e 's/PLAN/#pcc.plan<axes = ["dp"], sizes = [0], tensor_mode = "1d", tensor_layout = "megatron", microbatches = 1, train = false>/' %s \
 // RUN:   | not pcc-opt --pcc-apply-plan 2>&1 | FileCheck %s --check-prefix=SIZE
-// RUN: sed -e 's/PLAN/#pcc.plan<axes = ["dp"], sizes = [2], tensor_mode = "1d", tensor_layout = "megatron", microbatches = 0, train = false, recompute = false>/' %s \
+// RUN: sed -e 's/PLAN/#pcc.plan<axes = ["dp"], sizes = [2], tensor_mode = "1d", tensor_layout = "megatron", microbatches = 0, train = false>/' %s \
 // RUN:   | not pcc-opt --pcc-apply-plan 2>&1 | FileCheck %s --check-prefix=MB
 
 module attributes {pcc.plan = PLAN} {

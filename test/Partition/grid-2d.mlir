@@ -13,7 +13,7 @@
 // CHECK-NOT: shard.all_reduce
 // CHECK-NOT: shard.all_gather
 // CHECK: return %[[Y]]
-module attributes {pcc.plan = #pcc.plan<axes = ["tp"], sizes = [4], tensor_mode = "2d", tensor_layout = "megatron", microbatches = 1, train = false, recompute = false>} {
+module attributes {pcc.plan = #pcc.plan<axes = ["tp"], sizes = [4], tensor_mode = "2d", tensor_layout = "megatron", microbatches = 1, train = false>} {
   func.func @main(%x: tensor<4x8xf32>) -> tensor<4x16xf32> {
     %g = pcc.weight "ln.g" : tensor<8xf32>
     %b = pcc.weight "ln.b" : tensor<8xf32>

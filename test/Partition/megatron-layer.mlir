@@ -6,7 +6,7 @@
 // RUN: sed -e 's/AXES/"dp", "tp"/' -e 's/SIZES/2, 2/' -e 's/LAYOUT/megatron/' %s | pcc-opt --pcc-apply-plan --pcc-partition | FileCheck %s --check-prefix=DPTP
 // RUN: sed -e 's/AXES/"tp"/' -e 's/SIZES/2/' -e 's/LAYOUT/megatron/' %s | pcc-opt --pcc-apply-plan | FileCheck %s --check-prefix=ANNOT
 
-module attributes {pcc.plan = #pcc.plan<axes = [AXES], sizes = [SIZES], tensor_mode = "1d", tensor_layout = "LAYOUT", microbatches = 1, train = false, recompute = false>} {
+module attributes {pcc.plan = #pcc.plan<axes = [AXES], sizes = [SIZES], tensor_mode = "1d", tensor_layout = "LAYOUT", microbatches = 1, train = false>} {
   func.func @main(%x: tensor<4x8x16xf32>) -> tensor<4x8x16xf32> {
     %g = pcc.weight "ln.g" : tensor<16xf32>
     %b = pcc.weight "ln.b" : tensor<16xf32>

@@ -21,7 +21,7 @@
 // CHECK-NEXT: %[[Y:.*]] = pcc.matmul %[[RA]], %[[W1]] {pcc.stage = 1 : i64}
 // CHECK-NEXT: %[[Z:.*]] = pcc.add %[[Y]], %[[RH]] {pcc.stage = 1 : i64}
 // CHECK-NEXT: return %[[Z]], %[[A]]
-module attributes {pcc.plan = #pcc.plan<axes = ["pp", "dp"], sizes = [2, 2], tensor_mode = "1d", tensor_layout = "megatron", microbatches = 2, train = false, recompute = false>} {
+module attributes {pcc.plan = #pcc.plan<axes = ["pp", "dp"], sizes = [2, 2], tensor_mode = "1d", tensor_layout = "megatron", microbatches = 2, train = false>} {
   func.func @main(%x: tensor<8x16xf32>) -> (tensor<8x16xf32>, tensor<8x16xf32>) {
     %w = pcc.weight "w" : tensor<16x16xf32>
     %h = pcc.matmul %x, %w : (tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<8x16xf32>
@@ -40,7 +40,7 @@ module attributes {pcc.plan = #pcc.plan<axes = ["pp", "dp"], sizes = [2, 2], ten
 // CHECK: pcc.send
 // CHECK: pcc.recv
 // CHECK: pcc.exp {{.*}}pcc.stage = 1
-module attributes {pcc.plan = #pcc.plan<axes = ["pp"], sizes = [2], tensor_mode = "1d", tensor_layout = "megatron", microbatches = 1, train = false, recompute = false>} {
+module attributes {pcc.plan = #pcc.plan<axes = ["pp"], sizes = [2], tensor_mode = "1d", tensor_layout = "megatron", microbatches = 1, train = false>} {
   func.func @main(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {
     %a = pcc.relu %x {pcc.planned_stage = 0 : i64} : tensor<8x16xf32>
     %b = pcc.neg %a {pcc.planned_stage = 0 : i64} : tensor<8x16xf32>
@@ -53,7 +53,7 @@ module attributes {pcc.plan = #pcc.plan<axes = ["pp"], sizes = [2], tensor_mode 
 
 // Microbatches run one after another: a sum over the whole batch cannot be
 // taken inside one of them.
-module attributes {pcc.plan = #pcc.plan<axes = ["pp"], sizes = [2], tensor_mode = "1d", tensor_layout = "megatron", microbatches = 2, train = false, recompute = false>} {
+module attributes {pcc.plan = #pcc.plan<axes = ["pp"], sizes = [2], tensor_mode = "1d", tensor_layout = "megatron", microbatches = 2, train = false>} {
   func.func @main(%x: tensor<8x16xf32>) -> tensor<16xf32> {
     %a = pcc.relu %x : tensor<8x16xf32>
     %s = pcc.reduce_sum %a {axes = array<i64: 0>, keepdims = false} : (tensor<8x16xf32>) -> tensor<16xf32>
@@ -66,7 +66,7 @@ module attributes {pcc.plan = #pcc.plan<axes = ["pp"], sizes = [2], tensor_mode 
 
 // More stages than operations cannot be cut.
 // expected-error @+2 {{the model has 1 operations, fewer than 2 pipeline stages}}
-module attributes {pcc.plan = #pcc.plan<axes = ["pp"], sizes = [2], tensor_mode = "1d", tensor_layout = "megatron", microbatches = 1, train = false, recompute = false>} {
+module attributes {pcc.plan = #pcc.plan<axes = ["pp"], sizes = [2], tensor_mode = "1d", tensor_layout = "megatron", microbatches = 1, train = false>} {
   func.func @main(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {
     %a = pcc.relu %x : tensor<8x16xf32>
     return %a : tensor<8x16xf32>

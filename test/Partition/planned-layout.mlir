@@ -8,7 +8,7 @@
 // RUN: sed -e 's/AXES/"dp", "tp"/' -e 's/SIZES/2, 2/' -e 's/LAYOUT/planned/' %s | pcc-opt --pcc-apply-plan --pcc-partition | FileCheck %s --check-prefix=SPMD
 // RUN: sed -e 's/AXES/"tp"/' -e 's/SIZES/2/' -e 's/LAYOUT/bogus/' %s | not pcc-opt --pcc-apply-plan 2>&1 | FileCheck %s --check-prefix=BAD
 
-module attributes {pcc.plan = #pcc.plan<axes = [AXES], sizes = [SIZES], tensor_mode = "1d", tensor_layout = "LAYOUT", microbatches = 1, train = false, recompute = false>} {
+module attributes {pcc.plan = #pcc.plan<axes = [AXES], sizes = [SIZES], tensor_mode = "1d", tensor_layout = "LAYOUT", microbatches = 1, train = false>} {
   func.func @main(%x: tensor<4x8x16xf32>) -> tensor<4x8x32xf32> {
     %w = pcc.weight "fc.w" : tensor<16x32xf32>
     %y = pcc.matmul %x, %w {pcc.planned_sharding = [#pcc.sharding<@plan, [[], [0], []]>, #pcc.sharding<@plan, [[], []]>]} : (tensor<4x8x16xf32>, tensor<16x32xf32>) -> tensor<4x8x32xf32>

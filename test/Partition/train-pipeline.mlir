@@ -32,7 +32,7 @@
 // CHECK: pcc.assign %[[A]], {{.*}}pcc.once_per_step, pcc.stage = 0
 // CHECK: pcc.assign %[[B]], {{.*}}pcc.once_per_step, pcc.stage = 1
 // CHECK: return %[[LOSS]]
-module attributes {pcc.plan = #pcc.plan<axes = ["pp"], sizes = [2], tensor_mode = "1d", tensor_layout = "megatron", microbatches = 2, train = true, recompute = false>, pcc.opset = 14 : i64, pcc.train_step} {
+module attributes {pcc.plan = #pcc.plan<axes = ["pp"], sizes = [2], tensor_mode = "1d", tensor_layout = "megatron", microbatches = 2, train = true>, pcc.opset = 14 : i64, pcc.train_step} {
   func.func @main(%arg0: tensor<4x4xf32> {pcc.name = "x"}, %arg1: tensor<4x2xf32> {pcc.name = "y"}) -> (tensor<f32> {pcc.name = "loss"}) {
     %0 = pcc.constant dense<2.000000e+00> : tensor<f32>
     %1 = pcc.weight "a.weight" : tensor<4x4xf32>

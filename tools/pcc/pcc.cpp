@@ -217,9 +217,11 @@ cl::list<std::string> freezeNames(
 cl::opt<std::string>
     recompute("recompute",
               cl::desc("Activation recompute when training: auto "
-                       "(the planner's choice), none or full (each "
+                       "(the planner's choice), none, full (each "
                        "repeated layer's activations recomputed in the "
-                       "backward pass from its input)"),
+                       "backward pass from its input) or selective (its "
+                       "matrix products' results kept, the ops between "
+                       "them recomputed)"),
               cl::init("auto"), COMPILE_AND_PLAN);
 enum class Format { Text, Json, Dot };
 cl::opt<Format> outputFormat(
@@ -451,13 +453,12 @@ Expected<pcc::PlanOptions> planOptions() {
                (o.tpDepth ? ", depth " + std::to_string(o.tpDepth) : "") +
                ")");
   o.train = train;
-  if (recompute == "none")
-    o.recompute = false;
-  else if (recompute == "full")
-    o.recompute = true;
-  else if (recompute != "auto")
-    return err("--recompute must be auto, none or full, got '" + recompute +
-               "'");
+  if (recompute != "auto") {
+    o.recompute = pcc::parseRecompute(recompute);
+    if (!o.recompute)
+      return err("--recompute must be auto, none, full or selective, got '" +
+                 recompute + "'");
+  }
   if (o.recompute && !o.train)
     return err("--recompute needs --train");
   if (ppVirtual.getNumOccurrences()) {
@@ -752,8 +753,9 @@ int main(int argc, char **argv) {
   // backward pass and the update are partitioned with the rest.
   // Recompute (forced or the planner's choice) checkpoints the layers the
   // planner found, so the step holds what the planner priced.
-  if (train && chosen->plan.recompute) {
+  if (train && chosen->plan.recompute != pcc::Recompute::None) {
     trainOpts->recompute = true;
+    trainOpts->selective = chosen->plan.recompute == pcc::Recompute::Selective;
     pcc::markRepeatedLayers(mainFn);
   }
   pcc::TrainStepReport trained;

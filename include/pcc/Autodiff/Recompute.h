@@ -6,6 +6,12 @@
 // the rest in the backward pass, just before that layer's gradients, from
 // the layer's inputs. The planner prices the same memory (one layer's
 // inputs per microbatch in flight, plus one layer's activations).
+// Selective recompute also keeps the results of the layer's matrix products
+// (and attention) and recomputes only the ops between them (layer norms,
+// activations, elementwise chains): a fraction of the arithmetic for much
+// of the bytes, and no repeated collective under tensor parallelism.
+// (Megatron's selective granularity recomputes the attention core; pcc's
+// fused attention never keeps the S x S scores in the first place.)
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,8 +24,9 @@ namespace pcc {
 
 /// Rewrites the training step `fn` (buildTrainingStep's) so that its
 /// backward ops read recomputed copies of each marked layer's internal
-/// values, and removes the marks. Returns the number of ops cloned.
-int64_t recomputeLayers(mlir::func::FuncOp fn);
+/// values, and removes the marks (`selective`: products' results are
+/// kept, not recomputed). Returns the number of ops cloned.
+int64_t recomputeLayers(mlir::func::FuncOp fn, bool selective = false);
 
 } // namespace pcc
 

@@ -37,14 +37,15 @@ struct TrainOptions {
   /// Initializers that are not trained.
   std::vector<std::string> freeze;
   /// Recompute the layers marked kLayerAttr in the backward pass
-  /// (recomputeLayers) instead of keeping their activations.
-  bool recompute = false;
+  /// (recomputeLayers) instead of keeping their activations; selective:
+  /// keep their products' results, recompute the ops between them.
+  bool recompute = false, selective = false;
 };
 
 /// What the step trains, for the compile summary.
 struct TrainStepReport {
   int64_t parameters = 0, parameterElements = 0, stateElements = 0;
-  /// Forward ops recomputed in the backward pass (--recompute full).
+  /// Forward ops recomputed in the backward pass (--recompute).
   int64_t recomputedOps = 0;
 };
 

@@ -43,7 +43,7 @@ struct PlanOptions {
   int64_t devices = 1;
   bool train = false;
   /// Activation recompute when training: unset = searched.
-  std::optional<bool> recompute;
+  std::optional<Recompute> recompute;
   /// ZeRO stage over dp when training (0 none, 1/2 optimizer state split,
   /// 3 parameters too): unset = searched.
   std::optional<int64_t> zero;
@@ -102,7 +102,7 @@ struct PlanCandidate {
   SequenceMode spMode = SequenceMode::Ulysses;
   /// 2D/2.5D/3D grid: q x q (x depth).
   int64_t q = 1, depth = 1;
-  bool recompute = false;
+  Recompute recompute = Recompute::None;
   /// ZeRO stage over dp (training with dp > 1 only).
   int64_t zero = 0;
   /// Predicted seconds per step (one batch; forward + backward + optimizer

@@ -50,6 +50,21 @@ enum class SequenceMode {
 llvm::StringRef sequenceModeName(SequenceMode mode);
 std::optional<SequenceMode> parseSequenceMode(llvm::StringRef name);
 
+/// Activation recompute in a training step's repeated layers.
+enum class Recompute {
+  None,
+  /// Megatron-LM's full granularity: keep each layer's input, recompute
+  /// the rest in the backward pass.
+  Full,
+  /// Keep each layer's input and its matrix products' (and attention's)
+  /// results; recompute the ops between them (norms, activations,
+  /// elementwise chains): little arithmetic for their bytes.
+  Selective,
+};
+/// "none", "full", "selective".
+llvm::StringRef recomputeName(Recompute r);
+std::optional<Recompute> parseRecompute(llvm::StringRef name);
+
 /// "megatron", "planned", "megatron-sp".
 llvm::StringRef tensorLayoutsName(TensorLayouts layouts);
 std::optional<TensorLayouts> parseTensorLayouts(llvm::StringRef name);
@@ -66,7 +81,7 @@ struct ParallelPlan {
   int64_t microbatches = 1;
   /// A training step (forward, backward, optimizer) rather than inference.
   bool train = false;
-  bool recompute = false;
+  Recompute recompute = Recompute::None;
   /// ZeRO stage of a training step over the dp axis (DeepSpeed's): 1 and
   /// 2 store optimizer states split over dp (the update runs on each
   /// device's part: gradients reduce-scattered, parameters all-gathered),

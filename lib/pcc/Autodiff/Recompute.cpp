@@ -23,7 +23,7 @@ using namespace mlir;
 
 namespace pcc {
 
-int64_t recomputeLayers(func::FuncOp fn) {
+int64_t recomputeLayers(func::FuncOp fn, bool selective) {
   Block &body = fn.getBody().front();
   llvm::DenseMap<Operation *, int64_t> position;
   int64_t firstBackward = -1;
@@ -49,15 +49,19 @@ int64_t recomputeLayers(func::FuncOp fn) {
     llvm::DenseSet<Operation *> inLayer(ops.begin(), ops.end());
     // Internal values some backward op reads, and the first such reader
     // (a later layer's backward reads this one's output, not its insides).
+    // Kept: what escapes the layer and, selective, its products' results.
     llvm::DenseSet<Value> escaping, wanted;
     for (Operation *op : ops)
-      for (Value r : op->getResults())
+      for (Value r : op->getResults()) {
+        if (selective && isa<ContractionOpInterface>(op))
+          escaping.insert(r);
         for (Operation *user : r.getUsers()) {
           if (isBackward(user))
             wanted.insert(r);
           else if (!inLayer.contains(user))
             escaping.insert(r);
         }
+      }
     for (Value v : escaping)
       wanted.erase(v);
     if (wanted.empty())
@@ -90,8 +94,8 @@ int64_t recomputeLayers(func::FuncOp fn) {
       copy->removeAttr(kForwardIdAttr);
       if (stage)
         copy->setAttr(kGradientOfAttr, stage);
-      // An escaping value the clone made is the original's: keep reading
-      // the original (it is live anyway), so only internal values repeat.
+      // A kept value the clone made is the original's: keep reading the
+      // original (it is live anyway), so only internal values repeat.
       for (Value r : op->getResults())
         if (escaping.contains(r))
           map.map(r, r);

@@ -318,7 +318,7 @@ LogicalResult StepBuilder::run(TrainStepReport *report) {
   IRRewriter rewriter(fn.getContext());
   (void)runRegionDCE(rewriter, fn->getRegions());
   if (o.recompute)
-    counts.recomputedOps = recomputeLayers(fn);
+    counts.recomputedOps = recomputeLayers(fn, o.selective);
   else
     for (Operation &op : body)
       op.removeAttr(kLayerAttr);

@@ -274,7 +274,8 @@ Expected<ChosenPlan> choosePlan(mlir::ModuleOp module, PlanOptions o,
     chosen.plan.sequenceMode = o.spMode.value_or(SequenceMode::Ulysses);
     chosen.plan.tensorMode = o.tpMode.value_or(TensorMode::OneD);
     chosen.plan.tensorDepth = std::max<int64_t>(o.tpDepth, 1);
-    chosen.plan.recompute = o.train && o.recompute.value_or(false);
+    chosen.plan.recompute =
+        o.train ? o.recompute.value_or(Recompute::None) : Recompute::None;
   }
   // A pipeline's microbatches are the planner's unless forced.
   if (o.microbatches)

@@ -155,7 +155,7 @@ std::vector<CollectiveSummary> collectives(const PlanGraph &g,
                                            const PlanOptions &o,
                                            const PlanCandidate &c) {
   std::map<std::tuple<std::string, std::string, double>, CollectiveSummary> m;
-  double passes = o.train ? (c.recompute ? 3 : 2) : 1;
+  double passes = o.train ? (c.recompute == Recompute::Full ? 3 : 2) : 1;
   auto add = [&](StringRef kind, StringRef axis, double b, double t,
                  int64_t times, StringRef example) {
     CollectiveSummary &s = m[{kind.str(), axis.str(), b}];
@@ -307,7 +307,7 @@ void printPlanText(raw_ostream &os, const PlanGraph &g,
     os << formatv(", q={0}, depth={1}", b.q, b.depth);
   os << formatv(") sp={0}; microbatches {1} of {2}; recompute {3}; ", b.sp,
                 b.microbatches, g.batch / (b.dp * b.microbatches),
-                b.recompute ? "full" : "none");
+                recomputeName(b.recompute));
   if (o.train && b.dp > 1)
     os << formatv("ZeRO {0}; ", b.zero ? std::to_string(b.zero) : "none");
   if (o.train && b.pp > 1)
@@ -422,7 +422,7 @@ static json::Object candidateJSON(const PlanGraph &g, const PlanCandidate &c) {
       {"microbatches", c.microbatches},
       {"virtual_stages", c.virtualStages},
       {"microbatch_size", g.batch / (c.dp * c.microbatches)},
-      {"recompute", c.recompute},
+      {"recompute", recomputeName(c.recompute)},
       {"runnable", c.runnable},
       {"fits", c.fits},
       {"predicted", json::Object{{"step_time_s", c.stepTime},

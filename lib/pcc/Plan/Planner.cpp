@@ -75,6 +75,11 @@ struct StageSummary {
   /// buffer.
   int64_t weightTensors = 0, backwardTensors = 0;
   double backwardWeightBytes = 0, largestUnitWeightBytes = 0;
+  /// Selective recompute: the bytes kept per microbatch (layer inputs and
+  /// products' results), and the most one layer recomputes.
+  double selectiveBytes = 0, largestRecomputedBytes = 0;
+  /// The recomputed values of one layer, held while its backward runs.
+  double recomputeBuffer = 0;
   /// Activation bytes the stage holds at its peak.
   double activations = 0;
 };
@@ -144,8 +149,10 @@ std::string PlanCandidate::label() const {
   s += llvm::formatv(" mb{0}", microbatches);
   if (virtualStages > 1)
     s += llvm::formatv(" v{0}", virtualStages);
-  if (recompute)
+  if (recompute == Recompute::Full)
     s += " recompute";
+  else if (recompute == Recompute::Selective)
+    s += " recompute-selective";
   if (zero)
     s += llvm::formatv(" zero{0}", zero);
   return s;
@@ -202,7 +209,7 @@ private:
   /// with just this part (asked once per part).
   bool partRuns(int64_t pp, int64_t sp, int64_t tp, TensorMode mode) const;
   SmallVector<TensorMode, 4> tensorModes() const;
-  SmallVector<bool, 2> recomputeChoices() const;
+  SmallVector<Recompute, 3> recomputeChoices() const;
   /// ZeRO stages to price over `dp` replicas (2 compiles as 1 does: pcc
   /// reduce-scatters gradients at both).
   SmallVector<int64_t, 3> zeroChoices(int64_t dp) const;
@@ -227,7 +234,7 @@ private:
   PlanCandidate evaluate(int64_t pp, int64_t tg, TensorMode mode,
                          GridShape grid, TensorLayouts scheme, int64_t sp,
                          SequenceMode spMode, int64_t dp, int64_t m, int64_t v,
-                         bool recompute, int64_t zero, Pricing pricing,
+                         Recompute recompute, int64_t zero, Pricing pricing,
                          Stages *stagesOut = nullptr);
   /// Microbatches each chunk of each pipeline device holds between its
   /// forward and backward, as the runtime schedules them (cached: a
@@ -491,12 +498,12 @@ SmallVector<int64_t, 4> PlanSearch::virtualChoices(int64_t pp,
   return out;
 }
 
-SmallVector<bool, 2> PlanSearch::recomputeChoices() const {
+SmallVector<Recompute, 3> PlanSearch::recomputeChoices() const {
   if (!opt.train)
-    return {false};
+    return {Recompute::None};
   if (opt.recompute)
     return {*opt.recompute};
-  return {false, true};
+  return {Recompute::None, Recompute::Full, Recompute::Selective};
 }
 
 std::shared_ptr<const SearchResult>
@@ -725,6 +732,8 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
   struct UnitSum {
     double compute = 0, comm = 0, weightBytes = 0, gradSync = 0,
            resultBytes = 0, backwardWeightBytes = 0;
+    /// Selective recompute keeps products' results and repeats the rest.
+    double productBytes = 0, otherCompute = 0;
     int64_t weightTensors = 0, backwardTensors = 0;
   };
   std::vector<UnitSum> sums(units.size());
@@ -744,6 +753,10 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
         sum.gradSync += nc.gradSync;
         sum.resultBytes += nc.resultBytes;
         const PlanNode &node = g.nodes[i];
+        if (isa<ContractionOpInterface>(node.op))
+          sum.productBytes += nc.resultBytes;
+        else
+          sum.otherCompute += nc.compute;
         sum.weightTensors += node.weightTensors;
         if (backwardReadsWeight(node)) {
           sum.backwardTensors += 1;
@@ -752,6 +765,10 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
       }
     }
     unitTime[u] = cw * sums[u].compute + cc * sums[u].comm;
+    // Selective recompute repeats a layer's ops between its products once.
+    if (c.recompute == Recompute::Selective && opt.train &&
+        unit.first != unit.last)
+      unitTime[u] += sums[u].otherCompute;
   }
   double totalTime = 0;
   for (double t : unitTime)
@@ -787,16 +804,33 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
       st.largestUnitBytes = std::max(st.largestUnitBytes, unitBytes);
       bool isCopy = units[u].first != units[u].last;
       st.inputBytes += isCopy ? out.boundary : unitBytes;
+      st.selectiveBytes += isCopy ? out.boundary + sum.productBytes : unitBytes;
+      if (isCopy)
+        st.largestRecomputedBytes =
+            std::max(st.largestRecomputedBytes, unitBytes - sum.productBytes);
     }
     // 1F1B: stage s holds activations of pp - s microbatches.
     int64_t d = int64_t(s) % pp, chunk = int64_t(s) / pp;
     double held = opt.train ? double(inFlight[d][chunk]) : 1;
     int firstNode = units[starts[s]].first, lastNode = units[end - 1].last;
-    double activations =
-        !opt.train    ? peakLiveBytes(g, layout, lastUse, firstNode, lastNode)
-        : c.recompute ? held * st.inputBytes + st.largestUnitBytes
-                      : held * st.resultBytes;
-    st.activations = activations;
+    // Recompute keeps, per microbatch in flight, each layer's input (and
+    // selective its products' results), plus one layer's recomputed
+    // values (the buffer).
+    switch (opt.train ? c.recompute : Recompute::None) {
+    case Recompute::None:
+      st.activations =
+          opt.train ? held * st.resultBytes
+                    : peakLiveBytes(g, layout, lastUse, firstNode, lastNode);
+      break;
+    case Recompute::Full:
+      st.recomputeBuffer = st.largestUnitBytes;
+      st.activations = held * st.inputBytes + st.recomputeBuffer;
+      break;
+    case Recompute::Selective:
+      st.recomputeBuffer = st.largestRecomputedBytes;
+      st.activations = held * st.selectiveBytes + st.recomputeBuffer;
+      break;
+    }
     out.worstChunkTime = std::max(out.worstChunkTime, time);
     c.stageBegin.push_back(units[starts[s]].first);
     // The device's chunks add up (their largest unit and, under recompute,
@@ -805,10 +839,7 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
     if (chunk == 0) {
       dev = st;
     } else {
-      double sharedBuffer =
-          c.recompute && opt.train
-              ? std::min(dev.largestUnitBytes, st.largestUnitBytes)
-              : 0;
+      double sharedBuffer = std::min(dev.recomputeBuffer, st.recomputeBuffer);
       dev.compute += st.compute;
       dev.comm += st.comm;
       dev.weightBytes += st.weightBytes;
@@ -820,8 +851,12 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
           std::max(dev.largestUnitWeightBytes, st.largestUnitWeightBytes);
       dev.resultBytes += st.resultBytes;
       dev.inputBytes += st.inputBytes;
+      dev.selectiveBytes += st.selectiveBytes;
       dev.largestUnitBytes =
           std::max(dev.largestUnitBytes, st.largestUnitBytes);
+      dev.largestRecomputedBytes =
+          std::max(dev.largestRecomputedBytes, st.largestRecomputedBytes);
+      dev.recomputeBuffer = std::max(dev.recomputeBuffer, st.recomputeBuffer);
       dev.activations += st.activations - sharedBuffer;
     }
     deviceTime[d] += time;
@@ -925,14 +960,17 @@ void PlanSearch::priceTraining(PlanCandidate &c, const Stages &stages) const {
 PlanCandidate PlanSearch::evaluate(int64_t pp, int64_t tg, TensorMode mode,
                                    GridShape grid, TensorLayouts scheme,
                                    int64_t sp, SequenceMode spMode, int64_t dp,
-                                   int64_t m, int64_t v, bool recompute,
+                                   int64_t m, int64_t v, Recompute recompute,
                                    int64_t zero, Pricing pricing,
                                    Stages *stagesOut) {
   double scale = 1.0 / double(dp * m * sp);
-  double cw = opt.train ? (recompute ? 4 : 3) : 1;
-  double cc = opt.train ? (recompute ? 3 : 2) : 1;
+  // Full recompute repeats every forward op and collective; selective
+  // only its layers' cheap ops (priced per unit in priceStages).
+  bool full = recompute == Recompute::Full;
+  double cw = opt.train ? (full ? 4 : 3) : 1;
+  double cc = opt.train ? (full ? 3 : 2) : 1;
   std::shared_ptr<const SearchResult> layout = layoutFor(
-      pp, dp, tg, mode, grid, scheme, m, recompute, scale, cw, cc, pricing);
+      pp, dp, tg, mode, grid, scheme, m, full, scale, cw, cc, pricing);
   PlanCandidate c;
   c.dp = dp;
   c.pp = pp;
@@ -1084,7 +1122,7 @@ void PlanSearch::enumerateBatch(int64_t pp, int64_t tg, TensorMode mode,
     if (inferenceWithoutStages && m > 1 && !sizeForced)
       continue; // inference without stages gains nothing from it
     bool batchSplit = dp > 1 || (pp > 1 && m > 1);
-    for (bool recompute : recomputeChoices())
+    for (Recompute recompute : recomputeChoices())
       for (TensorLayouts scheme : layoutSources(tg, mode, sp)) {
         // A scheme priced on one axis must keep its splits under the batch
         // split (unless forced: then it is priced as asked).

@@ -118,6 +118,25 @@ std::string ParallelPlan::describe() const {
   return s.empty() ? "1 device" : s;
 }
 
+StringRef recomputeName(Recompute r) {
+  switch (r) {
+  case Recompute::None:
+    return "none";
+  case Recompute::Full:
+    return "full";
+  case Recompute::Selective:
+    return "selective";
+  }
+  return "none";
+}
+
+std::optional<Recompute> parseRecompute(StringRef name) {
+  for (Recompute r : {Recompute::None, Recompute::Full, Recompute::Selective})
+    if (recomputeName(r) == name)
+      return r;
+  return std::nullopt;
+}
+
 StringRef tensorLayoutsName(TensorLayouts layouts) {
   switch (layouts) {
   case TensorLayouts::Megatron:
@@ -147,7 +166,7 @@ PlanAttr toAttr(MLIRContext *ctx, const ParallelPlan &plan) {
       ctx, b.getArrayAttr(axes), b.getDenseI64ArrayAttr(plan.mesh.shape),
       tensorModeName(plan.tensorMode), tensorLayoutsName(plan.tensorLayouts),
       sequenceModeName(plan.sequenceMode), plan.tensorDepth, plan.microbatches,
-      plan.train, plan.recompute, plan.zero, plan.virtualStages);
+      plan.train, recomputeName(plan.recompute), plan.zero, plan.virtualStages);
 }
 
 ParallelPlan fromAttr(PlanAttr attr) {
@@ -166,7 +185,8 @@ ParallelPlan fromAttr(PlanAttr attr) {
   plan.tensorDepth = attr.getTensorDepth();
   plan.microbatches = attr.getMicrobatches();
   plan.train = attr.getTrain();
-  plan.recompute = attr.getRecompute();
+  plan.recompute =
+      parseRecompute(attr.getRecompute()).value_or(Recompute::None);
   plan.zero = attr.getZero();
   plan.virtualStages = attr.getVirtualStages();
   return plan;

@@ -74,7 +74,8 @@ def PCC_PlanAttr : PCC_Attr<"Plan", "plan"> {
     attention: `ulysses` (all-to-all to a head split) or `ring` (key/value
     blocks passed around the sp group). `tensor_depth` is 2.5D's depth d
     (the tp axis is a d x q x q grid). `microbatches`, `train` (a training step rather
-    than inference), `recompute` (activation recompute) and `zero` (a
+    than inference), `recompute` (activation recompute: `none`, `full` or
+    `selective`) and `zero` (a
     training step's ZeRO stage over dp: 1 and 2 store optimizer states
     split over dp, 3 the parameters too) and `virtual_stages` (interleaved
     1F1B: each pp device runs that many chunks of layers, pp x
@@ -82,7 +83,7 @@ def PCC_PlanAttr : PCC_Attr<"Plan", "plan"> {
     flags; plan.json is written from it.
 
     Example:
-    `#pcc.plan<axes = ["dp", "tp"], sizes = [2, 4], tensor_mode = "1d", tensor_layout = "planned", microbatches = 1, train = false, recompute = false>`
+    `#pcc.plan<axes = ["dp", "tp"], sizes = [2, 4], tensor_mode = "1d", tensor_layout = "planned", microbatches = 1, train = false>`
   }];
   let parameters = (ins "::mlir::ArrayAttr":$axes,
                         "::mlir::DenseI64ArrayAttr":$sizes,
@@ -92,7 +93,7 @@ def PCC_PlanAttr : PCC_Attr<"Plan", "plan"> {
                         DefaultValuedParameter<"int64_t", "1">:$tensor_depth,
                         "int64_t":$microbatches,
                         "bool":$train,
-                        "bool":$recompute,
+                        StringRefParameter<"activation recompute", [{"none"}]>:$recompute,
                         DefaultValuedParameter<"int64_t", "0">:$zero,
                         DefaultValuedParameter<"int64_t", "1">:$virtual_stages);
   let assemblyFormat = "`<` struct(params) `>`";

@@ -122,8 +122,8 @@ LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                ArrayAttr axes, DenseI64ArrayAttr sizes,
                                StringRef tensorMode, StringRef tensorLayout,
                                StringRef sequenceMode, int64_t tensorDepth,
-                               int64_t microbatches, bool, bool, int64_t zero,
-                               int64_t virtualStages) {
+                               int64_t microbatches, bool, StringRef recompute,
+                               int64_t zero, int64_t virtualStages) {
   if (zero < 0 || zero > 3)
     return emitError() << "zero must be a ZeRO stage 0 to 3, got " << zero;
   if (!sizes || int64_t(axes.size()) != sizes.size())
@@ -160,6 +160,9 @@ LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (microbatches < 1)
     return emitError() << "microbatches must be at least 1, got "
                        << microbatches;
+  if (recompute != "none" && recompute != "full" && recompute != "selective")
+    return emitError() << "unknown recompute '" << recompute
+                       << "' (none, full or selective)";
   if (virtualStages < 1)
     return emitError() << "virtual_stages must be at least 1, got "
                        << virtualStages;
