@@ -211,9 +211,10 @@ cl::opt<std::string> betas("betas", cl::desc("AdamW betas B1,B2 (default "
 cl::opt<double> adamEps("eps", cl::desc("AdamW epsilon (default 1e-8)"),
                         cl::init(1e-8), COMPILE_ONLY);
 
-cl::list<std::string> freezeNames(
-    "freeze", cl::desc("Training: initializers not to train"),
-    cl::CommaSeparated, COMPILE_ONLY);
+cl::list<std::string>
+    freezeNames("freeze",
+                cl::desc("Training: initializers not to train (buffers)"),
+                cl::CommaSeparated, COMPILE_AND_PLAN);
 cl::opt<std::string>
     recompute("recompute",
               cl::desc("Activation recompute when training: auto "
@@ -461,6 +462,9 @@ Expected<pcc::PlanOptions> planOptions() {
   }
   if (o.recompute && !o.train)
     return err("--recompute needs --train");
+  if (freezeNames.getNumOccurrences() && !o.train)
+    return err("--freeze needs --train");
+  o.frozen.assign(freezeNames.begin(), freezeNames.end());
   if (ppVirtual.getNumOccurrences()) {
     if (!o.train)
       return err("--pp-virtual interleaves a training step's pipeline; it "

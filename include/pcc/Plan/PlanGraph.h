@@ -44,6 +44,14 @@ struct PlanNode {
   /// How many weight tensors those are (ZeRO moves each with its own
   /// collective).
   int weightTensors = 0;
+  /// Float weight operands an earlier node reads first (a head tied to the
+  /// embedding): operand index and that node. Their bytes count at the
+  /// first reader only, but in a pipeline stage without it they are a
+  /// copy (as Megatron keeps the first and last stages' embeddings).
+  llvm::SmallVector<std::pair<unsigned, int>, 1> sharedWeights;
+  /// Float weight operands that are not trained (--freeze: buffers such as
+  /// a float causal mask): held, but no parameters.
+  llvm::SmallVector<unsigned, 1> frozenWeights;
   /// Elementwise chains run as one fused loop (as pcc's code generator
   /// emits them): a result read only by the next elementwise op is never
   /// written to memory, and that operand never read back.
@@ -112,7 +120,9 @@ struct PlanGraph {
 /// `gpuKernels`: price what GPU ranks compile a 16-bit program to as well
 /// (gpuFusions in PlanGraph.cpp): GEMM epilogues, attention reading the
 /// heads of split projections in place.
-PlanGraph buildPlanGraph(mlir::func::FuncOp fn, bool gpuKernels = false);
+/// `frozen`: initializers that are not trained (PlanNode::frozenWeights).
+PlanGraph buildPlanGraph(mlir::func::FuncOp fn, bool gpuKernels = false,
+                         llvm::ArrayRef<std::string> frozen = {});
 
 /// Marks the ops of each copy of `fn`'s repeated block with kLayerAttr (the
 /// copy's number), the layers activation recompute checkpoints, and returns

@@ -49,6 +49,9 @@ struct PlanOptions {
   std::optional<int64_t> zero;
   /// Forced degrees (0 = searched) and tensor mode.
   int64_t dp = 0, pp = 0, tp = 0, sp = 0, microbatches = 0;
+  /// Training: initializers not trained (--freeze): held, without
+  /// gradient or optimizer state.
+  std::vector<std::string> frozen;
   /// Chunks of layers per pipeline device (interleaved 1F1B, training):
   /// 0 = searched, 1 = plain 1F1B.
   int64_t ppVirtual = 0;

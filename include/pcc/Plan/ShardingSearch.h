@@ -39,6 +39,12 @@ struct NodeCost {
   /// Time on the device, and time of the collectives feeding it (and
   /// inside it); local weight and result bytes.
   double compute = 0, comm = 0, weightBytes = 0, resultBytes = 0;
+  /// Local bytes of the weights an earlier node reads first
+  /// (PlanNode::sharedWeights): not in weightBytes.
+  double sharedWeightBytes = 0;
+  /// Local bytes of weights not trained (PlanNode::frozenWeights): held,
+  /// without gradient or optimizer state; not in weightBytes.
+  double frozenWeightBytes = 0;
   /// Workspace the op's kernel holds while it runs (SUMMA's panels, the
   /// attention kernel's tile, row statistics and ring blocks, gathered
   /// operands).

@@ -2,6 +2,7 @@
 
 #include "pcc/Driver/Driver.h"
 
+#include "pcc/Dialect/PCC/IR/PCCOps.h"
 #include "pcc/Dialect/PCC/Transforms/Passes.h"
 #include "pcc/Import/WeightReader.h"
 #include "pcc/Partition/Passes.h"
@@ -117,7 +118,13 @@ Expected<PlannedModel> planModel(mlir::func::FuncOp fn,
                                  const Target &target) {
   // GPU ranks fuse more than CPU ranks do (GEMM epilogues, heads in place).
   PlannedModel planned{
-      cluster, buildPlanGraph(fn, target.name() == "cuda"), {}};
+      cluster, buildPlanGraph(fn, target.name() == "cuda", options.frozen), {}};
+  // As training's --freeze check (TrainStep.cpp) says it.
+  for (const std::string &name : options.frozen)
+    if (!llvm::any_of(fn.getOps<WeightOp>(),
+                      [&](WeightOp w) { return w.getName() == name; }))
+      return failure("--freeze names '" + name +
+                     "', which is not a trainable initializer of the model");
   if (layouts != TensorLayouts::Planned)
     options.layoutScheme = layouts;
   const PlanGraph &graph = planned.graph;

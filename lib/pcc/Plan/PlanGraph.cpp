@@ -16,6 +16,7 @@
 #include "llvm/ADT/Hashing.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallPtrSet.h"
+#include "llvm/ADT/StringSet.h"
 
 #include <functional>
 #include <tuple>
@@ -360,11 +361,30 @@ void gpuFusions(PlanGraph &g, const llvm::DenseMap<Operation *, int> &index) {
 
 } // namespace
 
-PlanGraph buildPlanGraph(func::FuncOp fn, bool gpuKernels) {
+PlanGraph buildPlanGraph(func::FuncOp fn, bool gpuKernels,
+                         ArrayRef<std::string> frozen) {
+  llvm::StringSet<> frozenNames;
+  for (const std::string &n : frozen)
+    frozenNames.insert(n);
+  // Values the outputs depend on other than through a boolean (a mask): a
+  // float initializer outside them (a causal tril buffer compared with 0)
+  // is a buffer, held but never trained, as PyTorch counts it and as the
+  // training step finds no gradient for it.
+  llvm::DenseSet<Value> feedsOutputs;
+  Block &body = fn.getBody().front();
+  for (Value v : body.getTerminator()->getOperands())
+    feedsOutputs.insert(v);
+  for (Operation &op : llvm::reverse(body.without_terminator()))
+    if (llvm::any_of(op.getResults(), [&](Value r) {
+          return feedsOutputs.contains(r) &&
+                 !cast<ShapedType>(r.getType()).getElementType().isInteger(1);
+        }))
+      for (Value v : op.getOperands())
+        feedsOutputs.insert(v);
   PlanGraph g;
   g.fn = fn;
   llvm::DenseMap<Operation *, int> index;
-  llvm::DenseMap<Operation *, bool> weightSeen;
+  llvm::DenseMap<Operation *, int> firstReader;
   bool dtypeSet = false;
   llvm::DenseSet<Operation *> derived;
   for (Operation *opPtr : planOrder(fn, derived)) {
@@ -387,10 +407,19 @@ PlanGraph buildPlanGraph(func::FuncOp fn, bool gpuKernels) {
         activationOperands = false;
         // Parameters are what training updates: float initializers (bool
         // and integer ones are masks and tables, never trained).
-        if (!weightSeen[def] && isa<FloatType>(type.getElementType())) {
-          weightSeen[def] = true;
-          node.params += double(type.getNumElements());
-          ++node.weightTensors;
+        if (frozenNames.contains(cast<WeightOp>(def).getName()) ||
+            !feedsOutputs.contains(v)) {
+          node.frozenWeights.push_back(unsigned(node.producers.size() - 1));
+        } else if (isa<FloatType>(type.getElementType())) {
+          auto [reader, first] =
+              firstReader.try_emplace(def, int(g.nodes.size()));
+          if (first) {
+            node.params += double(type.getNumElements());
+            ++node.weightTensors;
+          } else if (reader->second != int(g.nodes.size())) {
+            node.sharedWeights.push_back(
+                {unsigned(node.producers.size() - 1), reader->second});
+          }
         }
       } else if (def && isa<ConstantOp>(def)) {
         activationOperands = false;

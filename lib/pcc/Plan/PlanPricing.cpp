@@ -79,6 +79,10 @@ SearchResult gridLayout(const PlanGraph &g, const CostModel &cost,
                                             node.fusedResult, 0, node.launches,
                                             node.viaBlas);
     c.weightBytes = weightBytes / weightShare;
+    for (auto [operand, first] : node.sharedWeights)
+      c.sharedWeightBytes += tensorBytes(op->getOperand(operand)) / weightShare;
+    for (unsigned operand : node.frozenWeights)
+      c.frozenWeightBytes += tensorBytes(op->getOperand(operand)) / weightShare;
     if (!isa<ReshapeOp>(op))
       for (Value v : op->getResults())
         c.resultBytes += tensorBytes(v) * scale / grid.size;

@@ -80,6 +80,11 @@ struct StageSummary {
   double selectiveBytes = 0, largestRecomputedBytes = 0;
   /// The recomputed values of one layer, held while its backward runs.
   double recomputeBuffer = 0;
+  /// Tied weights whose first reader runs on another device: a copy of
+  /// the weight (and its gradient), without optimizer state.
+  double copyWeightBytes = 0;
+  /// Weights not trained (--freeze): held, nothing more.
+  double frozenWeightBytes = 0;
   /// Activation bytes the stage holds at its peak.
   double activations = 0;
 };
@@ -191,7 +196,11 @@ public:
         hasAttention(llvm::any_of(
             g.nodes,
             [](const PlanNode &node) { return isa<AttentionOp>(node.op); })),
-        heads(headCount(g)) {}
+        heads(headCount(g)) {
+    for (auto [i, node] : llvm::enumerate(g.nodes))
+      if (!node.sharedWeights.empty())
+        sharedReaders.push_back(i);
+  }
 
   /// Enumerates and costs every candidate, re-searches the fastest exactly
   /// and ranks them.
@@ -244,6 +253,8 @@ private:
   std::map<std::tuple<int64_t, int64_t, int64_t>,
            std::vector<std::vector<int64_t>>>
       held;
+  /// Nodes reading a weight an earlier node reads first (tied weights).
+  std::vector<int> sharedReaders;
   /// The fastest priced candidate that fits so far.
   double fastestFit = std::numeric_limits<double>::infinity();
   /// Chunks per pipeline device to price for `pp` stages and `m`
@@ -734,6 +745,7 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
            resultBytes = 0, backwardWeightBytes = 0;
     /// Selective recompute keeps products' results and repeats the rest.
     double productBytes = 0, otherCompute = 0;
+    double frozenWeightBytes = 0;
     int64_t weightTensors = 0, backwardTensors = 0;
   };
   std::vector<UnitSum> sums(units.size());
@@ -750,6 +762,7 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
         sum.compute += nc.compute;
         sum.comm += nc.comm + (sequence ? sequence->costs[i].comm : 0.0);
         sum.weightBytes += nc.weightBytes;
+        sum.frozenWeightBytes += nc.frozenWeightBytes;
         sum.gradSync += nc.gradSync;
         sum.resultBytes += nc.resultBytes;
         const PlanNode &node = g.nodes[i];
@@ -793,6 +806,7 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
       st.compute += sum.compute;
       st.comm += sum.comm;
       st.weightBytes += sum.weightBytes;
+      st.frozenWeightBytes += sum.frozenWeightBytes;
       st.gradSync += sum.gradSync;
       st.weightTensors += sum.weightTensors;
       st.backwardTensors += sum.backwardTensors;
@@ -843,6 +857,7 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
       dev.compute += st.compute;
       dev.comm += st.comm;
       dev.weightBytes += st.weightBytes;
+      dev.frozenWeightBytes += st.frozenWeightBytes;
       dev.gradSync += st.gradSync;
       dev.weightTensors += st.weightTensors;
       dev.backwardTensors += st.backwardTensors;
@@ -861,6 +876,18 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
     }
     deviceTime[d] += time;
   }
+  // A tied weight read on a device without its first reader is a copy there.
+  auto deviceOf = [&](int node) {
+    return int64_t(llvm::upper_bound(c.stageBegin, node) -
+                   c.stageBegin.begin() - 1) %
+           pp;
+  };
+  for (int i : sharedReaders) {
+    int64_t d = deviceOf(i);
+    if (llvm::any_of(g.nodes[i].sharedWeights,
+                     [&](auto w) { return deviceOf(w.second) != d; }))
+      out.all[d].copyWeightBytes += layout.costs[i].sharedWeightBytes;
+  }
   for (int64_t d = 0; d < pp; ++d) {
     out.maxGradSync = std::max(out.maxGradSync, out.all[d].gradSync);
     if (deviceTime[d] > out.worstTime) {
@@ -874,20 +901,24 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
 void PlanSearch::priceMemory(PlanCandidate &c, const Stages &stages) const {
   // Stored per device: ZeRO-3 keeps 1/dp of each parameter.
   double stored = c.zero >= 3 ? 1.0 / double(c.dp) : 1.0;
-  double maxWeights = 0;
+  double maxWeights = 0, maxOwned = 0;
   c.memory = c.activationMemory = 0;
   for (const StageSummary &st : stages.all) {
     // ZeRO-3 gathers a unit's weights before use: a buffer of the largest.
     double gathered = c.zero >= 3 ? st.largestUnitWeightBytes : 0;
+    double copies =
+        st.copyWeightBytes * (opt.train ? 2 : 1) + st.frozenWeightBytes;
     c.memory =
         std::max(c.memory, st.weightBytes * bytesPerParam(c.zero, c.dp) / eb +
-                               st.activations + gathered);
-    maxWeights = std::max(maxWeights, st.weightBytes);
+                               copies + st.activations + gathered);
+    maxWeights = std::max(maxWeights, st.weightBytes + st.copyWeightBytes +
+                                          st.frozenWeightBytes);
+    maxOwned = std::max(maxOwned, st.weightBytes);
     c.activationMemory = std::max(c.activationMemory, st.activations);
   }
   c.weightMemory = maxWeights * stored;
   c.stateMemory =
-      opt.train ? maxWeights * (bytesPerParam(c.zero, c.dp) / eb - stored) : 0;
+      opt.train ? maxOwned * (bytesPerParam(c.zero, c.dp) / eb - stored) : 0;
 }
 
 PlanCandidate PlanSearch::withZero(const PlanCandidate &base,

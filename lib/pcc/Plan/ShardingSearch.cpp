@@ -74,9 +74,15 @@ Choice costOption(const PlanNode &node, OpSharding sharding, const Mesh &mesh,
                 !sharding.storedWeights[i].dims.empty()
             ? &sharding.storedWeights[i]
             : nullptr;
-    c.weightBytes += shapeBytes(
-        stored ? localShape(shapeOf(v), *stored, mesh) : local.back(),
-        elementTypeOf(v));
+    bool shared =
+        llvm::any_of(node.sharedWeights, [&](auto s) { return s.first == i; });
+    bool frozen = llvm::is_contained(node.frozenWeights, unsigned(i));
+    (frozen   ? c.frozenWeightBytes
+     : shared ? c.sharedWeightBytes
+              : c.weightBytes) +=
+        shapeBytes(stored ? localShape(shapeOf(v), *stored, mesh)
+                          : local.back(),
+                   elementTypeOf(v));
     if (stored) {
       c.comm += reshardTime(*stored, s, tensorBytes(v), mesh, in.crossNode,
                             cost, &c.collectives);
@@ -96,8 +102,9 @@ Choice costOption(const PlanNode &node, OpSharding sharding, const Mesh &mesh,
     return !t.isReplicated();
   });
   if (in.train && splitWork)
-    for (auto [v, s] : llvm::zip(op->getOperands(), sharding.operands))
-      if (v.getDefiningOp<WeightOp>() && s.isReplicated())
+    for (auto [i, v, s] : llvm::enumerate(op->getOperands(), sharding.operands))
+      if (v.getDefiningOp<WeightOp>() && s.isReplicated() &&
+          !llvm::is_contained(node.frozenWeights, unsigned(i)))
         c.gradSync += cost.collectiveTime(CollectiveKind::AllReduce,
                                           tensorBytes(v), in.degree, in.crossNode);
   // Ring attention: n - 1 shifts of this device's keys and values around
