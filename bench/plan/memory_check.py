@@ -3,11 +3,18 @@
 program holds (plan.json: the weights each stage's device reads and its
 arena, after liveness-based reuse).
 
-Usage: memory_check.py MODEL.onnx [--cluster C] STRATEGY...
+Usage: memory_check.py MODEL.onnx [--cluster C] [--train [--freeze N]]
+                       STRATEGY...
   STRATEGY as for test/e2e/run_strategies.py: "pp=4,mb=4", "tp=4", "dp=2,pp=2",
-  "tp=4,mode=2d", "tp=8,mode=2.5d,depth=2".
+  "tp=4,mode=2d", "tp=8,mode=2.5d,depth=2"; with --train also
+  "recompute=full|selective".
 Prints a Markdown table: strategy, weights (predicted, compiled, ratio),
-activations / arena (predicted, compiled, ratio). Needs `pcc` on PATH.
+activations / arena (predicted, compiled, ratio). With --train (AdamW) the
+training step's: the weights file holds parameters and optimizer states, the
+arena activations, gradients and temporaries, so the table compares totals:
+predicted weights + optimizer state (gradients included) + activations,
+against compiled weights + arena + the stash of the microbatches a pipeline
+stage holds in flight. Needs `pcc` on PATH.
 """
 import argparse
 import json
@@ -25,20 +32,36 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("model")
     p.add_argument("--cluster", default="dgx-a100")
+    p.add_argument("--train", action="store_true")
+    p.add_argument("--freeze", default="")
     p.add_argument("strategies", nargs="+")
     args = p.parse_args()
-    print("| strategy | weights predicted | compiled | ratio "
-          "| activations predicted | arena compiled | ratio |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+    if args.train:
+        print("| strategy | predicted: weights + state + activations = total "
+              "| compiled: weights + arena + stash = total | ratio |")
+        print("| --- | --- | --- | --- |")
+    else:
+        print("| strategy | weights predicted | compiled | ratio "
+              "| activations predicted | arena compiled | ratio |")
+        print("| --- | --- | --- | --- | --- | --- | --- |")
     with tempfile.TemporaryDirectory() as tmp:
         for strategy in args.strategies:
             # Megatron's layouts on a 1d tensor axis; 2D / 2.5D grids have
             # their own.
             layout = "searched" if "mode=" in strategy else "megatron"
-            flags, devices = strategy_flags(strategy, layout)
+            parts = strategy.split(",")
+            extra = [p for p in parts if p.startswith("recompute=")]
+            strategy_only = ",".join(p for p in parts if p not in extra)
+            flags, devices = (([], 1) if strategy_only == "1" else
+                              strategy_flags(strategy_only, layout))
             flags += ["--cluster", args.cluster]
+            if args.train:
+                flags += ["--train", "--recompute",
+                          extra[0].split("=")[1] if extra else "none"]
+                flags += ["--freeze", args.freeze] if args.freeze else []
             out = os.path.join(tmp, strategy.replace("=", "").replace(",", "-"))
-            subprocess.run(["pcc", args.model, "-o", out, "--quiet"] + flags,
+            subprocess.run(["pcc", args.model, "-o", out, "--quiet"] + flags +
+                           (["--optimizer", "adamw"] if args.train else []),
                            check=True)
             with open(os.path.join(out, "plan.json")) as f:
                 stages = json.load(f)["memory"]["per_stage"]
@@ -47,6 +70,21 @@ def main():
                  str(devices)] + flags,
                 stdout=subprocess.PIPE, text=True, check=True).stdout)
             mem = plan["memory_per_device_bytes"]
+            if args.train:
+                pp = plan["mesh"]["pp"]
+                m = plan["microbatches"] if pp > 1 else 1
+                held = [s["weights_bytes"] + s["arena_bytes"] +
+                        s.get("stash_bytes_per_microbatch", 0) *
+                        min(pp - k, m) for k, s in enumerate(stages)]
+                k = max(range(len(held)), key=lambda i: held[i])
+                st = stages[k]
+                print(f"| {strategy} | {mem['weights']:.0f} + "
+                      f"{mem['optimizer_state']:.0f} + "
+                      f"{mem['activations']:.0f} = {mem['total']:.0f} | "
+                      f"{st['weights_bytes']} + {st['arena_bytes']} + "
+                      f"{held[k] - st['weights_bytes'] - st['arena_bytes']} = "
+                      f"{held[k]} | {mem['total'] / held[k]:.3f} |")
+                continue
             w = max(s["weights_bytes"] for s in stages)
             a = max(s["arena_bytes"] for s in stages)
             print(f"| {strategy} | {mem['weights']:.0f} | {w} | "

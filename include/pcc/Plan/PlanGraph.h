@@ -52,6 +52,10 @@ struct PlanNode {
   /// Float weight operands that are not trained (--freeze: buffers such as
   /// a float causal mask): held, but no parameters.
   llvm::SmallVector<unsigned, 1> frozenWeights;
+  /// Training: whether the backward pass reads this node's result (its
+  /// gradient rule's, as the training step is built; markSavedResults).
+  /// Only those results stay live until the backward.
+  bool savedForBackward = true;
   /// Elementwise chains run as one fused loop (as pcc's code generator
   /// emits them): a result read only by the next elementwise op is never
   /// written to memory, and that operand never read back.

@@ -7,10 +7,65 @@
 #include "pcc/Dialect/PCC/IR/PCCOps.h"
 #include "pcc/Dialect/PCC/IR/TensorUtils.h"
 
+#include "llvm/ADT/DenseSet.h"
+
+#include <functional>
+
 using namespace mlir;
 
 namespace pcc {
 namespace {
+
+/// A training step stores its new parameters and optimizer states last
+/// (TrainStep.cpp), which would keep every new value live to the end of the
+/// step. Each assign runs instead right after its value is made and the last
+/// read of its weight before it: the same reads see the same values.
+void hoistAssigns(Schedule &s) {
+  llvm::DenseMap<Operation *, SmallVector<Operation *>> after;
+  llvm::DenseSet<Operation *> moved;
+  for (Operation *op : s.ops) {
+    auto assign = dyn_cast<AssignOp>(op);
+    if (!assign)
+      continue;
+    int64_t at = s.position[op];
+    Operation *anchor = nullptr;
+    auto later = [&](Operation *o) {
+      auto it = s.position.find(o);
+      if (it == s.position.end())
+        return;
+      if (!anchor || it->second > s.position[anchor])
+        anchor = o;
+    };
+    later(assign.getValue().getDefiningOp());
+    bool readAfter = false;
+    for (Operation *user : assign.getTarget().getUsers()) {
+      if (user == op)
+        continue;
+      auto it = s.position.find(user);
+      if (it != s.position.end() && it->second > at)
+        readAfter = true;
+      later(user);
+    }
+    if (readAfter || !anchor)
+      continue;
+    after[anchor].push_back(op);
+    moved.insert(op);
+  }
+  if (moved.empty())
+    return;
+  SmallVector<Operation *> order;
+  std::function<void(Operation *)> place = [&](Operation *op) {
+    order.push_back(op);
+    for (Operation *a : after.lookup(op))
+      place(a);
+  };
+  for (Operation *op : s.ops)
+    if (!moved.contains(op))
+      place(op);
+  s.ops = std::move(order);
+  for (auto [i, op] : llvm::enumerate(s.ops))
+    s.position[op] = i;
+}
 
 /// Fusion, from the last op backwards so a user's root is known.
 void groupFusedOps(Schedule &s) {
@@ -129,6 +184,7 @@ Schedule scheduleFunction(func::FuncOp fn, ScratchBytesFn scratchBytes,
     s.position[&op] = s.ops.size();
     s.ops.push_back(&op);
   }
+  hoistAssigns(s);
   groupFusedOps(s);
   if (absorbs)
     absorbEpilogues(s, absorbs);

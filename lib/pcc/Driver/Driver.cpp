@@ -2,6 +2,7 @@
 
 #include "pcc/Driver/Driver.h"
 
+#include "pcc/Autodiff/TrainStep.h"
 #include "pcc/Dialect/PCC/IR/PCCOps.h"
 #include "pcc/Dialect/PCC/Transforms/Passes.h"
 #include "pcc/Import/WeightReader.h"
@@ -110,6 +111,41 @@ perNode(const PlanGraph &graph,
   return out;
 }
 
+/// Marks the graph nodes whose results the training step's backward reads
+/// (PlanNode::savedForBackward), from the step built on a copy of `fn`.
+/// Left as they are (all saved) when the step cannot be built here (a
+/// loss the flags add).
+void markSavedResults(mlir::func::FuncOp fn, ArrayRef<std::string> frozen,
+                      PlanGraph &graph) {
+  mlir::OwningOpRef<mlir::ModuleOp> copy(
+      cast<mlir::ModuleOp>(fn->getParentOp()->clone()));
+  auto copyFn = copy->lookupSymbol<mlir::func::FuncOp>(fn.getSymName());
+  llvm::DenseMap<mlir::Operation *, mlir::Operation *> original;
+  for (auto [a, b] : llvm::zip(fn.getBody().front().getOperations(),
+                               copyFn.getBody().front().getOperations()))
+    original[&b] = &a;
+  TrainOptions o;
+  o.freeze.assign(frozen.begin(), frozen.end());
+  // The step's own diagnostics are not the plan's: the compile reports them.
+  mlir::ScopedDiagnosticHandler quiet(
+      fn.getContext(), [](mlir::Diagnostic &) { return mlir::success(); });
+  if (mlir::failed(buildTrainingStep(*copy, o)))
+    return;
+  llvm::DenseSet<mlir::Operation *> saved;
+  for (auto [op, orig] : original)
+    if (llvm::any_of(op->getUsers(), [](mlir::Operation *u) {
+          return u->hasAttr(kGradientOfAttr);
+        }))
+      saved.insert(orig);
+  // A saved view keeps what it views.
+  for (mlir::Operation &op : llvm::reverse(fn.getBody().front()))
+    if (saved.contains(&op) && isa<ReshapeOp>(op))
+      if (mlir::Operation *def = op.getOperand(0).getDefiningOp())
+        saved.insert(def);
+  for (PlanNode &node : graph.nodes)
+    node.savedForBackward = saved.contains(node.op);
+}
+
 } // namespace
 
 Expected<PlannedModel> planModel(mlir::func::FuncOp fn,
@@ -125,6 +161,8 @@ Expected<PlannedModel> planModel(mlir::func::FuncOp fn,
                       [&](WeightOp w) { return w.getName() == name; }))
       return failure("--freeze names '" + name +
                      "', which is not a trainable initializer of the model");
+  if (options.train)
+    markSavedResults(fn, options.frozen, planned.graph);
   if (layouts != TensorLayouts::Planned)
     options.layoutScheme = layouts;
   const PlanGraph &graph = planned.graph;

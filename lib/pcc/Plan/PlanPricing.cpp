@@ -85,7 +85,8 @@ SearchResult gridLayout(const PlanGraph &g, const CostModel &cost,
       c.frozenWeightBytes += tensorBytes(op->getOperand(operand)) / weightShare;
     if (!isa<ReshapeOp>(op))
       for (Value v : op->getResults())
-        c.resultBytes += tensorBytes(v) * scale / grid.size;
+        c.resultBytes +=
+            tensorBytes(v) * (node.derived ? 1.0 : scale) / grid.size;
     auto add = [&](CollectiveKind kind, double bytes, int64_t n, bool cross,
                    double times) {
       double t = times * cost.collectiveTime(kind, bytes, n, cross);

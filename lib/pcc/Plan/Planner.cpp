@@ -200,6 +200,14 @@ public:
     for (auto [i, node] : llvm::enumerate(g.nodes))
       if (!node.sharedWeights.empty())
         sharedReaders.push_back(i);
+    // Selective recompute keeps the products whose results the backward or
+    // a recomputed op reads.
+    keptBySelective.assign(g.nodes.size(), false);
+    for (auto [j, node] : llvm::enumerate(g.nodes))
+      for (int p : node.producers)
+        if (p >= 0 && (node.savedForBackward || g.nodes[p].savedForBackward) &&
+            isa<ContractionOpInterface>(g.nodes[p].op))
+          keptBySelective[p] = true;
   }
 
   /// Enumerates and costs every candidate, re-searches the fastest exactly
@@ -255,6 +263,8 @@ private:
       held;
   /// Nodes reading a weight an earlier node reads first (tied weights).
   std::vector<int> sharedReaders;
+  /// Products whose results selective recompute keeps.
+  std::vector<bool> keptBySelective;
   /// The fastest priced candidate that fits so far.
   double fastestFit = std::numeric_limits<double>::infinity();
   /// Chunks per pipeline device to price for `pp` stages and `m`
@@ -746,6 +756,9 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
     /// Selective recompute keeps products' results and repeats the rest.
     double productBytes = 0, otherCompute = 0;
     double frozenWeightBytes = 0;
+    /// Results the backward reads (PlanNode::savedForBackward), and those
+    /// of products.
+    double savedBytes = 0, savedProductBytes = 0;
     int64_t weightTensors = 0, backwardTensors = 0;
   };
   std::vector<UnitSum> sums(units.size());
@@ -766,10 +779,15 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
         sum.gradSync += nc.gradSync;
         sum.resultBytes += nc.resultBytes;
         const PlanNode &node = g.nodes[i];
-        if (isa<ContractionOpInterface>(node.op))
+        bool product = isa<ContractionOpInterface>(node.op);
+        if (product)
           sum.productBytes += nc.resultBytes;
         else
           sum.otherCompute += nc.compute;
+        if (node.savedForBackward)
+          sum.savedBytes += nc.resultBytes;
+        if (keptBySelective[i])
+          sum.savedProductBytes += nc.resultBytes;
         sum.weightTensors += node.weightTensors;
         if (backwardReadsWeight(node)) {
           sum.backwardTensors += 1;
@@ -813,19 +831,26 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
       st.backwardWeightBytes += sum.backwardWeightBytes;
       st.largestUnitWeightBytes =
           std::max(st.largestUnitWeightBytes, sum.weightBytes);
-      double unitBytes = sum.resultBytes;
+      // Training holds what the backward reads of the forward.
+      double unitBytes = opt.train ? sum.savedBytes : sum.resultBytes;
+      double productBytes =
+          opt.train ? sum.savedProductBytes : sum.productBytes;
       st.resultBytes += unitBytes;
       st.largestUnitBytes = std::max(st.largestUnitBytes, unitBytes);
       bool isCopy = units[u].first != units[u].last;
       st.inputBytes += isCopy ? out.boundary : unitBytes;
-      st.selectiveBytes += isCopy ? out.boundary + sum.productBytes : unitBytes;
+      st.selectiveBytes += isCopy ? out.boundary + productBytes : unitBytes;
       if (isCopy)
         st.largestRecomputedBytes =
-            std::max(st.largestRecomputedBytes, unitBytes - sum.productBytes);
+            std::max(st.largestRecomputedBytes, unitBytes - productBytes);
     }
     // 1F1B: stage s holds activations of pp - s microbatches.
     int64_t d = int64_t(s) % pp, chunk = int64_t(s) / pp;
-    double held = opt.train ? double(inFlight[d][chunk]) : 1;
+    // A pipeline's microbatches in flight each keep a copy (the stash) of
+    // what their backward reads, besides the one the running microbatch
+    // makes in the arena.
+    double held =
+        opt.train ? double(inFlight[d][chunk]) + (pp > 1 ? 1.0 : 0.0) : 1;
     int firstNode = units[starts[s]].first, lastNode = units[end - 1].last;
     // Recompute keeps, per microbatch in flight, each layer's input (and
     // selective its products' results), plus one layer's recomputed

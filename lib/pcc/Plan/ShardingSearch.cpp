@@ -92,11 +92,13 @@ Choice costOption(const PlanNode &node, OpSharding sharding, const Mesh &mesh,
   }
   for (auto [v, s] : llvm::zip(op->getResults(), sharding.results)) {
     localOut.push_back(localShape(shapeOf(v), s, mesh));
+    // What weights alone make (a transposed weight) does not shrink with
+    // the batch share.
     if (!isa<ReshapeOp>(op))
       c.resultBytes +=
           shapeBytes(localOut.back(),
                      cast<ShapedType>(v.getType()).getElementType()) *
-          in.scale;
+          (node.derived ? 1.0 : in.scale);
   }
   bool splitWork = llvm::any_of(sharding.results, [](const TensorSharding &t) {
     return !t.isReplicated();
