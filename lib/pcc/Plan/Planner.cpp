@@ -87,6 +87,30 @@ struct StageSummary {
   double frozenWeightBytes = 0;
   /// Activation bytes the stage holds at its peak.
   double activations = 0;
+
+  /// Adds another stage of the same device (interleaved 1F1B): sums, the
+  /// largest units of both, and one recompute buffer (the larger).
+  void addChunk(const StageSummary &o) {
+    double sharedBuffer = std::min(recomputeBuffer, o.recomputeBuffer);
+    compute += o.compute;
+    comm += o.comm;
+    weightBytes += o.weightBytes;
+    frozenWeightBytes += o.frozenWeightBytes;
+    gradSync += o.gradSync;
+    weightTensors += o.weightTensors;
+    backwardTensors += o.backwardTensors;
+    backwardWeightBytes += o.backwardWeightBytes;
+    resultBytes += o.resultBytes;
+    inputBytes += o.inputBytes;
+    selectiveBytes += o.selectiveBytes;
+    largestUnitWeightBytes =
+        std::max(largestUnitWeightBytes, o.largestUnitWeightBytes);
+    largestUnitBytes = std::max(largestUnitBytes, o.largestUnitBytes);
+    largestRecomputedBytes =
+        std::max(largestRecomputedBytes, o.largestRecomputedBytes);
+    recomputeBuffer = std::max(recomputeBuffer, o.recomputeBuffer);
+    activations += o.activations - sharedBuffer;
+  }
 };
 
 } // namespace
@@ -844,7 +868,7 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
         st.largestRecomputedBytes =
             std::max(st.largestRecomputedBytes, unitBytes - productBytes);
     }
-    // 1F1B: stage s holds activations of pp - s microbatches.
+    // Stage s is chunk s / pp of device s % pp.
     int64_t d = int64_t(s) % pp, chunk = int64_t(s) / pp;
     // A pipeline's microbatches in flight each keep a copy (the stash) of
     // what their backward reads, besides the one the running microbatch
@@ -875,30 +899,10 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
     // The device's chunks add up (their largest unit and, under recompute,
     // the one recompute buffer: the largest of them).
     StageSummary &dev = out.all[d];
-    if (chunk == 0) {
+    if (chunk == 0)
       dev = st;
-    } else {
-      double sharedBuffer = std::min(dev.recomputeBuffer, st.recomputeBuffer);
-      dev.compute += st.compute;
-      dev.comm += st.comm;
-      dev.weightBytes += st.weightBytes;
-      dev.frozenWeightBytes += st.frozenWeightBytes;
-      dev.gradSync += st.gradSync;
-      dev.weightTensors += st.weightTensors;
-      dev.backwardTensors += st.backwardTensors;
-      dev.backwardWeightBytes += st.backwardWeightBytes;
-      dev.largestUnitWeightBytes =
-          std::max(dev.largestUnitWeightBytes, st.largestUnitWeightBytes);
-      dev.resultBytes += st.resultBytes;
-      dev.inputBytes += st.inputBytes;
-      dev.selectiveBytes += st.selectiveBytes;
-      dev.largestUnitBytes =
-          std::max(dev.largestUnitBytes, st.largestUnitBytes);
-      dev.largestRecomputedBytes =
-          std::max(dev.largestRecomputedBytes, st.largestRecomputedBytes);
-      dev.recomputeBuffer = std::max(dev.recomputeBuffer, st.recomputeBuffer);
-      dev.activations += st.activations - sharedBuffer;
-    }
+    else
+      dev.addChunk(st);
     deviceTime[d] += time;
   }
   // A tied weight read on a device without its first reader is a copy there.
