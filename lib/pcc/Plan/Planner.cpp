@@ -67,8 +67,10 @@ int64_t integerRoot(int64_t n, int k) {
 
 struct StageSummary {
   double compute = 0, comm = 0, weightBytes = 0, resultBytes = 0,
-         inputBytes = 0, largestUnitBytes = 0,
-         gradSync = 0;
+         inputBytes = 0, gradSync = 0;
+  /// The most a repeated layer's copy keeps for its backward: what full
+  /// recompute holds again while that layer's backward runs.
+  double largestLayerBytes = 0;
   /// Weight tensors, and those (and their bytes) the backward pass reads
   /// again (a linear layer's weight for its input's gradient): what ZeRO-3
   /// gathers, per microbatch. The largest unit's weights: its gather
@@ -105,7 +107,7 @@ struct StageSummary {
     selectiveBytes += o.selectiveBytes;
     largestUnitWeightBytes =
         std::max(largestUnitWeightBytes, o.largestUnitWeightBytes);
-    largestUnitBytes = std::max(largestUnitBytes, o.largestUnitBytes);
+    largestLayerBytes = std::max(largestLayerBytes, o.largestLayerBytes);
     largestRecomputedBytes =
         std::max(largestRecomputedBytes, o.largestRecomputedBytes);
     recomputeBuffer = std::max(recomputeBuffer, o.recomputeBuffer);
@@ -860,8 +862,9 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
       double productBytes =
           opt.train ? sum.savedProductBytes : sum.productBytes;
       st.resultBytes += unitBytes;
-      st.largestUnitBytes = std::max(st.largestUnitBytes, unitBytes);
       bool isCopy = units[u].first != units[u].last;
+      if (isCopy)
+        st.largestLayerBytes = std::max(st.largestLayerBytes, unitBytes);
       st.inputBytes += isCopy ? out.boundary : unitBytes;
       st.selectiveBytes += isCopy ? out.boundary + productBytes : unitBytes;
       if (isCopy)
@@ -886,7 +889,7 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
                     : peakLiveBytes(g, layout, lastUse, firstNode, lastNode);
       break;
     case Recompute::Full:
-      st.recomputeBuffer = st.largestUnitBytes;
+      st.recomputeBuffer = st.largestLayerBytes;
       st.activations = held * st.inputBytes + st.recomputeBuffer;
       break;
     case Recompute::Selective:
