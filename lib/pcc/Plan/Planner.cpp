@@ -779,11 +779,11 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
   struct UnitSum {
     double compute = 0, comm = 0, weightBytes = 0, gradSync = 0,
            resultBytes = 0, backwardWeightBytes = 0;
-    /// Selective recompute keeps products' results and repeats the rest.
-    double productBytes = 0, otherCompute = 0;
-    double frozenWeightBytes = 0;
-    /// Results the backward reads (PlanNode::savedForBackward), and those
-    /// of products.
+    /// Selective recompute repeats the ops between products
+    /// (otherCompute) and keeps the products' results it reads.
+    double otherCompute = 0, frozenWeightBytes = 0;
+    /// Results the backward reads (PlanNode::savedForBackward), and the
+    /// products' results selective recompute keeps.
     double savedBytes = 0, savedProductBytes = 0;
     int64_t weightTensors = 0, backwardTensors = 0;
   };
@@ -805,10 +805,7 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
         sum.gradSync += nc.gradSync;
         sum.resultBytes += nc.resultBytes;
         const PlanNode &node = g.nodes[i];
-        bool product = isa<ContractionOpInterface>(node.op);
-        if (product)
-          sum.productBytes += nc.resultBytes;
-        else
+        if (!isa<ContractionOpInterface>(node.op))
           sum.otherCompute += nc.compute;
         if (node.savedForBackward)
           sum.savedBytes += nc.resultBytes;
@@ -859,17 +856,17 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
           std::max(st.largestUnitWeightBytes, sum.weightBytes);
       // Training holds what the backward reads of the forward.
       double unitBytes = opt.train ? sum.savedBytes : sum.resultBytes;
-      double productBytes =
-          opt.train ? sum.savedProductBytes : sum.productBytes;
       st.resultBytes += unitBytes;
+      // A copy of the repeated layer: what recompute keeps and repeats.
       bool isCopy = units[u].first != units[u].last;
-      if (isCopy)
-        st.largestLayerBytes = std::max(st.largestLayerBytes, unitBytes);
       st.inputBytes += isCopy ? out.boundary : unitBytes;
-      st.selectiveBytes += isCopy ? out.boundary + productBytes : unitBytes;
-      if (isCopy)
-        st.largestRecomputedBytes =
-            std::max(st.largestRecomputedBytes, unitBytes - productBytes);
+      st.selectiveBytes +=
+          isCopy ? out.boundary + sum.savedProductBytes : unitBytes;
+      if (isCopy) {
+        st.largestLayerBytes = std::max(st.largestLayerBytes, unitBytes);
+        st.largestRecomputedBytes = std::max(st.largestRecomputedBytes,
+                                             unitBytes - sum.savedProductBytes);
+      }
     }
     // Stage s is chunk s / pp of device s % pp.
     int64_t d = int64_t(s) % pp, chunk = int64_t(s) / pp;

@@ -11,37 +11,66 @@ using namespace mlir;
 
 namespace pcc {
 
-StringRef tensorModeName(TensorMode mode) {
-  switch (mode) {
-  case TensorMode::OneD:
-    return "1d";
-  case TensorMode::TwoD:
-    return "2d";
-  case TensorMode::TwoPointFiveD:
-    return "2.5d";
-  case TensorMode::ThreeD:
-    return "3d";
-  }
-  return "?";
+namespace {
+
+/// Each plan enum's values with their names, in one place: the name and
+/// parse functions below read them (the first entry names a value out of
+/// range).
+template <typename E> using NameTable = std::pair<E, StringLiteral>;
+
+constexpr NameTable<TensorMode> kTensorModes[] = {
+    {TensorMode::OneD, "1d"},
+    {TensorMode::TwoD, "2d"},
+    {TensorMode::TwoPointFiveD, "2.5d"},
+    {TensorMode::ThreeD, "3d"}};
+constexpr NameTable<SequenceMode> kSequenceModes[] = {
+    {SequenceMode::Ulysses, "ulysses"}, {SequenceMode::Ring, "ring"}};
+constexpr NameTable<TensorLayouts> kTensorLayouts[] = {
+    {TensorLayouts::Megatron, "megatron"},
+    {TensorLayouts::Planned, "planned"},
+    {TensorLayouts::MegatronSequence, "megatron-sp"}};
+constexpr NameTable<Recompute> kRecomputes[] = {
+    {Recompute::None, "none"},
+    {Recompute::Full, "full"},
+    {Recompute::Selective, "selective"}};
+
+template <typename E, size_t N>
+StringRef nameIn(const NameTable<E> (&table)[N], E value) {
+  for (const auto &[v, name] : table)
+    if (v == value)
+      return name;
+  return table[0].second;
 }
 
+template <typename E, size_t N>
+std::optional<E> parseIn(const NameTable<E> (&table)[N], StringRef name) {
+  for (const auto &[v, n] : table)
+    if (n == name)
+      return v;
+  return std::nullopt;
+}
+
+} // namespace
+
+StringRef tensorModeName(TensorMode mode) { return nameIn(kTensorModes, mode); }
 std::optional<TensorMode> parseTensorMode(StringRef name) {
-  for (TensorMode m : {TensorMode::OneD, TensorMode::TwoD,
-                       TensorMode::TwoPointFiveD, TensorMode::ThreeD})
-    if (tensorModeName(m) == name)
-      return m;
-  return std::nullopt;
+  return parseIn(kTensorModes, name);
 }
-
 StringRef sequenceModeName(SequenceMode mode) {
-  return mode == SequenceMode::Ring ? "ring" : "ulysses";
+  return nameIn(kSequenceModes, mode);
 }
-
 std::optional<SequenceMode> parseSequenceMode(StringRef name) {
-  for (SequenceMode m : {SequenceMode::Ulysses, SequenceMode::Ring})
-    if (sequenceModeName(m) == name)
-      return m;
-  return std::nullopt;
+  return parseIn(kSequenceModes, name);
+}
+StringRef tensorLayoutsName(TensorLayouts layouts) {
+  return nameIn(kTensorLayouts, layouts);
+}
+std::optional<TensorLayouts> parseTensorLayouts(StringRef name) {
+  return parseIn(kTensorLayouts, name);
+}
+StringRef recomputeName(Recompute r) { return nameIn(kRecomputes, r); }
+std::optional<Recompute> parseRecompute(StringRef name) {
+  return parseIn(kRecomputes, name);
 }
 
 ParallelPlan ParallelPlan::withDegrees(int64_t pp, int64_t dp, int64_t sp,
@@ -116,45 +145,6 @@ std::string ParallelPlan::describe() const {
                .str();
   }
   return s.empty() ? "1 device" : s;
-}
-
-StringRef recomputeName(Recompute r) {
-  switch (r) {
-  case Recompute::None:
-    return "none";
-  case Recompute::Full:
-    return "full";
-  case Recompute::Selective:
-    return "selective";
-  }
-  return "none";
-}
-
-std::optional<Recompute> parseRecompute(StringRef name) {
-  for (Recompute r : {Recompute::None, Recompute::Full, Recompute::Selective})
-    if (recomputeName(r) == name)
-      return r;
-  return std::nullopt;
-}
-
-StringRef tensorLayoutsName(TensorLayouts layouts) {
-  switch (layouts) {
-  case TensorLayouts::Megatron:
-    return "megatron";
-  case TensorLayouts::Planned:
-    return "planned";
-  case TensorLayouts::MegatronSequence:
-    return "megatron-sp";
-  }
-  return "megatron";
-}
-
-std::optional<TensorLayouts> parseTensorLayouts(StringRef name) {
-  for (TensorLayouts l : {TensorLayouts::Megatron, TensorLayouts::Planned,
-                          TensorLayouts::MegatronSequence})
-    if (tensorLayoutsName(l) == name)
-      return l;
-  return std::nullopt;
 }
 
 PlanAttr toAttr(MLIRContext *ctx, const ParallelPlan &plan) {

@@ -1,5 +1,4 @@
-//===- PipelineSchedule.h - the order a pipeline device runs its work ---*- C++
-//-*-===//
+//===- PipelineSchedule.h - a pipeline device's order of work ---*- C++ -*-===//
 //
 // A pipelined training step runs, on each of `devices` pipeline devices, the
 // forward and backward of every microbatch through each of its `chunks`

@@ -46,17 +46,10 @@ void Mesh::setMicrobatch(int64_t k) {
 }
 
 std::vector<PipelineCall> Mesh::pipelineOrder(bool gpipe) {
-  if (stageAxis_ < 0) {
-    std::vector<PipelineCall> calls;
-    for (int64_t b = 0; b < microbatches(); ++b)
-      calls.push_back({false, b, 0});
-    for (int64_t b = 0; b < microbatches(); ++b)
-      calls.push_back({true, b, 0});
-    slots_.assign(1, microbatches());
-    return calls;
-  }
+  bool staged = stageAxis_ >= 0;
   std::vector<PipelineCall> calls = pccrt::pipelineOrder(
-      shape_[stageAxis_], chunks_, coords_[stageAxis_], microbatches(), gpipe);
+      staged ? shape_[stageAxis_] : 1, chunks_,
+      staged ? coords_[stageAxis_] : 0, microbatches(), gpipe);
   slots_ = chunkInFlight(calls, chunks_);
   return calls;
 }
