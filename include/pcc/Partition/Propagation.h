@@ -6,6 +6,7 @@
 #include "pcc/Sharding/Sharding.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/DenseSet.h"
 
 namespace pcc {
 
@@ -22,6 +23,12 @@ using StrategyHook =
 /// it; function results get their value's layout without partial sums.
 void propagateShardings(mlir::func::FuncOp fn, const Mesh &mesh,
                         StrategyHook hook = nullptr);
+
+/// The forward values of a training step made from weights alone (a
+/// transposed weight, its reshape): under ZeRO-3 a backward op that reads
+/// one makes it again before it (propagateShardings), from gathers of its
+/// own.
+llvm::DenseSet<mlir::Value> valuesMadeOfWeights(mlir::Block &body);
 
 } // namespace pcc
 

@@ -56,6 +56,13 @@ struct PlanNode {
   /// gradient rule's, as the training step is built; markSavedResults).
   /// Only those results stay live until the backward.
   bool savedForBackward = true;
+  /// Training under ZeRO-3, which gathers a parameter for each op that
+  /// reads it: this node's reads in the forward pass (its trained weight
+  /// operands) and its gradient ops' reads in the backward (a transposed
+  /// weight made again there counts its weight; markSavedResults), with
+  /// the elements the backward ones gather.
+  int forwardParameterReads = 0, backwardParameterReads = 0;
+  double backwardParameterElements = 0;
   /// Elementwise chains run as one fused loop (as pcc's code generator
   /// emits them): a result read only by the next elementwise op is never
   /// written to memory, and that operand never read back.
@@ -87,14 +94,6 @@ struct RepeatedBlock {
   bool present() const { return count >= 2; }
   int end() const { return begin + period * count; }
 };
-
-/// Whether training's backward pass reads `node`'s weight again: a linear
-/// layer's, for its input's gradient, unless that input is the model's own
-/// (no gradient to make). ZeRO-3 gathers such a weight a second time.
-inline bool backwardReadsWeight(const PlanNode &node) {
-  return node.linear && node.weightTensors &&
-         llvm::any_of(node.producers, [](int p) { return p >= 0; });
-}
 
 struct PlanGraph {
   mlir::func::FuncOp fn;

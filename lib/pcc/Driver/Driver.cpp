@@ -7,6 +7,7 @@
 #include "pcc/Dialect/PCC/Transforms/Passes.h"
 #include "pcc/Import/WeightReader.h"
 #include "pcc/Partition/Passes.h"
+#include "pcc/Partition/Propagation.h"
 #include "pcc/Partition/Stages.h"
 #include "pcc/Partition/Strategy.h"
 
@@ -111,6 +112,46 @@ perNode(const PlanGraph &graph,
   return out;
 }
 
+/// ZeRO-3's gathers in the backward pass of `step` (a training step built
+/// from the ops `original` maps back), per forward node: each read of a
+/// trained parameter by a gradient op, and each parameter read of a value
+/// made from weights alone, made again at its first backward reader
+/// (propagateShardings).
+void countBackwardParameterReads(
+    mlir::func::FuncOp step,
+    const llvm::DenseMap<mlir::Operation *, mlir::Operation *> &original,
+    const llvm::DenseMap<mlir::Operation *, PlanNode *> &nodeOf) {
+  mlir::Block &body = step.getBody().front();
+  llvm::DenseSet<mlir::Value> trained, remade;
+  for (mlir::Operation &op : body)
+    if (op.hasAttr(kOptimizerAttr))
+      for (mlir::Value v : op.getOperands())
+        if (v.getDefiningOp<WeightOp>())
+          trained.insert(v);
+  llvm::DenseMap<int64_t, PlanNode *> byForwardId;
+  for (auto [op, orig] : original)
+    if (auto id = op->getAttrOfType<mlir::IntegerAttr>(kForwardIdAttr))
+      if (PlanNode *node = nodeOf.lookup(orig))
+        byForwardId[id.getInt()] = node;
+  llvm::DenseSet<mlir::Value> views = valuesMadeOfWeights(body);
+  std::function<void(mlir::Value, PlanNode &)> count = [&](mlir::Value v,
+                                                           PlanNode &node) {
+    if (trained.contains(v)) {
+      ++node.backwardParameterReads;
+      node.backwardParameterElements +=
+          double(cast<mlir::ShapedType>(v.getType()).getNumElements());
+    } else if (views.contains(v) && remade.insert(v).second) {
+      for (mlir::Value o : v.getDefiningOp()->getOperands())
+        count(o, node);
+    }
+  };
+  for (mlir::Operation &op : body)
+    if (auto of = op.getAttrOfType<mlir::IntegerAttr>(kGradientOfAttr))
+      if (PlanNode *node = byForwardId.lookup(of.getInt()))
+        for (mlir::Value v : op.getOperands())
+          count(v, *node);
+}
+
 /// Marks the graph nodes whose results the training step's backward reads
 /// (PlanNode::savedForBackward), from the step built on a copy of `fn`.
 /// Left as they are (all saved) when the step cannot be built here (a
@@ -142,8 +183,12 @@ void markSavedResults(mlir::func::FuncOp fn, ArrayRef<std::string> frozen,
     if (saved.contains(&op) && isa<ReshapeOp>(op))
       if (mlir::Operation *def = op.getOperand(0).getDefiningOp())
         saved.insert(def);
-  for (PlanNode &node : graph.nodes)
+  llvm::DenseMap<mlir::Operation *, PlanNode *> nodeOf;
+  for (PlanNode &node : graph.nodes) {
     node.savedForBackward = saved.contains(node.op);
+    nodeOf[node.op] = &node;
+  }
+  countBackwardParameterReads(copyFn, original, nodeOf);
 }
 
 } // namespace

@@ -13,6 +13,8 @@
 #include "pcc/Sharding/ParallelPlan.h"
 #include "pcc/Sharding/ShardingRules.h"
 
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringMap.h"
@@ -46,6 +48,46 @@ public:
     for (auto [i, name] : llvm::enumerate(mesh.axisNames))
       if (name == "dp" && mesh.shape[i] > 1)
         dpAxis = i;
+  }
+
+  /// ZeRO-3 holds a parameter whole only while an op reads it. A value made
+  /// from parameters alone (nn.Linear's transposed weight, as exports
+  /// without constant folding write it) that the backward pass reads again
+  /// is made again before its first backward reader, from a gather of its
+  /// own, rather than kept whole from the forward pass to the backward.
+  void remakeWeightViews(func::FuncOp fn) {
+    if (zero < 3 || !dpAxis)
+      return;
+    llvm::DenseSet<Value> fromWeights =
+        valuesMadeOfWeights(fn.getBody().front());
+    llvm::DenseMap<Value, Value> remade;
+    // Remade ops belong to the backward op that first reads them.
+    std::function<Value(Value, OpBuilder &, Attribute)> remake =
+        [&](Value v, OpBuilder &b, Attribute gradientOf) {
+          if (!fromWeights.contains(v))
+            return v;
+          if (Value again = remade.lookup(v))
+            return again;
+          Operation *def = v.getDefiningOp();
+          IRMapping map;
+          for (Value o : def->getOperands())
+            map.map(o, remake(o, b, gradientOf));
+          Operation *copy = b.clone(*def, map);
+          copy->removeAttr(kForwardIdAttr);
+          copy->setAttr(kGradientOfAttr, gradientOf);
+          for (auto [from, to] :
+               llvm::zip(def->getResults(), copy->getResults()))
+            remade[from] = to;
+          return remade.lookup(v);
+        };
+    for (Operation &op : fn.getBody().front().without_terminator()) {
+      if (!op.hasAttr(kGradientOfAttr))
+        continue;
+      OpBuilder b(&op);
+      for (OpOperand &use : op.getOpOperands())
+        if (fromWeights.contains(use.get()))
+          use.set(remake(use.get(), b, op.getAttr(kGradientOfAttr)));
+    }
   }
 
   /// Places the stored tensors `op` reads, before its layouts are chosen.
@@ -180,10 +222,30 @@ void sumSharedPartials(Operation &op, SmallVectorImpl<TensorSharding> &in,
 
 } // namespace
 
+llvm::DenseSet<Value> valuesMadeOfWeights(Block &body) {
+  llvm::DenseSet<Value> made;
+  for (Operation &op : body.without_terminator()) {
+    if (op.hasAttr(kGradientOfAttr) || op.hasAttr(kOptimizerAttr) ||
+        op.getNumRegions() || !isPure(&op) || op.getNumResults() == 0)
+      continue;
+    bool any = false, only = true;
+    for (Value v : op.getOperands()) {
+      auto w = v.getDefiningOp<WeightOp>();
+      bool weight = (w && !w.getZeros()) || made.contains(v);
+      only &= weight || v.getDefiningOp<ConstantOp>();
+      any |= weight;
+    }
+    if (any && only)
+      made.insert(op.result_begin(), op.result_end());
+  }
+  return made;
+}
+
 void propagateShardings(func::FuncOp fn, const Mesh &mesh, StrategyHook hook) {
   // Layouts each weight is used with (to annotate single-layout weights).
   llvm::DenseMap<Operation *, SmallVector<TensorSharding>> weightUses;
   TrainingLayouts training(fn, mesh);
+  training.remakeWeightViews(fn);
   for (Operation &op : fn.getBody().front().without_terminator()) {
     if (isa<WeightOp, ConstantOp>(op))
       continue;

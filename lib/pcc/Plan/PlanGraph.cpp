@@ -411,6 +411,7 @@ PlanGraph buildPlanGraph(func::FuncOp fn, bool gpuKernels,
             !feedsOutputs.contains(v)) {
           node.frozenWeights.push_back(unsigned(node.producers.size() - 1));
         } else if (isa<FloatType>(type.getElementType())) {
+          ++node.forwardParameterReads;
           auto [reader, first] =
               firstReader.try_emplace(def, int(g.nodes.size()));
           if (first) {

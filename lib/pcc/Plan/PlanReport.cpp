@@ -121,13 +121,13 @@ struct CollectiveSummary {
 };
 
 struct ZeroTensors {
-  int64_t weights = 0, backward = 0;
+  int64_t weights = 0, forward = 0, backward = 0;
   double bytes = 0;
 };
 
-/// The weight tensors of the pipeline stage with the most of them, those
-/// a backward pass reads again (a linear layer's, for its input's
-/// gradient), and their bytes per device.
+/// The parameter tensors of the pipeline device with the most of them,
+/// ZeRO-3's gathers of them per microbatch in the forward and backward
+/// passes (PlanNode), and their bytes per device.
 ZeroTensors zeroTensors(const PlanGraph &g, const PlanCandidate &c) {
   // Per pipeline device: its stages (several with interleaved 1F1B).
   std::vector<ZeroTensors> device(std::max<int64_t>(c.pp, 1));
@@ -139,7 +139,8 @@ ZeroTensors zeroTensors(const PlanGraph &g, const PlanCandidate &c) {
       const PlanNode &node = g.nodes[i];
       t.weights += node.weightTensors;
       t.bytes += node.params * g.elementBytes;
-      t.backward += backwardReadsWeight(node);
+      t.forward += node.forwardParameterReads;
+      t.backward += node.backwardParameterReads;
     }
   }
   ZeroTensors best;
@@ -199,7 +200,7 @@ std::vector<CollectiveSummary> collectives(const PlanGraph &g,
     ZeroTensors t = zeroTensors(g, c);
     int64_t tensors = std::max<int64_t>(t.weights, 1);
     int64_t gathers =
-        c.zero >= 3 ? c.microbatches * (t.weights + t.backward) : t.weights;
+        c.zero >= 3 ? c.microbatches * (t.forward + t.backward) : t.weights;
     double half = (c.dataParallel - c.lossSums) / 2,
            each = t.bytes / double(tensors);
     add("reduce_scatter", "dp", each, half / double(tensors), t.weights,

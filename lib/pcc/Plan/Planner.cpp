@@ -71,11 +71,10 @@ struct StageSummary {
   /// The most a repeated layer's copy keeps for its backward: what full
   /// recompute holds again while that layer's backward runs.
   double largestLayerBytes = 0;
-  /// Weight tensors, and those (and their bytes) the backward pass reads
-  /// again (a linear layer's weight for its input's gradient): what ZeRO-3
-  /// gathers, per microbatch. The largest unit's weights: its gather
-  /// buffer.
-  int64_t weightTensors = 0, backwardTensors = 0;
+  /// Parameter tensors (one reduce-scatter each), ZeRO-3's gathers per
+  /// microbatch in the forward pass and in the backward (with the bytes
+  /// of those). The largest unit's weights: its gather buffer.
+  int64_t weightTensors = 0, forwardReads = 0, backwardTensors = 0;
   double backwardWeightBytes = 0, largestUnitWeightBytes = 0;
   /// Selective recompute: the bytes kept per microbatch (layer inputs and
   /// products' results), and the most one layer recomputes.
@@ -100,6 +99,7 @@ struct StageSummary {
     frozenWeightBytes += o.frozenWeightBytes;
     gradSync += o.gradSync;
     weightTensors += o.weightTensors;
+    forwardReads += o.forwardReads;
     backwardTensors += o.backwardTensors;
     backwardWeightBytes += o.backwardWeightBytes;
     resultBytes += o.resultBytes;
@@ -785,7 +785,10 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
     /// Results the backward reads (PlanNode::savedForBackward), and the
     /// products' results selective recompute keeps.
     double savedBytes = 0, savedProductBytes = 0;
-    int64_t weightTensors = 0, backwardTensors = 0;
+    /// Parameter tensors, and ZeRO-3's gathers of them per microbatch
+    /// (PlanNode::forwardParameterReads and backwardParameterReads).
+    int64_t weightTensors = 0, forwardReads = 0, backwardTensors = 0;
+    double paramElements = 0;
   };
   std::vector<UnitSum> sums(units.size());
   std::vector<double> unitTime(units.size());
@@ -795,6 +798,7 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
     if (folded) {
       sums[u] = sums[u - 1];
     } else {
+      double backwardElements = 0;
       for (int i = unit.first; i <= unit.last; ++i) {
         const NodeCost &nc = layout.costs[i];
         UnitSum &sum = sums[u];
@@ -812,11 +816,17 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
         if (keptBySelective[i])
           sum.savedProductBytes += nc.resultBytes;
         sum.weightTensors += node.weightTensors;
-        if (backwardReadsWeight(node)) {
-          sum.backwardTensors += 1;
-          sum.backwardWeightBytes += nc.weightBytes;
-        }
+        sum.forwardReads += node.forwardParameterReads;
+        sum.backwardTensors += node.backwardParameterReads;
+        sum.paramElements += node.params;
+        backwardElements += node.backwardParameterElements;
       }
+      // The backward gathers blocks as the unit's weights are split.
+      UnitSum &sum = sums[u];
+      sum.backwardWeightBytes =
+          backwardElements * (sum.paramElements > 0
+                                  ? sum.weightBytes / sum.paramElements
+                                  : double(g.elementBytes) / double(c.tp));
     }
     unitTime[u] = cw * sums[u].compute + cc * sums[u].comm;
     // Selective recompute repeats a layer's ops between its products once.
@@ -850,6 +860,7 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
       st.frozenWeightBytes += sum.frozenWeightBytes;
       st.gradSync += sum.gradSync;
       st.weightTensors += sum.weightTensors;
+      st.forwardReads += sum.forwardReads;
       st.backwardTensors += sum.backwardTensors;
       st.backwardWeightBytes += sum.backwardWeightBytes;
       st.largestUnitWeightBytes =
@@ -999,7 +1010,7 @@ void PlanSearch::priceTraining(PlanCandidate &c, const Stages &stages) const {
                             replicas / c.dp, cross);
     if (c.zero >= 3)
       t += double(c.microbatches) *
-           (each(CollectiveKind::AllGather, st.weightBytes, st.weightTensors) +
+           (each(CollectiveKind::AllGather, st.weightBytes, st.forwardReads) +
             each(CollectiveKind::AllGather, st.backwardWeightBytes,
                  st.backwardTensors));
     else

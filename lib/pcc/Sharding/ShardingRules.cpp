@@ -31,6 +31,8 @@ enum class Linearity {
   AllSame,   // add/sub/concat: every operand partial over the same axes
   OneOf,     // mul: exactly one operand partial
   Numerator, // div: the dividend partial
+  Product,   // matmul, gemm without C: one factor partial, when the
+             // product is no larger than it
 };
 
 bool isParameter(Value v) {
@@ -125,6 +127,14 @@ OpSharding applyRule(Operation *op, const FactorRule &rule, Linearity linear,
     case Linearity::Numerator:
       if (numPartial == 1)
         p = partialOf(0);
+      break;
+    case Linearity::Product:
+      // Summing after the product moves no more bytes than before it.
+      for (unsigned i = 0; i < 2 && numPartial == 1; ++i)
+        if (!partialOf(i).empty() &&
+            numElements(shapeOf(op->getResult(0))) <=
+                numElements(shapeOf(op->getOperand(i))))
+          p = partialOf(i);
       break;
     }
     if (!p.empty() && free(p)) {
@@ -333,6 +343,10 @@ Linearity linearityOf(Operation *op) {
     return Linearity::OneOf;
   if (op->hasTrait<pcc::OpTrait::LinearInNumerator>())
     return Linearity::Numerator;
+  // A product is linear in each factor (gemm's C would be added once per
+  // device). A gradient's one-hot product then joins its weight's bucket.
+  if (isa<MatMulOp>(op) || (isa<GemmOp>(op) && op->getNumOperands() == 2))
+    return Linearity::Product;
   return Linearity::None;
 }
 
