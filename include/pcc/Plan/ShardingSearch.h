@@ -31,6 +31,8 @@ struct PlannedCollective {
   /// bytes of the whole tensor, per microbatch.
   int node = -1;
   double bytes = 0, seconds = 0;
+  /// For a reshard between nodes: the node that made the value.
+  int producer = -1;
 };
 
 /// What one node costs on one device, per microbatch, forward: all that
@@ -94,6 +96,12 @@ private:
 struct NodeLayout {
   OpSharding sharding;
   llvm::SmallVector<PlannedCollective, 2> collectives;
+  /// Training (addBackwardCollectives): the collectives that bring the
+  /// gradient of this node's results to the layout it made them in, and
+  /// the bytes of its weights whose gradients are partial sums over the
+  /// axis (summed with the step's other gradients).
+  llvm::SmallVector<PlannedCollective, 1> backward;
+  double gradientPartialBytes = 0;
 };
 
 struct SearchInput {
@@ -164,6 +172,13 @@ bool layoutsStackOnBatch(const PlanGraph &graph,
 /// block (then SearchInput::fixedPerCopy is not needed: each block op is
 /// priced once).
 bool copiesAlike(const PlanGraph &graph, llvm::ArrayRef<OpSharding> layouts);
+
+/// Training: fills NodeLayout::backward and gradientPartialBytes of
+/// spelled-out one-axis `layouts` (BackwardCollectives.cpp); `scale` is the
+/// share of the batch one device computes per microbatch.
+void addBackwardCollectives(const PlanGraph &graph, const Mesh &mesh,
+                            const CostModel &cost, double scale, bool crossNode,
+                            std::vector<NodeLayout> &layouts);
 
 /// Time and collectives of turning layout `from` into `to` for a tensor of
 /// `bytes` (whole) on `mesh`: the steps of planReshard, priced one by one.

@@ -161,17 +161,41 @@ void markSavedResults(mlir::func::FuncOp fn, ArrayRef<std::string> frozen,
   mlir::OwningOpRef<mlir::ModuleOp> copy(
       cast<mlir::ModuleOp>(fn->getParentOp()->clone()));
   auto copyFn = copy->lookupSymbol<mlir::func::FuncOp>(fn.getSymName());
-  llvm::DenseMap<mlir::Operation *, mlir::Operation *> original;
-  for (auto [a, b] : llvm::zip(fn.getBody().front().getOperations(),
-                               copyFn.getBody().front().getOperations()))
-    original[&b] = &a;
+  // Each copied op names its original (the step erases and creates ops,
+  // so addresses alone could be reused).
+  constexpr llvm::StringLiteral kOriginalAttr = "pcc.plan_original";
+  std::vector<mlir::Operation *> originals;
+  mlir::Builder b(fn.getContext());
+  for (auto [a, c] : llvm::zip(fn.getBody().front().getOperations(),
+                               copyFn.getBody().front().getOperations())) {
+    c.setAttr(kOriginalAttr, b.getI64IntegerAttr(originals.size()));
+    originals.push_back(&a);
+  }
   TrainOptions o;
   o.freeze.assign(frozen.begin(), frozen.end());
   // The step's own diagnostics are not the plan's: the compile reports them.
   mlir::ScopedDiagnosticHandler quiet(
       fn.getContext(), [](mlir::Diagnostic &) { return mlir::success(); });
-  if (mlir::failed(buildTrainingStep(*copy, o)))
+  if (mlir::failed(buildTrainingStep(*copy, o))) {
+    // ZeRO-3's backward gathers as the gradient rules of linear layers and
+    // layer norms read weights: their input's gradient needs the weight
+    // matrix (a layer norm's scale), not the bias.
+    for (PlanNode &node : graph.nodes) {
+      bool needsInputGradient =
+          llvm::any_of(node.producers, [](int p) { return p >= 0; });
+      bool reads = needsInputGradient && node.weightTensors &&
+                   (node.linear || isa<LayerNormOp>(node.op));
+      node.backwardParameterReads = reads;
+      node.backwardParameterElements =
+          reads ? node.params / double(node.weightTensors) : 0;
+    }
     return;
+  }
+  llvm::DenseMap<mlir::Operation *, mlir::Operation *> original;
+  for (mlir::Operation &op : copyFn.getBody().front())
+    if (auto index = op.getAttrOfType<mlir::IntegerAttr>(kOriginalAttr);
+        index && !op.hasAttr(kGradientOfAttr))
+      original[&op] = originals[index.getInt()];
   llvm::DenseSet<mlir::Operation *> saved;
   for (auto [op, orig] : original)
     if (llvm::any_of(op->getUsers(), [](mlir::Operation *u) {

@@ -202,23 +202,47 @@ bool storeTransposed(Value v, const TensorSharding &old,
 /// than carried through each reader's linear ops and summed per branch:
 /// Megatron's one all-reduce of a column-parallel layer's input gradient,
 /// where a layer norm's backward would otherwise reduce four products.
-/// Partial sums over dp and microbatches are the gradient's own business.
-void sumSharedPartials(Operation &op, SmallVectorImpl<TensorSharding> &in,
-                       const Mesh &mesh) {
-  if (op.hasAttr(kOptimizerAttr))
-    return;
-  bool summed = false;
-  for (auto [v, s] : llvm::zip(op.getOperands(), in)) {
-    if (s.partial.empty() || v.hasOneUse())
-      continue;
-    size_t before = s.partial.size();
-    llvm::erase_if(s.partial,
-                   [&](int64_t axis) { return mesh.axisNames[axis] == "tp"; });
-    summed |= s.partial.size() != before;
+/// Later readers take it summed as the first reader did (Megatron-SP's
+/// reduce-scatter, not a second, all-reduced copy). Partial sums over dp
+/// and microbatches are the gradient's own business.
+class SharedPartials {
+public:
+  explicit SharedPartials(const Mesh &mesh) : mesh(mesh) {}
+
+  void sum(Operation &op, SmallVectorImpl<TensorSharding> &in) {
+    if (op.hasAttr(kOptimizerAttr))
+      return;
+    bool summed = false;
+    for (auto [v, s] : llvm::zip(op.getOperands(), in)) {
+      bool partial = overTp(shardingOf(v));
+      if (!partial || v.hasOneUse())
+        continue;
+      if (!overTp(s)) {
+        // Summed for this reader already (a strategy's layout).
+        first.try_emplace(v, s);
+        continue;
+      }
+      auto [it, isFirst] = first.try_emplace(v, s);
+      if (isFirst)
+        llvm::erase_if(it->second.partial, [&](int64_t axis) {
+          return mesh.axisNames[axis] == "tp";
+        });
+      s = it->second;
+      summed = true;
+    }
+    if (summed)
+      setOperandShardings(&op, kOperandShardingAttr, mesh, in);
   }
-  if (summed)
-    setOperandShardings(&op, kOperandShardingAttr, mesh, in);
-}
+
+private:
+  bool overTp(const TensorSharding &s) const {
+    return llvm::any_of(
+        s.partial, [&](int64_t axis) { return mesh.axisNames[axis] == "tp"; });
+  }
+
+  const Mesh &mesh;
+  llvm::DenseMap<Value, TensorSharding> first;
+};
 
 } // namespace
 
@@ -246,9 +270,28 @@ void propagateShardings(func::FuncOp fn, const Mesh &mesh, StrategyHook hook) {
   llvm::DenseMap<Operation *, SmallVector<TensorSharding>> weightUses;
   TrainingLayouts training(fn, mesh);
   training.remakeWeightViews(fn);
+  SharedPartials sharedPartials(mesh);
+  // A weight that every op so far read in one split layout is stored so.
+  auto settle = [&](Operation *w) {
+    Value v = w->getResult(0);
+    auto it = weightUses.find(w);
+    if (it == weightUses.end() || !shardingOf(v).isReplicated())
+      return;
+    const TensorSharding &first = it->second.front();
+    if (!first.isReplicated() && first.partial.empty() &&
+        llvm::all_of(it->second,
+                     [&](const TensorSharding &u) { return u == first; }))
+      setSharding(v, mesh, first);
+  };
   for (Operation &op : fn.getBody().front().without_terminator()) {
     if (isa<WeightOp, ConstantOp>(op))
       continue;
+    // The update reads a parameter as it is stored (Megatron's split
+    // biases are updated split, not updated whole and gathered).
+    if (op.hasAttr(kOptimizerAttr))
+      for (Value v : op.getOperands())
+        if (auto w = v.getDefiningOp<WeightOp>(); w && !w.getZeros())
+          settle(w);
     training.placeStored(op);
     // A stored value counts as a use of its weight in the value's layout.
     if (auto assign = dyn_cast<AssignOp>(op)) {
@@ -299,7 +342,7 @@ void propagateShardings(func::FuncOp fn, const Mesh &mesh, StrategyHook hook) {
         setOperandShardings(&op, kOperandShardingAttr, mesh, in);
     }
     training.sumGradients(op, in);
-    sumSharedPartials(op, in, mesh);
+    sharedPartials.sum(op, in);
     OpSharding s = inferOpSharding(&op, in, mesh);
     for (auto [r, layout] : llvm::zip(op.getResults(), s.results))
       setSharding(r, mesh, layout);
@@ -307,15 +350,8 @@ void propagateShardings(func::FuncOp fn, const Mesh &mesh, StrategyHook hook) {
       if (auto w = v.getDefiningOp<WeightOp>())
         weightUses[w].push_back(layout);
   }
-  for (auto &[op, uses] : weightUses) {
-    Value w = op->getResult(0);
-    if (!shardingOf(w).isReplicated())
-      continue;
-    const TensorSharding &first = uses.front();
-    if (!first.isReplicated() && first.partial.empty() &&
-        llvm::all_of(uses, [&](const TensorSharding &u) { return u == first; }))
-      setSharding(w, mesh, first);
-  }
+  for (auto &use : weightUses)
+    settle(use.first);
   Operation *ret = fn.getBody().front().getTerminator();
   for (auto [i, v] : llvm::enumerate(ret->getOperands())) {
     TensorSharding s = shardingOf(v);

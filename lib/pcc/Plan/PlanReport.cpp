@@ -151,6 +151,33 @@ ZeroTensors zeroTensors(const PlanGraph &g, const PlanCandidate &c) {
   return best;
 }
 
+/// Full recompute runs each repeated layer's forward again in its
+/// backward, from the layer's input up to the values that backward reads:
+/// per node, whether it runs again.
+std::vector<bool> recomputedNodes(const PlanGraph &g) {
+  int n = g.nodes.size();
+  std::vector<bool> again(n, false);
+  const RepeatedBlock &b = g.block;
+  if (!b.present())
+    return again;
+  std::vector<SmallVector<int, 2>> consumers(n);
+  for (int i = 0; i < n; ++i)
+    for (int p : g.nodes[i].producers)
+      if (p >= 0)
+        consumers[p].push_back(i);
+  for (int copy = 0; copy < b.count; ++copy) {
+    int begin = b.begin + copy * b.period, end = begin + b.period;
+    for (int i = end - 1; i >= begin; --i) {
+      // The layer's output is the next layer's input: kept.
+      if (llvm::any_of(consumers[i], [&](int c) { return c >= end; }))
+        continue;
+      again[i] = g.nodes[i].savedForBackward ||
+                 llvm::any_of(consumers[i], [&](int c) { return again[c]; });
+    }
+  }
+  return again;
+}
+
 /// Every collective one step runs, grouped by kind, axis and size.
 std::vector<CollectiveSummary> collectives(const PlanGraph &g,
                                            const PlanOptions &o,
@@ -170,10 +197,45 @@ std::vector<CollectiveSummary> collectives(const PlanGraph &g,
     s.seconds += t * times;
   };
   int64_t perStep = c.microbatches * int64_t(passes);
-  for (auto [i, nc] : llvm::enumerate(c.layout->layouts))
+  // A one-axis layout spells out its backward pass (BackwardCollectives);
+  // full recompute runs the forward's once more.
+  bool spelled = llvm::any_of(c.layout->layouts, [](const NodeLayout &nc) {
+    return !nc.backward.empty() || nc.gradientPartialBytes > 0;
+  });
+  std::vector<bool> again = o.train && c.recompute == Recompute::Full
+                                ? recomputedNodes(g)
+                                : std::vector<bool>(g.nodes.size(), false);
+  auto copyOf = [&](int j) {
+    const RepeatedBlock &b = g.block;
+    return j >= b.begin && j < b.end() ? (j - b.begin) / b.period : -1;
+  };
+  auto forwardTimes = [&](int i, const PlannedCollective &pc) -> int64_t {
+    if (!spelled)
+      return perStep;
+    // A reshard of the layer's input (made outside it) is not repeated.
+    bool repeated =
+        again[i] && (pc.producer < 0 || pc.producer >= int(again.size()) ||
+                     copyOf(pc.producer) == copyOf(i));
+    return c.microbatches * (repeated ? 2 : 1);
+  };
+  double partialGradients = 0, partialSync = 0;
+  for (auto [i, nc] : llvm::enumerate(c.layout->layouts)) {
     for (const PlannedCollective &pc : nc.collectives)
-      add(collectiveName(pc.kind), "tp", pc.bytes, pc.seconds, perStep,
-          g.nodes[i].name);
+      add(collectiveName(pc.kind), "tp", pc.bytes, pc.seconds,
+          forwardTimes(i, pc), g.nodes[i].name);
+    for (const PlannedCollective &pc : nc.backward)
+      add(collectiveName(pc.kind), "tp", pc.bytes, pc.seconds, c.microbatches,
+          g.nodes[i].name + " (gradient)");
+    partialGradients += nc.gradientPartialBytes;
+    if (nc.gradientPartialBytes > 0)
+      partialSync += c.layout->costs[i].gradSync;
+  }
+  // Weight gradients summed over the tensor axis too: one bucket a step.
+  // Weight gradients summed over the tensor axis as well: a bucket of
+  // their own beside data parallelism's (without it, the only one).
+  if (partialGradients > 0 && c.dp > 1)
+    add("all_reduce", "dp x tp", partialGradients / c.tp, partialSync, 1,
+        "gradients of weights read whole by split ops");
   if (c.sequenceLayout)
     for (auto [i, nc] : llvm::enumerate(c.sequenceLayout->layouts))
       for (const PlannedCollective &pc : nc.collectives)
@@ -190,8 +252,11 @@ std::vector<CollectiveSummary> collectives(const PlanGraph &g,
         c.lossSums / double(g.scalarReductions), g.scalarReductions,
         "the loss's sums over the batch");
   if (c.dataParallel > 0 && !c.zero)
-    add("all_reduce", c.sp > 1 ? "dp x sp" : "dp", c.weightMemory,
-        c.dataParallel - c.lossSums, 1, "gradients");
+    add("all_reduce",
+        c.sp > 1   ? "dp x sp"
+        : c.dp > 1 ? "dp"
+                   : "tp",
+        c.weightMemory, c.dataParallel - c.lossSums, 1, "gradients");
   if (c.dataParallel > 0 && c.zero) {
     // One collective per weight tensor of the fullest stage (as
     // Planner.cpp prices them): gradients reduce-scattered once a step,

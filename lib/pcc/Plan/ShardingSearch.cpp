@@ -26,6 +26,7 @@
 
 #include <cfloat>
 #include <chrono>
+#include <set>
 
 using namespace mlir;
 
@@ -601,6 +602,7 @@ void LayoutProblem::spellOut(SearchResult &result) const {
   // does.
   int copiedFrom =
       b.present() && !in.fixedPerCopy ? b.begin + 2 * b.period : n;
+  std::set<std::pair<void *, std::string>> resharded;
   for (int i = 0; i < n; ++i) {
     if (i >= copiedFrom && i < b.end()) {
       if (!in.layouts)
@@ -608,8 +610,12 @@ void LayoutProblem::spellOut(SearchResult &result) const {
       // Collectives only: layouts are read from the first copy.
       auto &to = result.layouts[i].collectives;
       to = result.layouts[i - b.period].collectives;
-      for (PlannedCollective &pc : to)
+      for (PlannedCollective &pc : to) {
         pc.node = i;
+        // Wired like the copy before: its producers one copy later.
+        if (pc.producer >= b.begin)
+          pc.producer += b.period;
+      }
       continue;
     }
     int r = rep(i);
@@ -628,10 +634,18 @@ void LayoutProblem::spellOut(SearchResult &result) const {
       const TensorSharding &from = options[rp][choice[rp]].sharding.results[ri];
       const TensorSharding &to = chosen.sharding.operands[k];
       std::vector<ReshardStep> steps = planReshard(from, to);
-      if (steps.empty())
+      // The partitioner reshards a value once per layout, however many
+      // ops read it so (a layer's input, read by its norm and its
+      // residual add).
+      if (steps.empty() ||
+          !resharded.insert({v.getAsOpaquePointer(), describe(to, mesh)})
+               .second)
         continue;
+      size_t before = colls.size();
       c.comm += stepsTime(steps, tensorBytes(v) * in.scale, mesh, in.crossNode,
                           cost, in.layouts ? &colls : nullptr);
+      for (size_t j = before; j < colls.size(); ++j)
+        colls[j].producer = p;
       // A gathered or moved operand is a buffer of its own while the op
       // runs (a sum's result takes its producer's place in the arena).
       if (llvm::any_of(steps, [](const ReshardStep &s) {
@@ -649,6 +663,9 @@ void LayoutProblem::spellOut(SearchResult &result) const {
       pc.node = i;
     result.layouts[i] = {chosen.sharding, std::move(colls)};
   }
+  if (in.layouts && in.train && !in.grid)
+    addBackwardCollectives(g, mesh, cost, in.scale, in.crossNode,
+                           result.layouts);
 }
 
 SearchResult LayoutProblem::solve() {

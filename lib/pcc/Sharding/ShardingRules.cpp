@@ -102,7 +102,8 @@ OpSharding applyRule(Operation *op, const FactorRule &rule, Linearity linear,
   unsigned numPartial = 0;
   for (unsigned i = 0; i < op->getNumOperands(); ++i)
     numPartial += !partialOf(i).empty();
-  if (numPartial && partial.empty()) {
+  // A product's partial factor may join the sums of its split reduction.
+  if (numPartial && (partial.empty() || linear == Linearity::Product)) {
     ArrayRef<int64_t> p;
     switch (linear) {
     case Linearity::None:
@@ -138,7 +139,8 @@ OpSharding applyRule(Operation *op, const FactorRule &rule, Linearity linear,
       break;
     }
     if (!p.empty() && free(p)) {
-      partial.assign(p.begin(), p.end());
+      partial.append(p.begin(), p.end());
+      llvm::sort(partial); // a set: one bucket per set of axes
       for (unsigned i = 0; i < op->getNumOperands(); ++i)
         if (!partialOf(i).empty())
           inPartial[i].assign(p.begin(), p.end());
