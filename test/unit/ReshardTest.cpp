@@ -78,6 +78,19 @@ TEST(Reshard, PartialSumOverMoreAxesThanTheSplitSumsTheRestFirst) {
   EXPECT_TRUE(steps[1].after.partial.empty());
 }
 
+TEST(Reshard, PartialSumSlicedOverAnotherAxisIsSlicedFirst) {
+  // A gradient summed over dp for an update split over tp: each device
+  // slices its tp block, then sums that block over dp (a third of the
+  // bytes of summing the whole and slicing after).
+  auto steps = planReshard(layout({{}, {}}, {0}), layout({{1}, {}}));
+  ASSERT_EQ(kinds(steps), "all_slice all_reduce");
+  EXPECT_EQ(steps[0].after, layout({{1}, {}}, {0}));
+  EXPECT_EQ(steps[1].axes, (llvm::SmallVector<int64_t, 2>{0}));
+  EXPECT_EQ(steps[1].after, layout({{1}, {}}));
+  Mesh mesh = twoByThree();
+  EXPECT_EQ(stepBufferBytes(steps[1], 600, mesh), 200);
+}
+
 TEST(Reshard, PartialSumWantedWholeIsAnAllReduce) {
   auto steps = planReshard(layout({{0}, {}}, {1}), layout({{0}, {}}));
   ASSERT_EQ(kinds(steps), "all_reduce");
@@ -164,16 +177,21 @@ TEST(Reshard, EveryPairEndsAtTheTargetThroughConsistentSteps) {
         continue;
       auto steps = planReshard(from, to);
       TensorSharding cur = from;
-      bool sawGatherOrSlice = false;
+      bool sawGatherOrSlice = false, sawSliceOnly = true;
       for (const ReshardStep &s : steps) {
         EXPECT_EQ(s.before, cur);
         ASSERT_FALSE(s.axes.empty());
         switch (s.kind) {
         case ReshardKind::AllReduce:
         case ReshardKind::ReduceScatter:
-          // Sums come first and only over axes the source holds partial
-          // and the target does not.
-          EXPECT_FALSE(sawGatherOrSlice);
+          // Sums come first (or last, after slices over other axes only:
+          // planReshard slices a sum's block first) and only over axes the
+          // source holds partial and the target does not.
+          if (sawGatherOrSlice) {
+            EXPECT_TRUE(sawSliceOnly);
+            EXPECT_EQ(s.kind, ReshardKind::AllReduce);
+            EXPECT_EQ(&s, &steps.back());
+          }
           for (int64_t a : s.axes) {
             EXPECT_TRUE(llvm::is_contained(from.partial, a));
             EXPECT_FALSE(llvm::is_contained(to.partial, a));
@@ -183,6 +201,7 @@ TEST(Reshard, EveryPairEndsAtTheTargetThroughConsistentSteps) {
           for (int64_t a : s.axes)
             EXPECT_TRUE(llvm::is_contained(cur.dims[s.dim].axes, a));
           sawGatherOrSlice = true;
+          sawSliceOnly = false;
           break;
         case ReshardKind::AllSlice:
           for (int64_t a : s.axes)
@@ -198,6 +217,7 @@ TEST(Reshard, EveryPairEndsAtTheTargetThroughConsistentSteps) {
             EXPECT_TRUE(llvm::is_contained(s.after.dims[s.toDim].axes, a));
           }
           sawGatherOrSlice = true;
+          sawSliceOnly = false;
           break;
         }
         cur = s.after;

@@ -36,6 +36,15 @@ bool sumsGradient(shard::AllReduceOp op) {
          isa<FloatType>(typeOf(in).getElementType());
 }
 
+/// The first op in the block that reads `op`'s sum.
+Operation *firstUser(shard::AllReduceOp op) {
+  Operation *first = nullptr;
+  for (Operation *u : op.getResult().getUsers())
+    if (!first || u->isBeforeInBlock(first))
+      first = u;
+  return first;
+}
+
 /// Joins `group` (same grid, axes, reduction and element type) into one
 /// all-reduce.
 void bucket(MutableArrayRef<shard::AllReduceOp> group) {
@@ -99,6 +108,14 @@ struct BucketGradientsPass
     getOperation().walk([&](shard::AllReduceOp op) {
       if (!sumsGradient(op))
         return;
+      // A gradient sliced for a split update (sliced before it is summed:
+      // planReshard) is sliced where it is made, so its sum can wait for
+      // the bucket's other gradients.
+      if (auto slice = op.getInput().getDefiningOp<shard::AllSliceOp>())
+        if (Operation *def = slice.getInput().getDefiningOp();
+            def && def->getBlock() == slice->getBlock() &&
+            def->getAttr(kStageAttr) == slice->getAttr(kStageAttr))
+          slice->moveAfter(def);
       auto key = std::make_tuple(
           Attribute(op.getGridAttr()), Attribute(op.getGridAxesAttr()),
           Attribute(op.getReductionAttr()),
@@ -110,7 +127,22 @@ struct BucketGradientsPass
       if (!buckets.empty())
         for (shard::AllReduceOp o : buckets.back())
           held += tensorBytes(o.getInput());
-      if (buckets.empty() || held + bytes > bucketBytes)
+      // The bucket's sum runs after its last gradient and before the first
+      // reader of any (a gradient sliced for a split update is made right
+      // before that update).
+      auto fits = [&](ArrayRef<shard::AllReduceOp> bucket) {
+        Operation *last = op.getInput().getDefiningOp();
+        Operation *first = firstUser(op);
+        for (shard::AllReduceOp o : bucket) {
+          if (last->isBeforeInBlock(o.getInput().getDefiningOp()))
+            last = o.getInput().getDefiningOp();
+          if (firstUser(o)->isBeforeInBlock(first))
+            first = firstUser(o);
+        }
+        return last->isBeforeInBlock(first);
+      };
+      if (buckets.empty() || held + bytes > bucketBytes ||
+          !fits(buckets.back()))
         buckets.emplace_back();
       buckets.back().push_back(op);
     });

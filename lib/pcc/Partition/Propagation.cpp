@@ -11,6 +11,7 @@
 #include "pcc/Dialect/PCC/IR/TensorUtils.h"
 #include "pcc/Partition/Passes.h"
 #include "pcc/Sharding/ParallelPlan.h"
+#include "pcc/Sharding/Reshard.h"
 #include "pcc/Sharding/ShardingRules.h"
 
 #include "mlir/IR/IRMapping.h"
@@ -244,6 +245,91 @@ private:
   llvm::DenseMap<Value, TensorSharding> first;
 };
 
+/// Bytes one device sends and receives to run `op` as `s` on operands laid
+/// out as `in`, its partial result summed after (ring collectives: an
+/// all-reduce moves twice its buffer).
+double movedBytes(Operation *op, ArrayRef<TensorSharding> in,
+                  const OpSharding &s, const Mesh &mesh) {
+  double bytes = 0;
+  auto add = [&](const TensorSharding &from, const TensorSharding &to,
+                 Value v) {
+    for (const ReshardStep &step : planReshard(from, to))
+      bytes += stepBufferBytes(step, tensorBytes(v), mesh) *
+               (step.kind == ReshardKind::AllReduce ? 2 : 1);
+  };
+  for (auto [v, from, to] : llvm::zip(op->getOperands(), in, s.operands))
+    add(from, to, v);
+  for (auto [v, r] : llvm::zip(op->getResults(), s.results))
+    if (!r.partial.empty()) {
+      TensorSharding whole = r;
+      whole.partial.clear();
+      add(r, whole, v);
+    }
+  return bytes;
+}
+
+/// A weight's gradient (X^T dY, a backward product of two activations)
+/// splits the factor its first split operand offers; when gathering that
+/// operand's tensor split instead moves fewer bytes, it is gathered
+/// (Megatron-SP's backward gathers the sequence-split input rather than
+/// resharding the output gradient and summing a whole weight gradient).
+/// Forward ops and products with weights keep their rules' choice: the
+/// planner priced those.
+void gatherCheaperFactor(Operation &op, SmallVectorImpl<TensorSharding> &in,
+                         const Mesh &mesh,
+                         llvm::DenseMap<Value, bool> &madeOfWeights) {
+  // Made from weights alone (a transposed weight, remade for the backward
+  // under ZeRO-3 too).
+  std::function<bool(Value)> fromWeights = [&](Value v) {
+    Operation *def = v.getDefiningOp();
+    if (!def || isa<ConstantOp>(def))
+      return false;
+    if (isa<WeightOp>(def))
+      return true;
+    auto [it, first] = madeOfWeights.try_emplace(v, false);
+    if (!first)
+      return it->second;
+    bool made = def->getNumOperands() > 0 &&
+                llvm::all_of(def->getOperands(), [&](Value o) {
+                  return o.getDefiningOp<ConstantOp>() || fromWeights(o);
+                });
+    madeOfWeights[v] = made;
+    return made;
+  };
+  if (!op.hasAttr(kGradientOfAttr) || !isa<ContractionOpInterface>(op) ||
+      llvm::any_of(
+          in, [](const TensorSharding &t) { return !t.partial.empty(); }) ||
+      llvm::any_of(op.getOperands(), fromWeights))
+    return;
+  auto isTp = [&](int64_t a) { return mesh.axisNames[a] == "tp"; };
+  SmallVector<TensorSharding> best(in.begin(), in.end());
+  double bestBytes = movedBytes(&op, in, inferOpSharding(&op, in, mesh), mesh);
+  for (unsigned k = 0; k < in.size(); ++k) {
+    SmallVector<TensorSharding> other(in.begin(), in.end());
+    bool changed = false;
+    for (DimSharding &d : other[k].dims) {
+      size_t before = d.axes.size();
+      llvm::erase_if(d.axes, isTp);
+      changed |= d.axes.size() != before;
+      if (d.axes.empty())
+        d.groups = 1;
+    }
+    if (!changed)
+      continue;
+    OpSharding s = inferOpSharding(&op, other, mesh);
+    // Moved from the operands as they are to what this choice reads.
+    double bytes = movedBytes(&op, in, s, mesh);
+    if (bytes < bestBytes) {
+      bestBytes = bytes;
+      best = std::move(other);
+    }
+  }
+  if (llvm::equal(best, in))
+    return;
+  in.assign(best.begin(), best.end());
+  setOperandShardings(&op, kOperandShardingAttr, mesh, in);
+}
+
 } // namespace
 
 llvm::DenseSet<Value> valuesMadeOfWeights(Block &body) {
@@ -271,6 +357,7 @@ void propagateShardings(func::FuncOp fn, const Mesh &mesh, StrategyHook hook) {
   TrainingLayouts training(fn, mesh);
   training.remakeWeightViews(fn);
   SharedPartials sharedPartials(mesh);
+  llvm::DenseMap<Value, bool> madeOfWeights; // gatherCheaperFactor's memo
   // A weight that every op so far read in one split layout is stored so.
   auto settle = [&](Operation *w) {
     Value v = w->getResult(0);
@@ -341,8 +428,11 @@ void propagateShardings(func::FuncOp fn, const Mesh &mesh, StrategyHook hook) {
       if (pinned)
         setOperandShardings(&op, kOperandShardingAttr, mesh, in);
     }
+    bool strategyPinned = op.hasAttr(kOperandShardingAttr);
     training.sumGradients(op, in);
     sharedPartials.sum(op, in);
+    if (!strategyPinned)
+      gatherCheaperFactor(op, in, mesh, madeOfWeights);
     OpSharding s = inferOpSharding(&op, in, mesh);
     for (auto [r, layout] : llvm::zip(op.getResults(), s.results))
       setSharding(r, mesh, layout);

@@ -147,6 +147,29 @@ std::vector<ReshardStep> planReshard(const TensorSharding &from,
     step.after = cur;
     steps.push_back(std::move(step));
   }
+
+  // A sum then sliced over other axes is sliced first: each device sums
+  // only its block (a gradient summed over dp for an update split over tp),
+  // which moves less and leaves the sum's result to its reader alone.
+  bool sumThenSlices =
+      steps.size() >= 2 && steps[0].kind == ReshardKind::AllReduce &&
+      llvm::all_of(llvm::drop_begin(steps), [&](const ReshardStep &s) {
+        return s.kind == ReshardKind::AllSlice &&
+               llvm::none_of(s.axes, [&](int64_t a) {
+                 return is_contained(steps[0].axes, a);
+               });
+      });
+  if (sumThenSlices) {
+    ReshardStep sum = steps.front();
+    steps.erase(steps.begin());
+    for (ReshardStep &slice : steps) {
+      slice.before.partial = from.partial;
+      slice.after.partial = from.partial;
+    }
+    sum.before = steps.back().after;
+    sum.after = to;
+    steps.push_back(std::move(sum));
+  }
   return steps;
 }
 
