@@ -46,8 +46,12 @@ def erf(x):
     return np.vectorize(e)(x)
 
 
-def conv2d(x, w, strides, pads, dilations):
-    """ONNX Conv (NCHW, group 1) in float64."""
+def conv2d(x, w, strides, pads, dilations, group=1):
+    """ONNX Conv (NCHW) in float64."""
+    if group > 1:
+        xs, ws = np.split(x, group, axis=1), np.split(w, group, axis=0)
+        return np.concatenate([conv2d(a, b, strides, pads, dilations)
+                               for a, b in zip(xs, ws)], axis=1)
     x = np.pad(x, ((0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])))
     n, c, h, wd = x.shape
     o, _, kh, kw = w.shape
@@ -64,15 +68,23 @@ def conv2d(x, w, strides, pads, dilations):
     return y
 
 
-def pool2d(x, kernel, strides, pads, dilations, kind, count_pad=False):
-    """Max or average pooling of an NCHW array (ONNX's floor mode)."""
+def pool2d(x, kernel, strides, pads, dilations, kind, count_pad=False,
+           ceil=False):
+    """Max or average pooling of an NCHW array (ONNX's floor mode, or
+    ceil mode: the last windows reach past the padded input, and an
+    average counts only what lies within it)."""
     fill = -np.inf if kind == "max" else 0.0
-    xp = np.pad(x, ((0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])),
-                constant_values=fill)
-    inside = np.pad(np.ones(x.shape[2:]), ((pads[0], pads[2]),
-                                           (pads[1], pads[3])))
     spans = [(k - 1) * d + 1 for k, d in zip(kernel, dilations)]
-    out = [(xp.shape[2 + i] - spans[i]) // strides[i] + 1 for i in range(2)]
+    padded = [x.shape[2 + i] + pads[i] + pads[i + 2] for i in range(2)]
+    out = [-(-(padded[i] - spans[i]) // strides[i]) + 1 if ceil
+           else (padded[i] - spans[i]) // strides[i] + 1 for i in range(2)]
+    extra = [max(0, (out[i] - 1) * strides[i] + spans[i] - padded[i])
+             for i in range(2)]
+    xp = np.pad(x, ((0, 0), (0, 0), (pads[0], pads[2] + extra[0]),
+                    (pads[1], pads[3] + extra[1])), constant_values=fill)
+    inside = np.pad(np.ones(x.shape[2:]), ((pads[0], pads[2] + extra[0]),
+                                           (pads[1], pads[3] + extra[1])))
+    counted = np.pad(np.ones(padded), ((0, extra[0]), (0, extra[1])))
     y = np.zeros(x.shape[:2] + tuple(out), dtype=xp.dtype)
     for i in range(out[0]):
         for j in range(out[1]):
@@ -82,7 +94,7 @@ def pool2d(x, kernel, strides, pads, dilations, kind, count_pad=False):
             if kind == "max":
                 y[:, :, i, j] = window.max((2, 3))
             else:
-                n = window[0, 0].size if count_pad else inside[r, c].sum()
+                n = counted[r, c].sum() if count_pad else inside[r, c].sum()
                 y[:, :, i, j] = window.sum((2, 3)) / n
     return y
 
@@ -174,6 +186,14 @@ CASES = {
     "Slice": ("Slice", {}, [rand(4, 5), np.array([1, 1]), np.array([3, 4]),
                             np.array([0, 1])],
               lambda w, s, e, a: w[1:3, 1:4]),
+    "SliceStep": ("Slice", {}, [rand(7, 8), np.array([1, 0]),
+                                np.array([7, 8]), np.array([0, 1]),
+                                np.array([2, 3])],
+                  lambda w, s, e, a, st: w[1:7:2, 0:8:3]),
+    "SliceReverse": ("Slice", {}, [rand(5, 7), np.array([-1, 5]),
+                                   np.array([-100, 0]), np.array([0, 1]),
+                                   np.array([-1, -2])],
+                     lambda w, s, e, a, st: w[::-1, 5:0:-2]),
     "Gather": ("Gather", {"axis": 0}, [rand(5, 3), np.array([[0, 2], [2, 4]])],
                lambda w, i: w[i]),
     "GatherNegative": ("Gather", {"axis": 0}, [rand(5, 3), np.array([-1, 1, -1])],
@@ -206,6 +226,25 @@ CASES = {
                     [rand(4, 3, 4, 4), rand(2, 3, 8, 8)],
                     lambda w, x: conv2d(x, w, (4, 4), (0, 0, 0, 0), (1, 1)),
                     "swap"),
+    "ConvGrouped": ("Conv", {"strides": [2, 1], "pads": [1, 1, 0, 1],
+                             "group": 2},
+                    [rand(6, 2, 3, 3), rand(2, 4, 6, 5)],
+                    lambda w, x: conv2d(x, w, (2, 1), (1, 1, 0, 1), (1, 1), 2),
+                    "swap"),
+    "ConvGroupedInput": ("Conv", {"strides": [2, 2], "pads": [1, 0, 1, 1],
+                                  "dilations": [1, 2], "group": 2},
+                         [rand(2, 4, 7, 8), rand(6, 2, 3, 2)],
+                         lambda x, w: conv2d(x, w, (2, 2), (1, 0, 1, 1),
+                                             (1, 2), 2)),
+    "ConvDepthwise": ("Conv", {"pads": [1, 1, 1, 1], "group": 3},
+                      [rand(3, 1, 3, 3), rand(2, 3, 5, 4)],
+                      lambda w, x: conv2d(x, w, (1, 1), (1, 1, 1, 1), (1, 1),
+                                          3), "swap"),
+    "ConvDepthwiseInput": ("Conv", {"strides": [2, 2], "pads": [1, 1, 1, 1],
+                                    "group": 3},
+                           [rand(2, 3, 6, 5), rand(6, 1, 3, 3)],
+                           lambda x, w: conv2d(x, w, (2, 2), (1, 1, 1, 1),
+                                               (1, 1), 3)),
     "MaxPool": ("MaxPool", {"kernel_shape": [3, 3], "strides": [2, 2],
                             "pads": [1, 1, 1, 1]},
                 [rand(2, 3, 7, 6)],
@@ -228,6 +267,25 @@ CASES = {
                             [rand(2, 2, 5, 6)],
                             lambda w: pool2d(w, (2, 2), (2, 2), (1, 1, 0, 0),
                                              (1, 1), "average", True)),
+    "MaxPoolCeil": ("MaxPool", {"kernel_shape": [3, 2], "strides": [2, 2],
+                                "pads": [1, 0, 0, 0], "ceil_mode": 1},
+                    [rand(2, 2, 6, 7)],
+                    lambda w: pool2d(w, (3, 2), (2, 2), (1, 0, 0, 0), (1, 1),
+                                     "max", ceil=True)),
+    "AveragePoolCeil": ("AveragePool", {"kernel_shape": [3, 3],
+                                        "strides": [2, 2], "ceil_mode": 1},
+                        [rand(2, 2, 6, 7)],
+                        lambda w: pool2d(w, (3, 3), (2, 2), (0, 0, 0, 0),
+                                         (1, 1), "average", ceil=True)),
+    "AveragePoolCeilCountPad": ("AveragePool", {"kernel_shape": [3, 3],
+                                                "strides": [2, 2],
+                                                "pads": [1, 1, 1, 0],
+                                                "ceil_mode": 1,
+                                                "count_include_pad": 1},
+                                [rand(2, 2, 7, 6)],
+                                lambda w: pool2d(w, (3, 3), (2, 2),
+                                                 (1, 1, 1, 0), (1, 1),
+                                                 "average", True, True)),
     "GlobalAveragePool": ("GlobalAveragePool", {}, [rand(2, 3, 4, 5)],
                           lambda w: w.mean((2, 3), keepdims=True)),
     "SoftmaxCrossEntropy": ("SoftmaxCrossEntropyLoss", {},

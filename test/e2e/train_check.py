@@ -214,6 +214,29 @@ class Cnn(nn.Module):
         return F.cross_entropy(self.head(x.flatten(1)), labels)
 
 
+class Mobile(nn.Module):
+    """Depthwise-separable and grouped convolutions (MobileNet, ResNeXt),
+    ceil-mode max and average pooling and a strided slice, a linear head,
+    F.cross_entropy over 10 classes."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 8, 3, padding=1)
+        self.depthwise = nn.Conv2d(8, 8, 3, padding=1, groups=8)
+        self.pointwise = nn.Conv2d(8, 16, 1)
+        self.grouped = nn.Conv2d(16, 16, 3, stride=2, padding=1, groups=4)
+        self.head = nn.Linear(16 * 2 * 2 * 2, 10)
+
+    def forward(self, images, labels):
+        x = F.max_pool2d(F.relu(self.conv1(images)), 3, 2, ceil_mode=True)
+        x = F.relu(self.pointwise(F.relu(self.depthwise(x))))
+        x = F.relu(self.grouped(x))
+        every_other = x[:, :, ::2, 1::2]
+        pooled = F.avg_pool2d(x, 3, 2, ceil_mode=True)
+        x = torch.cat([every_other, pooled], 1)
+        return F.cross_entropy(self.head(x.flatten(1)), labels)
+
+
 def cnn_batches(steps, rng):
     return [(rng.standard_normal((4, 3, 16, 16)).astype(np.float32),
              rng.integers(0, 10, (4,)).astype(np.int64))
@@ -222,6 +245,7 @@ def cnn_batches(steps, rng):
 
 MODELS = {"mlp": (Mlp, mlp_batches), "gpt": (Gpt, gpt_batches),
           "vit": (Vit, vit_batches), "cnn": (Cnn, cnn_batches),
+          "mobile": (Mobile, cnn_batches),
           "classifier": (Classifier, classifier_batches),
           "regressor": (Regressor, regressor_batches)}
 # Models exported without their loss: the loss pcc adds (--loss).

@@ -466,22 +466,20 @@ Value spreadAxis(GradientBuilder &g, Value v, int64_t axis, int64_t stride) {
 
 LogicalResult ConvOp::buildGradients(GradientBuilder &g, ArrayRef<Value> dy,
                                      Grads &dx) {
-  if (getGroup() != 1)
-    return emitError() << "training through a grouped convolution (group "
-                       << getGroup() << ") is not supported yet";
   Value x = getInput(), w = getFilter(), d = dy[0];
-  int64_t rank = typeOf(x).getRank(), spatial = rank - 2;
+  int64_t rank = typeOf(x).getRank(), spatial = rank - 2, group = getGroup();
   ArrayRef<int64_t> s = getStrides(), p = getPads(), dil = getDilations();
   ArrayRef<int64_t> xs = shapeOf(x), ws = shapeOf(w), ys = shapeOf(d);
   SmallVector<int64_t> swap01 = {1, 0};
   for (int64_t i = 2; i < rank; ++i)
     swap01.push_back(i);
+  // Both gradients are convolutions with the same groups: each group's
+  // channels only meet their own.
   auto conv = [&](Value in, Value f, ArrayRef<int64_t> strides,
                   ArrayRef<int64_t> pads, ArrayRef<int64_t> dilations) {
-    return g.op<ConvOp>({in, f}, {g.i64s("strides", strides),
-                                  g.i64s("pads", pads),
-                                  g.i64s("dilations", dilations),
-                                  g.i64("group", 1)});
+    return g.op<ConvOp>(
+        {in, f}, {g.i64s("strides", strides), g.i64s("pads", pads),
+                  g.i64s("dilations", dilations), g.i64("group", group)});
   };
   // dX: dY spread by the stride, padded by the dilated window less the
   // pads (plus the rows no window reached), convolved with the filter's
@@ -493,7 +491,21 @@ LogicalResult ConvOp::buildGradients(GradientBuilder &g, ArrayRef<Value> dy,
     spread = padAxis(g, spreadAxis(g, spread, i + 2, s[i]), i + 2,
                      span - p[i], span - p[i + spatial] + rest);
   }
-  Value flipped = g.transpose(w, swap01);
+  // The filter [out, in / G, k...] as the transposed convolution's
+  // [in, out / G, k...]: swapped within each group.
+  Value flipped = w;
+  if (group != 1) {
+    SmallVector<int64_t> grouped = {group, ws[0] / group, ws[1]};
+    grouped.append(ws.begin() + 2, ws.end());
+    SmallVector<int64_t> perm = {0, 2, 1};
+    for (int64_t i = 3; i < rank + 1; ++i)
+      perm.push_back(i);
+    SmallVector<int64_t> swapped = {ws[1] * group, ws[0] / group};
+    swapped.append(ws.begin() + 2, ws.end());
+    flipped = g.reshape(g.transpose(g.reshape(w, grouped), perm), swapped);
+  } else {
+    flipped = g.transpose(w, swap01);
+  }
   for (int64_t i = 0; i < spatial; ++i) {
     int64_t k = ws[i + 2];
     SmallVector<int64_t> starts(rank, 0), sizes(shapeOf(flipped)),
@@ -508,8 +520,21 @@ LogicalResult ConvOp::buildGradients(GradientBuilder &g, ArrayRef<Value> dy,
   dx.push_back(conv(spread, flipped, ones, noPads, dil));
   // dW: X (channels as the batch) convolved with dY (images as input
   // channels): the stride becomes the dilation and back, cropped to the
-  // window, channels swapped back.
-  Value taps = conv(g.transpose(x, swap01), g.transpose(d, swap01), dil, p, s);
+  // window, channels swapped back. With groups, X's channels [G, in / G]
+  // become the batch [in / G] and each group's images its input channels.
+  Value xt = g.transpose(x, swap01);
+  if (group != 1) {
+    SmallVector<int64_t> split = {xs[0], group, xs[1] / group},
+                         perm = {2, 1, 0},
+                         merged = {xs[1] / group, group * xs[0]};
+    for (int64_t i = 2; i < rank; ++i) {
+      split.push_back(xs[i]);
+      perm.push_back(i + 1);
+      merged.push_back(xs[i]);
+    }
+    xt = g.reshape(g.transpose(g.reshape(x, split), perm), merged);
+  }
+  Value taps = conv(xt, g.transpose(d, swap01), dil, p, s);
   if (!taps)
     return failure();
   SmallVector<int64_t> starts(rank, 0), sizes(shapeOf(taps)), steps(rank, 1);
@@ -530,22 +555,24 @@ LogicalResult ConvOp::buildGradients(GradientBuilder &g, ArrayRef<Value> dy,
 
 namespace {
 
-/// How many elements of the unpadded input each average-pooling window
-/// covers, as a [1, 1, out...] constant of `elem` (the divisor when padding
-/// is not counted).
+/// How many elements each average-pooling window covers, as a
+/// [1, 1, out...] constant of `elem`: the divisor. Those of the unpadded
+/// input, or with `countPad` those within the explicit pads too (never a
+/// ceil_mode window's overhang beyond them), as pcc's kernels count.
 Value windowCounts(GradientBuilder &g, ArrayRef<int64_t> in,
                    ArrayRef<int64_t> out, ArrayRef<int64_t> kernel,
                    ArrayRef<int64_t> strides, ArrayRef<int64_t> pads,
-                   ArrayRef<int64_t> dilations, Type elem) {
+                   ArrayRef<int64_t> dilations, Type elem, bool countPad) {
   int64_t spatial = kernel.size();
-  // Per axis and output position, the window's elements inside the input.
+  // Per axis and output position, the window's elements counted.
   SmallVector<SmallVector<int64_t>> inside(spatial);
   for (int64_t i = 0; i < spatial; ++i)
     for (int64_t j = 0; j < out[i]; ++j) {
       int64_t n = 0;
+      int64_t end = in[i] + (countPad ? pads[i + spatial] : 0);
       for (int64_t o = 0; o < kernel[i]; ++o) {
         int64_t at = j * strides[i] + o * dilations[i] - pads[i];
-        n += at >= 0 && at < in[i];
+        n += (countPad || at >= 0) && at < end;
       }
       inside[i].push_back(n);
     }
@@ -575,33 +602,39 @@ Value windowCounts(GradientBuilder &g, ArrayRef<int64_t> in,
 template <typename PoolOp>
 LogicalResult poolGradient(GradientBuilder &g, PoolOp op, ArrayRef<Value> dy,
                            Grads &dx, bool isMax) {
-  if (op.getCeilMode())
-    return op.emitError() << "training through a pooling with ceil_mode is "
-                             "not supported yet";
   Value x = op.getInput(), y = op.getResult();
   ArrayRef<int64_t> k = op.getKernelShape(), s = op.getStrides(),
                     p = op.getPads(), d = op.getDilations();
   ArrayRef<int64_t> xs = shapeOf(x), ys = shapeOf(y);
   int64_t rank = xs.size(), spatial = rank - 2;
   Value padded = x, share = dy[0];
-  SmallVector<int64_t> paddedLen;
-  bool anyPad = false;
+  // ceil_mode's last windows reach past the padded input (`overhang`):
+  // padded further, with what never wins a maximum nor adds to a sum.
+  SmallVector<int64_t> paddedLen, overhang;
+  bool anyPad = false, anyOverhang = false;
   for (int64_t i = 0; i < spatial; ++i) {
-    paddedLen.push_back(xs[i + 2] + p[i] + p[i + spatial]);
+    int64_t len = xs[i + 2] + p[i] + p[i + spatial];
+    int64_t reach = (ys[i + 2] - 1) * s[i] + (k[i] - 1) * d[i] + 1;
+    overhang.push_back(std::max<int64_t>(reach - len, 0));
+    paddedLen.push_back(len + overhang.back());
     anyPad |= p[i] || p[i + spatial];
+    anyOverhang |= overhang.back() > 0;
     // Padding never wins a maximum.
     if (isMax)
-      padded = padAxis(g, padded, i + 2, p[i], p[i + spatial], -INFINITY);
+      padded = padAxis(g, padded, i + 2, p[i], p[i + spatial] + overhang[i],
+                       -INFINITY);
   }
   if (!isMax) {
     int64_t window = 1;
     for (int64_t n : k)
       window *= n;
-    share = op.getCountIncludePad() || !anyPad
-                ? g.scale(share, 1.0 / double(window))
-                : g.div(share,
-                        windowCounts(g, xs.drop_front(2), ys.drop_front(2), k,
-                                     s, p, d, typeOf(x).getElementType()));
+    bool countPad = op.getCountIncludePad();
+    share =
+        (countPad || !anyPad) && !anyOverhang
+            ? g.scale(share, 1.0 / double(window))
+            : g.div(share,
+                    windowCounts(g, xs.drop_front(2), ys.drop_front(2), k, s, p,
+                                 d, typeOf(x).getElementType(), countPad));
   }
   Value taken, sum;
   SmallVector<int64_t> offset(spatial, 0);
@@ -637,7 +670,7 @@ LogicalResult poolGradient(GradientBuilder &g, PoolOp op, ArrayRef<Value> dy,
       break;
   }
   for (int64_t i = 0; i < spatial; ++i)
-    sum = padAxis(g, sum, i + 2, -p[i], -p[i + spatial]);
+    sum = padAxis(g, sum, i + 2, -p[i], -p[i + spatial] - overhang[i]);
   dx.push_back(sum);
   return done(g);
 }
@@ -819,30 +852,30 @@ LogicalResult SplitOp::buildGradients(GradientBuilder &g, ArrayRef<Value> dy,
 
 LogicalResult SliceOp::buildGradients(GradientBuilder &g, ArrayRef<Value> dy,
                                       Grads &dx) {
-  if (llvm::any_of(getSteps(), [](int64_t s) { return s != 1; }))
-    return emitError() << "training through a slice with steps other than 1 "
-                          "is not supported yet";
-  // The slice put back among zeros, one axis at a time.
+  // The slice put back among zeros, one axis at a time: a reversed axis
+  // (negative step) turned back, a strided one spread by its step, then
+  // shifted into place.
   Value d = dy[0];
   ArrayRef<int64_t> in = shapeOf(getInput());
-  for (auto [dim, start] : llvm::enumerate(getStarts())) {
-    size_t axis = dim; // a plain variable: lambdas cannot capture bindings
+  int64_t rank = in.size();
+  for (auto [axis, start, step] :
+       llvm::zip(llvm::seq<int64_t>(0, rank), getStarts(), getSteps())) {
     int64_t size = shapeOf(d)[axis];
-    int64_t after = in[axis] - start - size;
-    if (start == 0 && after == 0)
+    if (size == 0)
       continue;
-    SmallVector<Value> parts;
-    auto zeros = [&](int64_t n) {
-      SmallVector<int64_t> shape(shapeOf(d));
-      shape[axis] = n;
-      return g.expand(g.scalarLike(d, 0), shape);
-    };
-    if (start > 0)
-      parts.push_back(zeros(start));
-    parts.push_back(d);
-    if (after > 0)
-      parts.push_back(zeros(after));
-    d = g.op<ConcatOp>(parts, {g.i64("axis", axis)});
+    int64_t first = start;
+    if (step < 0) {
+      SmallVector<int64_t> starts(rank, 0), sizes(shapeOf(d)), steps(rank, 1);
+      starts[axis] = size - 1;
+      steps[axis] = -1;
+      d = g.op<SliceOp>({d}, {g.i64s("starts", starts), g.i64s("sizes", sizes),
+                              g.i64s("steps", steps)});
+      first = start + (size - 1) * step;
+    }
+    int64_t stride = std::abs(step);
+    int64_t span = (size - 1) * stride + 1;
+    d = padAxis(g, spreadAxis(g, d, axis, stride), axis, first,
+                in[axis] - first - span);
   }
   dx.push_back(d);
   return done(g);
