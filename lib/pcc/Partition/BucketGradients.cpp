@@ -11,6 +11,8 @@
 #include "pcc/Dialect/PCC/IR/PCCAttrs.h"
 #include "pcc/Dialect/PCC/IR/TensorUtils.h"
 #include "pcc/Partition/Passes.h"
+#include "pcc/Sharding/ParallelPlan.h"
+#include "pcc/Sharding/Sharding.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
@@ -105,8 +107,20 @@ struct BucketGradientsPass
         std::tuple<Attribute, Attribute, Attribute, Type, Attribute>,
         SmallVector<SmallVector<shard::AllReduceOp>>>
         groups;
+    // A sum over the microbatch axis alone is an accumulation in place
+    // (pcc-accumulate-microbatches), not a call: joining those would only
+    // copy every gradient into a bucket.
+    std::optional<Mesh> mesh;
+    if (auto module = getOperation()->getParentOfType<ModuleOp>())
+      mesh = readMesh(module);
+    auto accumulatesOnly = [&](shard::AllReduceOp op) {
+      ArrayRef<int16_t> axes = op.getGridAxes();
+      return mesh && !axes.empty() && llvm::all_of(axes, [&](int16_t a) {
+               return mesh->axisNames[a] == kMicrobatchAxis;
+             });
+    };
     getOperation().walk([&](shard::AllReduceOp op) {
-      if (!sumsGradient(op))
+      if (!sumsGradient(op) || accumulatesOnly(op))
         return;
       // A gradient sliced for a split update (sliced before it is summed:
       // planReshard) is sliced where it is made, so its sum can wait for

@@ -76,6 +76,9 @@ struct StageSummary {
   /// of those). The largest unit's weights: its gather buffer.
   int64_t weightTensors = 0, forwardReads = 0, backwardTensors = 0;
   double backwardWeightBytes = 0, largestUnitWeightBytes = 0;
+  /// The largest one node's weights: the update's new moments of it are
+  /// held at once (AdamW).
+  double largestNodeWeightBytes = 0;
   /// Selective recompute: the bytes kept per microbatch (layer inputs and
   /// products' results), and the most one layer recomputes.
   double selectiveBytes = 0, largestRecomputedBytes = 0;
@@ -107,6 +110,8 @@ struct StageSummary {
     selectiveBytes += o.selectiveBytes;
     largestUnitWeightBytes =
         std::max(largestUnitWeightBytes, o.largestUnitWeightBytes);
+    largestNodeWeightBytes =
+        std::max(largestNodeWeightBytes, o.largestNodeWeightBytes);
     largestLayerBytes = std::max(largestLayerBytes, o.largestLayerBytes);
     largestRecomputedBytes =
         std::max(largestRecomputedBytes, o.largestRecomputedBytes);
@@ -788,7 +793,7 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
     /// Parameter tensors, and ZeRO-3's gathers of them per microbatch
     /// (PlanNode::forwardParameterReads and backwardParameterReads).
     int64_t weightTensors = 0, forwardReads = 0, backwardTensors = 0;
-    double paramElements = 0;
+    double paramElements = 0, largestNodeWeightBytes = 0;
   };
   std::vector<UnitSum> sums(units.size());
   std::vector<double> unitTime(units.size());
@@ -819,6 +824,8 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
         sum.forwardReads += node.forwardParameterReads;
         sum.backwardTensors += node.backwardParameterReads;
         sum.paramElements += node.params;
+        sum.largestNodeWeightBytes =
+            std::max(sum.largestNodeWeightBytes, nc.weightBytes);
         backwardElements += node.backwardParameterElements;
       }
       // The backward gathers blocks as the unit's weights are split.
@@ -865,6 +872,8 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
       st.backwardWeightBytes += sum.backwardWeightBytes;
       st.largestUnitWeightBytes =
           std::max(st.largestUnitWeightBytes, sum.weightBytes);
+      st.largestNodeWeightBytes =
+          std::max(st.largestNodeWeightBytes, sum.largestNodeWeightBytes);
       // Training holds what the backward reads of the forward.
       double unitBytes = opt.train ? sum.savedBytes : sum.resultBytes;
       st.resultBytes += unitBytes;
@@ -948,13 +957,24 @@ void PlanSearch::priceMemory(PlanCandidate &c, const Stages &stages) const {
     double gathered = c.zero >= 3 ? st.largestUnitWeightBytes : 0;
     double copies =
         st.copyWeightBytes * (opt.train ? 2 : 1) + st.frozenWeightBytes;
+    // Training's transients, each at its moment after the activations'
+    // peak, as the compiled step holds them: the gradients' bucket (their
+    // flat copy to all-reduce, at most pcc-bucket-gradients' 25 MiB;
+    // without ZeRO, over dp) and the update's new moments of the largest
+    // weight (AdamW).
+    double held = st.activations;
+    if (opt.train) {
+      if (c.dp * c.sp > 1 && c.zero == 0)
+        held = std::max(held, std::min(st.weightBytes, 25.0 * (1 << 20)));
+      held = std::max(held, 2 * st.largestNodeWeightBytes * stored);
+    }
     c.memory =
         std::max(c.memory, st.weightBytes * bytesPerParam(c.zero, c.dp) / eb +
-                               copies + st.activations + gathered);
+                               copies + held + gathered);
     maxWeights = std::max(maxWeights, st.weightBytes + st.copyWeightBytes +
                                           st.frozenWeightBytes);
     maxOwned = std::max(maxOwned, st.weightBytes);
-    c.activationMemory = std::max(c.activationMemory, st.activations);
+    c.activationMemory = std::max(c.activationMemory, held);
   }
   c.weightMemory = maxWeights * stored;
   c.stateMemory =
