@@ -96,12 +96,6 @@ private:
 struct NodeLayout {
   OpSharding sharding;
   llvm::SmallVector<PlannedCollective, 2> collectives;
-  /// Training (addBackwardCollectives): the collectives that bring the
-  /// gradient of this node's results to the layout it made them in, and
-  /// the bytes of its weights whose gradients are partial sums over the
-  /// axis (summed with the step's other gradients).
-  llvm::SmallVector<PlannedCollective, 1> backward;
-  double gradientPartialBytes = 0;
 };
 
 struct SearchInput {
@@ -173,12 +167,22 @@ bool layoutsStackOnBatch(const PlanGraph &graph,
 /// priced once).
 bool copiesAlike(const PlanGraph &graph, llvm::ArrayRef<OpSharding> layouts);
 
-/// Training: fills NodeLayout::backward and gradientPartialBytes of
-/// spelled-out one-axis `layouts` (BackwardCollectives.cpp); `scale` is the
-/// share of the batch one device computes per microbatch.
-void addBackwardCollectives(const PlanGraph &graph, const Mesh &mesh,
-                            const CostModel &cost, double scale, bool crossNode,
-                            std::vector<NodeLayout> &layouts);
+/// What a training step's backward pass exchanges on one axis laid out as
+/// `layouts` (BackwardCollectives.cpp): per microbatch, the collectives
+/// that bring each gradient to the layout its value was made in (`node`:
+/// the maker), and the nodes whose weights' gradients are partial sums
+/// over the axis (summed with the step's other gradients) with their
+/// bytes. `scale` is the share of the batch one device computes per
+/// microbatch. Found for a report, not while searching.
+struct BackwardCollectives {
+  std::vector<PlannedCollective> collectives;
+  llvm::SmallVector<int> partialGradientNodes;
+  double partialGradientBytes = 0;
+};
+BackwardCollectives backwardCollectives(const PlanGraph &graph,
+                                        const Mesh &mesh, const CostModel &cost,
+                                        double scale, bool crossNode,
+                                        llvm::ArrayRef<NodeLayout> layouts);
 
 /// Time and collectives of turning layout `from` into `to` for a tensor of
 /// `bytes` (whole) on `mesh`: the steps of planReshard, priced one by one.

@@ -45,9 +45,11 @@ TensorSharding gradientLayout(const OpSharding &s, unsigned k) {
 
 } // namespace
 
-void addBackwardCollectives(const PlanGraph &g, const Mesh &mesh,
-                            const CostModel &cost, double scale, bool crossNode,
-                            std::vector<NodeLayout> &layouts) {
+BackwardCollectives backwardCollectives(const PlanGraph &g, const Mesh &mesh,
+                                        const CostModel &cost, double scale,
+                                        bool crossNode,
+                                        ArrayRef<NodeLayout> layouts) {
+  BackwardCollectives out;
   int n = g.nodes.size();
   // Copies after the second carry their first copy's layout.
   auto layoutOf = [&](int i) -> const OpSharding & {
@@ -85,8 +87,11 @@ void addBackwardCollectives(const PlanGraph &g, const Mesh &mesh,
       TensorSharding grad = gradientLayout(s, k);
       if (p < 0) {
         // A weight's partial gradient joins the step's gradient sums.
-        if (isTrainedWeight(k) && !grad.partial.empty())
-          layouts[i].gradientPartialBytes += tensorBytes(v);
+        if (isTrainedWeight(k) && !grad.partial.empty()) {
+          out.partialGradientBytes += tensorBytes(v);
+          if (!llvm::is_contained(out.partialGradientNodes, i))
+            out.partialGradientNodes.push_back(i);
+        }
         continue;
       }
       if (!trained[p])
@@ -105,12 +110,15 @@ void addBackwardCollectives(const PlanGraph &g, const Mesh &mesh,
     TensorSharding whole = s.results[r];
     whole.partial.clear();
     double bytes = tensorBytes(g.nodes[p].op->getResult(r)) * scale;
+    SmallVector<PlannedCollective, 2> steps;
     for (const TensorSharding &grad : grads)
-      reshardTime(grad, whole, bytes, mesh, crossNode, cost,
-                  &layouts[p].backward);
-    for (PlannedCollective &pc : layouts[p].backward)
+      reshardTime(grad, whole, bytes, mesh, crossNode, cost, &steps);
+    for (PlannedCollective &pc : steps) {
       pc.node = p;
+      out.collectives.push_back(pc);
+    }
   }
+  return out;
 }
 
 } // namespace pcc

@@ -180,6 +180,7 @@ std::vector<bool> recomputedNodes(const PlanGraph &g) {
 
 /// Every collective one step runs, grouped by kind, axis and size.
 std::vector<CollectiveSummary> collectives(const PlanGraph &g,
+                                           const ClusterSpec &cluster,
                                            const PlanOptions &o,
                                            const PlanCandidate &c) {
   std::map<std::tuple<std::string, std::string, double>, CollectiveSummary> m;
@@ -199,9 +200,14 @@ std::vector<CollectiveSummary> collectives(const PlanGraph &g,
   int64_t perStep = c.microbatches * int64_t(passes);
   // A one-axis layout spells out its backward pass (BackwardCollectives);
   // full recompute runs the forward's once more.
-  bool spelled = llvm::any_of(c.layout->layouts, [](const NodeLayout &nc) {
-    return !nc.backward.empty() || nc.gradientPartialBytes > 0;
-  });
+  bool spelled = o.train && c.tp > 1 && c.mode == TensorMode::OneD &&
+                 c.layout->layouts.size() == g.nodes.size();
+  BackwardCollectives backward;
+  if (spelled)
+    backward = backwardCollectives(
+        g, tpMesh(c), CostModel(cluster, g.dtype, o.devices),
+        1.0 / double(c.dp * c.microbatches * c.sp),
+        groupCrossesNodes(1, c.tp, cluster), c.layout->layouts);
   std::vector<bool> again = o.train && c.recompute == Recompute::Full
                                 ? recomputedNodes(g)
                                 : std::vector<bool>(g.nodes.size(), false);
@@ -218,19 +224,16 @@ std::vector<CollectiveSummary> collectives(const PlanGraph &g,
                      copyOf(pc.producer) == copyOf(i));
     return c.microbatches * (repeated ? 2 : 1);
   };
-  double partialGradients = 0, partialSync = 0;
-  for (auto [i, nc] : llvm::enumerate(c.layout->layouts)) {
+  for (auto [i, nc] : llvm::enumerate(c.layout->layouts))
     for (const PlannedCollective &pc : nc.collectives)
       add(collectiveName(pc.kind), "tp", pc.bytes, pc.seconds,
           forwardTimes(i, pc), g.nodes[i].name);
-    for (const PlannedCollective &pc : nc.backward)
-      add(collectiveName(pc.kind), "tp", pc.bytes, pc.seconds, c.microbatches,
-          g.nodes[i].name + " (gradient)");
-    partialGradients += nc.gradientPartialBytes;
-    if (nc.gradientPartialBytes > 0)
-      partialSync += c.layout->costs[i].gradSync;
-  }
-  // Weight gradients summed over the tensor axis too: one bucket a step.
+  for (const PlannedCollective &pc : backward.collectives)
+    add(collectiveName(pc.kind), "tp", pc.bytes, pc.seconds, c.microbatches,
+        g.nodes[pc.node].name + " (gradient)");
+  double partialGradients = backward.partialGradientBytes, partialSync = 0;
+  for (int i : backward.partialGradientNodes)
+    partialSync += c.layout->costs[i].gradSync;
   // Weight gradients summed over the tensor axis as well: a bucket of
   // their own beside data parallelism's (without it, the only one).
   if (partialGradients > 0 && c.dp > 1)
@@ -419,7 +422,7 @@ void printPlanText(raw_ostream &os, const PlanGraph &g,
   }
 
   os << "\ncollectives per step:\n";
-  for (const CollectiveSummary &s : collectives(g, o, b))
+  for (const CollectiveSummary &s : collectives(g, cluster, o, b))
     os << formatv("  {0,-14} {1,-8} {2,12} x {3,-6} {4,12}  e.g. {5}\n",
                   s.kind, s.axis, bytes(s.bytes), s.count, seconds(s.seconds),
                   s.example);
@@ -524,7 +527,7 @@ void printPlanJSON(raw_ostream &os, const PlanGraph &g,
     stages.push_back(s);
   root["stage_first_op"] = std::move(stages);
   json::Array colls;
-  for (const CollectiveSummary &s : collectives(g, o, plan.best))
+  for (const CollectiveSummary &s : collectives(g, cluster, o, plan.best))
     colls.push_back(json::Object{{"kind", s.kind},
                                  {"axis", s.axis},
                                  {"bytes", s.bytes},

@@ -663,9 +663,6 @@ void LayoutProblem::spellOut(SearchResult &result) const {
       pc.node = i;
     result.layouts[i] = {chosen.sharding, std::move(colls)};
   }
-  if (in.layouts && in.train && !in.grid)
-    addBackwardCollectives(g, mesh, cost, in.scale, in.crossNode,
-                           result.layouts);
 }
 
 SearchResult LayoutProblem::solve() {
