@@ -120,6 +120,11 @@ struct PlanGraph {
   int representative(int i) const;
 };
 
+/// Full recompute runs each repeated layer's forward again in its
+/// backward, from the layer's input up to the values that backward reads:
+/// per node, whether it runs again (none without repeated layers).
+std::vector<bool> recomputedNodes(const PlanGraph &graph);
+
 /// `gpuKernels`: price what GPU ranks compile a 16-bit program to as well
 /// (gpuFusions in PlanGraph.cpp): GEMM epilogues, attention reading the
 /// heads of split projections in place.

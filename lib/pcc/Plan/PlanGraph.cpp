@@ -507,4 +507,28 @@ PlanGraph buildPlanGraph(func::FuncOp fn, bool gpuKernels,
   return g;
 }
 
+std::vector<bool> recomputedNodes(const PlanGraph &g) {
+  int n = g.nodes.size();
+  std::vector<bool> again(n, false);
+  const RepeatedBlock &b = g.block;
+  if (!b.present())
+    return again;
+  std::vector<llvm::SmallVector<int, 2>> consumers(n);
+  for (int i = 0; i < n; ++i)
+    for (int p : g.nodes[i].producers)
+      if (p >= 0)
+        consumers[p].push_back(i);
+  for (int copy = 0; copy < b.count; ++copy) {
+    int begin = b.begin + copy * b.period, end = begin + b.period;
+    for (int i = end - 1; i >= begin; --i) {
+      // The layer's output is the next layer's input: kept.
+      if (llvm::any_of(consumers[i], [&](int c) { return c >= end; }))
+        continue;
+      again[i] = g.nodes[i].savedForBackward ||
+                 llvm::any_of(consumers[i], [&](int c) { return again[c]; });
+    }
+  }
+  return again;
+}
+
 } // namespace pcc

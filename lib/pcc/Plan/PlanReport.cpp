@@ -129,6 +129,11 @@ struct ZeroTensors {
 /// ZeRO-3's gathers of them per microbatch in the forward and backward
 /// passes (PlanNode), and their bytes per device.
 ZeroTensors zeroTensors(const PlanGraph &g, const PlanCandidate &c) {
+  // Full recompute reads a repeated layer's weights again (a transposed
+  // weight is made once for the backward: Propagation.cpp).
+  std::vector<bool> again = c.recompute == Recompute::Full
+                                ? recomputedNodes(g)
+                                : std::vector<bool>(g.nodes.size(), false);
   // Per pipeline device: its stages (several with interleaved 1F1B).
   std::vector<ZeroTensors> device(std::max<int64_t>(c.pp, 1));
   for (size_t s = 0; s < c.stageBegin.size(); ++s) {
@@ -140,7 +145,9 @@ ZeroTensors zeroTensors(const PlanGraph &g, const PlanCandidate &c) {
       t.weights += node.weightTensors;
       t.bytes += node.params * g.elementBytes;
       t.forward += node.forwardParameterReads;
-      t.backward += node.backwardParameterReads;
+      t.backward +=
+          node.backwardParameterReads +
+          (again[i] && !node.derived ? node.forwardParameterReads : 0);
     }
   }
   ZeroTensors best;
@@ -149,33 +156,6 @@ ZeroTensors zeroTensors(const PlanGraph &g, const PlanCandidate &c) {
       best = t;
   best.bytes = best.bytes / double(c.tp);
   return best;
-}
-
-/// Full recompute runs each repeated layer's forward again in its
-/// backward, from the layer's input up to the values that backward reads:
-/// per node, whether it runs again.
-std::vector<bool> recomputedNodes(const PlanGraph &g) {
-  int n = g.nodes.size();
-  std::vector<bool> again(n, false);
-  const RepeatedBlock &b = g.block;
-  if (!b.present())
-    return again;
-  std::vector<SmallVector<int, 2>> consumers(n);
-  for (int i = 0; i < n; ++i)
-    for (int p : g.nodes[i].producers)
-      if (p >= 0)
-        consumers[p].push_back(i);
-  for (int copy = 0; copy < b.count; ++copy) {
-    int begin = b.begin + copy * b.period, end = begin + b.period;
-    for (int i = end - 1; i >= begin; --i) {
-      // The layer's output is the next layer's input: kept.
-      if (llvm::any_of(consumers[i], [&](int c) { return c >= end; }))
-        continue;
-      again[i] = g.nodes[i].savedForBackward ||
-                 llvm::any_of(consumers[i], [&](int c) { return again[c]; });
-    }
-  }
-  return again;
 }
 
 /// Every collective one step runs, grouped by kind, axis and size.

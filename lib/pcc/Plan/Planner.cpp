@@ -239,6 +239,7 @@ public:
         if (p >= 0 && (node.savedForBackward || g.nodes[p].savedForBackward) &&
             isa<ContractionOpInterface>(g.nodes[p].op))
           keptBySelective[p] = true;
+    recomputedByFull = recomputedNodes(g);
   }
 
   /// Enumerates and costs every candidate, re-searches the fastest exactly
@@ -296,6 +297,8 @@ private:
   std::vector<int> sharedReaders;
   /// Products whose results selective recompute keeps.
   std::vector<bool> keptBySelective;
+  /// Nodes full recompute runs again (ZeRO-3 gathers their weights again).
+  std::vector<bool> recomputedByFull;
   /// The fastest priced candidate that fits so far.
   double fastestFit = std::numeric_limits<double>::infinity();
   /// Chunks per pipeline device to price for `pp` stages and `m`
@@ -822,7 +825,11 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
           sum.savedProductBytes += nc.resultBytes;
         sum.weightTensors += node.weightTensors;
         sum.forwardReads += node.forwardParameterReads;
-        sum.backwardTensors += node.backwardParameterReads;
+        sum.backwardTensors += node.backwardParameterReads +
+                               (c.recompute == Recompute::Full &&
+                                        recomputedByFull[i] && !node.derived
+                                    ? node.forwardParameterReads
+                                    : 0);
         sum.paramElements += node.params;
         sum.largestNodeWeightBytes =
             std::max(sum.largestNodeWeightBytes, nc.weightBytes);
