@@ -7,18 +7,13 @@
 
 #include "pcc/Partition/Propagation.h"
 
+#include "TrainingPropagation.h"
 #include "pcc/Dialect/PCC/IR/PCCOps.h"
 #include "pcc/Dialect/PCC/IR/TensorUtils.h"
 #include "pcc/Partition/Passes.h"
-#include "pcc/Sharding/ParallelPlan.h"
-#include "pcc/Sharding/Reshard.h"
 #include "pcc/Sharding/ShardingRules.h"
 
-#include "mlir/IR/IRMapping.h"
-#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/DenseMap.h"
-#include "llvm/ADT/DenseSet.h"
-#include "llvm/ADT/StringMap.h"
 
 #include <algorithm>
 
@@ -30,149 +25,6 @@ namespace pcc {
 #include "pcc/Partition/Passes.h.inc"
 
 namespace {
-
-/// The layouts a training step stores its tensors in (pcc/Autodiff): the
-/// optimizer states like their parameter, and under ZeRO (the plan's stage)
-/// the states, and from stage 3 the parameters, split over dp as well, so
-/// the update reads each device's part of them: the partial gradients reach
-/// it by a reduce-scatter, and the new parameters their readers by
-/// all-gathers. Nothing here acts on a program without optimizer ops.
-class TrainingLayouts {
-public:
-  TrainingLayouts(func::FuncOp fn, const Mesh &mesh) : mesh(mesh) {
-    for (auto w : fn.getOps<WeightOp>())
-      if (!w.getZeros())
-        parameters[w.getName()] = w.getResult();
-    if (auto module = fn->getParentOfType<ModuleOp>())
-      if (std::optional<ParallelPlan> plan = readPlan(module))
-        zero = plan->zero;
-    for (auto [i, name] : llvm::enumerate(mesh.axisNames))
-      if (name == "dp" && mesh.shape[i] > 1)
-        dpAxis = i;
-  }
-
-  /// ZeRO-3 holds a parameter whole only while an op reads it. A value made
-  /// from parameters alone (nn.Linear's transposed weight, as exports
-  /// without constant folding write it) that the backward pass reads again
-  /// is made again before its first backward reader, from a gather of its
-  /// own, rather than kept whole from the forward pass to the backward.
-  void remakeWeightViews(func::FuncOp fn) {
-    if (zero < 3 || !dpAxis)
-      return;
-    llvm::DenseSet<Value> fromWeights =
-        valuesMadeOfWeights(fn.getBody().front());
-    llvm::DenseMap<Value, Value> remade;
-    // Remade ops belong to the backward op that first reads them.
-    std::function<Value(Value, OpBuilder &, Attribute)> remake =
-        [&](Value v, OpBuilder &b, Attribute gradientOf) {
-          if (!fromWeights.contains(v))
-            return v;
-          if (Value again = remade.lookup(v))
-            return again;
-          Operation *def = v.getDefiningOp();
-          IRMapping map;
-          for (Value o : def->getOperands())
-            map.map(o, remake(o, b, gradientOf));
-          Operation *copy = b.clone(*def, map);
-          copy->removeAttr(kForwardIdAttr);
-          copy->setAttr(kGradientOfAttr, gradientOf);
-          for (auto [from, to] :
-               llvm::zip(def->getResults(), copy->getResults()))
-            remade[from] = to;
-          return remade.lookup(v);
-        };
-    for (Operation &op : fn.getBody().front().without_terminator()) {
-      if (!op.hasAttr(kGradientOfAttr))
-        continue;
-      OpBuilder b(&op);
-      for (OpOperand &use : op.getOpOperands())
-        if (fromWeights.contains(use.get()))
-          use.set(remake(use.get(), b, op.getAttr(kGradientOfAttr)));
-    }
-  }
-
-  /// Places the stored tensors `op` reads, before its layouts are chosen.
-  void placeStored(Operation &op) {
-    for (Value v : op.getOperands()) {
-      placeState(v);
-      if (op.hasAttr(kOptimizerAttr))
-        placeParameter(&op, v);
-    }
-  }
-
-  /// The update reads a gradient once summed (under ZeRO, into each
-  /// device's part: a reduce-scatter), not a partial sum per formula.
-  void sumGradients(Operation &op, SmallVectorImpl<TensorSharding> &in) {
-    if (!op.hasAttr(kOptimizerAttr))
-      return;
-    bool summed = false;
-    for (auto [v, s] : llvm::zip(op.getOperands(), in))
-      if (!s.partial.empty()) {
-        s = splitOverDp(v, s);
-        summed = true;
-      }
-    if (summed)
-      setOperandShardings(&op, kOperandShardingAttr, mesh, in);
-  }
-
-private:
-  /// `s` (partial sums dropped) split over dp too, under ZeRO.
-  TensorSharding splitOverDp(Value v, TensorSharding s) const {
-    s.partial.clear();
-    if (!zero || !dpAxis || s.usesAxis(*dpAxis))
-      return s;
-    int64_t n = mesh.shape[*dpAxis];
-    ArrayRef<int64_t> shape = shapeOf(v);
-    // A whole dimension first; else one already split, further.
-    for (bool whole : {true, false})
-      for (auto [d, ds] : llvm::enumerate(s.dims)) {
-        int64_t blocks = ds.isSplit() ? mesh.size(ds.axes) : 1;
-        if (ds.isSplit() == whole || (ds.isSplit() && ds.groups != 1) ||
-            shape[d] % (blocks * n))
-          continue;
-        ds.axes.push_back(*dpAxis);
-        ds.groups = 1;
-        return s;
-      }
-    return s; // nothing divides: whole on dp
-  }
-
-  /// An optimizer state ("<param>.exp_avg") is stored like its parameter,
-  /// as the parameter stands when the update first reads it.
-  void placeState(Value v) {
-    auto w = v.getDefiningOp<WeightOp>();
-    if (!w || !w.getZeros() || !placed.insert(v).second)
-      return;
-    StringRef name = w.getName();
-    Value param = parameters.lookup(name.substr(0, name.rfind('.')));
-    if (param && shapeOf(param) == shapeOf(v))
-      setSharding(v, mesh, splitOverDp(v, shardingOf(param)));
-  }
-
-  /// ZeRO-3: a parameter the update reads is stored split over dp from
-  /// then on; the ops before (forward and backward) keep the layouts they
-  /// read it in, and gather it there.
-  void placeParameter(Operation *update, Value v) {
-    auto w = v.getDefiningOp<WeightOp>();
-    if (zero < 3 || !w || w.getZeros() || !placed.insert(v).second)
-      return;
-    for (Operation *user : v.getUsers())
-      if (user->isBeforeInBlock(update) &&
-          !user->hasAttr(kOperandShardingAttr)) {
-        SmallVector<TensorSharding> in;
-        for (Value o : user->getOperands())
-          in.push_back(shardingOf(o));
-        setOperandShardings(user, kOperandShardingAttr, mesh, in);
-      }
-    setSharding(v, mesh, splitOverDp(v, shardingOf(v)));
-  }
-
-  const Mesh &mesh;
-  llvm::StringMap<Value> parameters;
-  int64_t zero = 0;
-  std::optional<int64_t> dpAxis;
-  llvm::DenseSet<Value> placed;
-};
 
 /// A 2-D weight read transposed (MatMul(x, Transpose(W)), as exports
 /// without constant folding write nn.Linear) that an op asks for in layout
@@ -198,166 +50,12 @@ bool storeTransposed(Value v, const TensorSharding &old,
   return true;
 }
 
-/// A partial sum over tp that several ops read is summed where it is first
-/// read, once (the partitioner reshards a value once per layout), rather
-/// than carried through each reader's linear ops and summed per branch:
-/// Megatron's one all-reduce of a column-parallel layer's input gradient,
-/// where a layer norm's backward would otherwise reduce four products.
-/// Later readers take it summed as the first reader did (Megatron-SP's
-/// reduce-scatter, not a second, all-reduced copy). Partial sums over dp
-/// and microbatches are the gradient's own business.
-class SharedPartials {
-public:
-  explicit SharedPartials(const Mesh &mesh) : mesh(mesh) {}
-
-  void sum(Operation &op, SmallVectorImpl<TensorSharding> &in) {
-    if (op.hasAttr(kOptimizerAttr))
-      return;
-    bool summed = false;
-    for (auto [v, s] : llvm::zip(op.getOperands(), in)) {
-      bool partial = overTp(shardingOf(v));
-      if (!partial || v.hasOneUse())
-        continue;
-      if (!overTp(s)) {
-        // Summed for this reader already (a strategy's layout).
-        first.try_emplace(v, s);
-        continue;
-      }
-      auto [it, isFirst] = first.try_emplace(v, s);
-      if (isFirst)
-        llvm::erase_if(it->second.partial, [&](int64_t axis) {
-          return mesh.axisNames[axis] == "tp";
-        });
-      s = it->second;
-      summed = true;
-    }
-    if (summed)
-      setOperandShardings(&op, kOperandShardingAttr, mesh, in);
-  }
-
-private:
-  bool overTp(const TensorSharding &s) const {
-    return llvm::any_of(
-        s.partial, [&](int64_t axis) { return mesh.axisNames[axis] == "tp"; });
-  }
-
-  const Mesh &mesh;
-  llvm::DenseMap<Value, TensorSharding> first;
-};
-
-/// Bytes one device sends and receives to run `op` as `s` on operands laid
-/// out as `in`, its partial result summed after (ring collectives: an
-/// all-reduce moves twice its buffer).
-double movedBytes(Operation *op, ArrayRef<TensorSharding> in,
-                  const OpSharding &s, const Mesh &mesh) {
-  double bytes = 0;
-  auto add = [&](const TensorSharding &from, const TensorSharding &to,
-                 Value v) {
-    for (const ReshardStep &step : planReshard(from, to))
-      bytes += stepBufferBytes(step, tensorBytes(v), mesh) *
-               (step.kind == ReshardKind::AllReduce ? 2 : 1);
-  };
-  for (auto [v, from, to] : llvm::zip(op->getOperands(), in, s.operands))
-    add(from, to, v);
-  for (auto [v, r] : llvm::zip(op->getResults(), s.results))
-    if (!r.partial.empty()) {
-      TensorSharding whole = r;
-      whole.partial.clear();
-      add(r, whole, v);
-    }
-  return bytes;
-}
-
-/// A weight's gradient (X^T dY, a backward product of two activations)
-/// splits the factor its first split operand offers; when gathering that
-/// operand's tensor split instead moves fewer bytes, it is gathered
-/// (Megatron-SP's backward gathers the sequence-split input rather than
-/// resharding the output gradient and summing a whole weight gradient).
-/// Forward ops and products with weights keep their rules' choice: the
-/// planner priced those.
-void gatherCheaperFactor(Operation &op, SmallVectorImpl<TensorSharding> &in,
-                         const Mesh &mesh,
-                         llvm::DenseMap<Value, bool> &madeOfWeights) {
-  // Made from weights alone (a transposed weight, remade for the backward
-  // under ZeRO-3 too).
-  std::function<bool(Value)> fromWeights = [&](Value v) {
-    Operation *def = v.getDefiningOp();
-    if (!def || isa<ConstantOp>(def))
-      return false;
-    if (isa<WeightOp>(def))
-      return true;
-    auto [it, first] = madeOfWeights.try_emplace(v, false);
-    if (!first)
-      return it->second;
-    bool made = def->getNumOperands() > 0 &&
-                llvm::all_of(def->getOperands(), [&](Value o) {
-                  return o.getDefiningOp<ConstantOp>() || fromWeights(o);
-                });
-    madeOfWeights[v] = made;
-    return made;
-  };
-  if (!op.hasAttr(kGradientOfAttr) || !isa<ContractionOpInterface>(op) ||
-      llvm::any_of(
-          in, [](const TensorSharding &t) { return !t.partial.empty(); }) ||
-      llvm::any_of(op.getOperands(), fromWeights))
-    return;
-  auto isTp = [&](int64_t a) { return mesh.axisNames[a] == "tp"; };
-  SmallVector<TensorSharding> best(in.begin(), in.end());
-  double bestBytes = movedBytes(&op, in, inferOpSharding(&op, in, mesh), mesh);
-  for (unsigned k = 0; k < in.size(); ++k) {
-    SmallVector<TensorSharding> other(in.begin(), in.end());
-    bool changed = false;
-    for (DimSharding &d : other[k].dims) {
-      size_t before = d.axes.size();
-      llvm::erase_if(d.axes, isTp);
-      changed |= d.axes.size() != before;
-      if (d.axes.empty())
-        d.groups = 1;
-    }
-    if (!changed)
-      continue;
-    OpSharding s = inferOpSharding(&op, other, mesh);
-    // Moved from the operands as they are to what this choice reads.
-    double bytes = movedBytes(&op, in, s, mesh);
-    if (bytes < bestBytes) {
-      bestBytes = bytes;
-      best = std::move(other);
-    }
-  }
-  if (llvm::equal(best, in))
-    return;
-  in.assign(best.begin(), best.end());
-  setOperandShardings(&op, kOperandShardingAttr, mesh, in);
-}
-
 } // namespace
-
-llvm::DenseSet<Value> valuesMadeOfWeights(Block &body) {
-  llvm::DenseSet<Value> made;
-  for (Operation &op : body.without_terminator()) {
-    if (op.hasAttr(kGradientOfAttr) || op.hasAttr(kOptimizerAttr) ||
-        op.getNumRegions() || !isPure(&op) || op.getNumResults() == 0)
-      continue;
-    bool any = false, only = true;
-    for (Value v : op.getOperands()) {
-      auto w = v.getDefiningOp<WeightOp>();
-      bool weight = (w && !w.getZeros()) || made.contains(v);
-      only &= weight || v.getDefiningOp<ConstantOp>();
-      any |= weight;
-    }
-    if (any && only)
-      made.insert(op.result_begin(), op.result_end());
-  }
-  return made;
-}
 
 void propagateShardings(func::FuncOp fn, const Mesh &mesh, StrategyHook hook) {
   // Layouts each weight is used with (to annotate single-layout weights).
   llvm::DenseMap<Operation *, SmallVector<TensorSharding>> weightUses;
-  TrainingLayouts training(fn, mesh);
-  training.remakeWeightViews(fn);
-  SharedPartials sharedPartials(mesh);
-  llvm::DenseMap<Value, bool> madeOfWeights; // gatherCheaperFactor's memo
+  TrainingPropagation training(fn, mesh);
   // A weight that every op so far read in one split layout is stored so.
   auto settle = [&](Operation *w) {
     Value v = w->getResult(0);
@@ -429,10 +127,7 @@ void propagateShardings(func::FuncOp fn, const Mesh &mesh, StrategyHook hook) {
         setOperandShardings(&op, kOperandShardingAttr, mesh, in);
     }
     bool strategyPinned = op.hasAttr(kOperandShardingAttr);
-    training.sumGradients(op, in);
-    sharedPartials.sum(op, in);
-    if (!strategyPinned)
-      gatherCheaperFactor(op, in, mesh, madeOfWeights);
+    training.adjustOperands(op, in, strategyPinned);
     OpSharding s = inferOpSharding(&op, in, mesh);
     for (auto [r, layout] : llvm::zip(op.getResults(), s.results))
       setSharding(r, mesh, layout);
