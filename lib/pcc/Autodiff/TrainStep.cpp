@@ -128,6 +128,50 @@ FailureOr<Value> StepBuilder::buildLoss(Value y) {
   return g.neg(mean(picked));
 }
 
+namespace {
+
+/// The slices of `v` that tile it along one axis (unit steps, each whole
+/// on the other axes, together covering it once: a fused QKV read as Q, K
+/// and V), in order along the axis; empty when its slices do not.
+SmallVector<SliceOp> tilingSlices(Value v) {
+  ArrayRef<int64_t> shape = shapeOf(v);
+  SmallVector<SliceOp> slices;
+  int64_t axis = -1;
+  for (Operation *user : v.getUsers()) {
+    auto slice = dyn_cast<SliceOp>(user);
+    if (!slice)
+      return {};
+    ArrayRef<int64_t> starts = slice.getStarts(), steps = slice.getSteps();
+    ArrayRef<int64_t> sizes = shapeOf(slice.getResult());
+    for (size_t d = 0; d < shape.size(); ++d) {
+      if (steps[d] != 1)
+        return {};
+      if (starts[d] == 0 && sizes[d] == shape[d])
+        continue;
+      if (axis >= 0 && axis != int64_t(d))
+        return {};
+      axis = d;
+    }
+    slices.push_back(slice);
+  }
+  if (axis < 0 || slices.size() < 2)
+    return {};
+  llvm::sort(slices, [&](SliceOp a, SliceOp b) {
+    return a.getStarts()[axis] < b.getStarts()[axis];
+  });
+  int64_t at = 0;
+  for (SliceOp s : slices) {
+    if (s.getStarts()[axis] != at)
+      return {};
+    at += shapeOf(s.getResult())[axis];
+  }
+  if (at != shape[axis])
+    return {};
+  return slices;
+}
+
+} // namespace
+
 void StepBuilder::accumulate(Value v, Value grad) {
   if (!grad || !active.contains(v))
     return;
@@ -150,10 +194,54 @@ LogicalResult StepBuilder::differentiate(Value loss) {
     tagged = ret->getPrevNode();
   };
   grads[loss] = g.fill(loss, 1.0);
+  // Slices that tile their operand hand it their gradients joined, one
+  // concat (split like the pieces), at the first slice in program order
+  // (the last one reached here), not each put back among zeros.
+  llvm::DenseMap<Operation *, SmallVector<SliceOp>> tiles;
+  for (Operation *op : forward)
+    for (Value v : op->getResults())
+      if (active.contains(v))
+        if (SmallVector<SliceOp> slices = tilingSlices(v); !slices.empty()) {
+          Operation *first = slices.front();
+          for (SliceOp s : slices)
+            if (s->isBeforeInBlock(first))
+              first = s;
+          tiles[first] = std::move(slices);
+        }
+  auto joinTiles = [&](Operation *first, int64_t position) {
+    SmallVector<SliceOp> &slices = tiles[first];
+    Value v = slices.front().getInput();
+    SmallVector<Value> parts;
+    bool any = false;
+    for (SliceOp s : slices) {
+      Value d = grads.lookup(s.getResult());
+      any |= bool(d);
+      parts.push_back(d ? d : g.fill(s.getResult(), 0));
+    }
+    if (!any)
+      return;
+    int64_t axis = 0;
+    for (auto [d, size] : llvm::enumerate(shapeOf(v)))
+      if (shapeOf(slices.front().getResult())[d] != size)
+        axis = d;
+    accumulate(v, g.op<ConcatOp>(parts, {g.i64("axis", axis)}));
+    tagSince(first, position);
+  };
   for (int64_t position = forward.size() - 1; position >= 0; --position) {
     Operation *op = forward[position];
     if (isa<WeightOp, ConstantOp>(op))
       continue;
+    if (auto slice = dyn_cast<SliceOp>(op)) {
+      if (tiles.count(op)) {
+        g.setLocation(op->getLoc());
+        joinTiles(op, position);
+        continue;
+      }
+      if (llvm::any_of(tiles, [&](auto &t) {
+            return llvm::is_contained(t.second, slice);
+          }))
+        continue;
+    }
     SmallVector<Value> dy;
     bool any = false;
     for (Value r : op->getResults()) {
