@@ -52,11 +52,11 @@ public:
   /// without constant folding write it) that the backward pass reads again
   /// is made again before its first backward reader, from a gather of its
   /// own, rather than kept whole from the forward pass to the backward.
-  void remakeWeightViews(func::FuncOp fn) {
+  /// `fromWeights`: valuesMadeOfWeights, to which the remade ones are
+  /// added.
+  void remakeWeightViews(func::FuncOp fn, llvm::DenseSet<Value> &fromWeights) {
     if (zero < 3 || !dpAxis)
       return;
-    llvm::DenseSet<Value> fromWeights =
-        valuesMadeOfWeights(fn.getBody().front());
     llvm::DenseMap<Value, Value> remade;
     // Remade ops belong to the backward op that first reads them.
     std::function<Value(Value, OpBuilder &, Attribute)> remake =
@@ -85,6 +85,8 @@ public:
         if (fromWeights.contains(use.get()))
           use.set(remake(use.get(), b, op.getAttr(kGradientOfAttr)));
     }
+    for (auto &entry : remade)
+      fromWeights.insert(entry.second);
   }
 
   /// Places the stored tensors `op` reads, before its layouts are chosen.
@@ -249,29 +251,14 @@ double movedBytes(Operation *op, ArrayRef<TensorSharding> in,
 /// planner priced those.
 void gatherCheaperFactor(Operation &op, SmallVectorImpl<TensorSharding> &in,
                          const Mesh &mesh,
-                         llvm::DenseMap<Value, bool> &madeOfWeights) {
-  // Made from weights alone (a transposed weight, remade for the backward
-  // under ZeRO-3 too).
-  std::function<bool(Value)> fromWeights = [&](Value v) {
-    Operation *def = v.getDefiningOp();
-    if (!def || isa<ConstantOp>(def))
-      return false;
-    if (isa<WeightOp>(def))
-      return true;
-    auto [it, first] = madeOfWeights.try_emplace(v, false);
-    if (!first)
-      return it->second;
-    bool made = def->getNumOperands() > 0 &&
-                llvm::all_of(def->getOperands(), [&](Value o) {
-                  return o.getDefiningOp<ConstantOp>() || fromWeights(o);
-                });
-    madeOfWeights[v] = made;
-    return made;
+                         const llvm::DenseSet<Value> &fromWeights) {
+  auto readsWeights = [&](Value v) {
+    return v.getDefiningOp<WeightOp>() || fromWeights.contains(v);
   };
   if (!op.hasAttr(kGradientOfAttr) || !isa<ContractionOpInterface>(op) ||
       llvm::any_of(
           in, [](const TensorSharding &t) { return !t.partial.empty(); }) ||
-      llvm::any_of(op.getOperands(), fromWeights))
+      llvm::any_of(op.getOperands(), readsWeights))
     return;
   auto isTp = [&](int64_t a) { return mesh.axisNames[a] == "tp"; };
   SmallVector<TensorSharding> best(in.begin(), in.end());
@@ -325,16 +312,18 @@ llvm::DenseSet<Value> valuesMadeOfWeights(Block &body) {
 
 struct TrainingPropagation::State {
   State(func::FuncOp fn, const Mesh &mesh)
-      : mesh(mesh), layouts(fn, mesh), sharedPartials(mesh) {}
+      : mesh(mesh), layouts(fn, mesh), sharedPartials(mesh),
+        fromWeights(valuesMadeOfWeights(fn.getBody().front())) {}
   const Mesh &mesh;
   TrainingLayouts layouts;
   SharedPartials sharedPartials;
-  llvm::DenseMap<Value, bool> madeOfWeights; // gatherCheaperFactor's memo
+  /// Values made from weights alone (remade ones included).
+  llvm::DenseSet<Value> fromWeights;
 };
 
 TrainingPropagation::TrainingPropagation(func::FuncOp fn, const Mesh &mesh)
     : state(std::make_unique<State>(fn, mesh)) {
-  state->layouts.remakeWeightViews(fn);
+  state->layouts.remakeWeightViews(fn, state->fromWeights);
 }
 
 TrainingPropagation::~TrainingPropagation() = default;
@@ -349,7 +338,7 @@ void TrainingPropagation::adjustOperands(Operation &op,
   state->layouts.sumGradients(op, in);
   state->sharedPartials.sum(op, in);
   if (!strategyPinned)
-    gatherCheaperFactor(op, in, state->mesh, state->madeOfWeights);
+    gatherCheaperFactor(op, in, state->mesh, state->fromWeights);
 }
 
 } // namespace pcc
