@@ -130,44 +130,49 @@ FailureOr<Value> StepBuilder::buildLoss(Value y) {
 
 namespace {
 
-/// The slices of `v` that tile it along one axis (unit steps, each whole
-/// on the other axes, together covering it once: a fused QKV read as Q, K
-/// and V), in order along the axis; empty when its slices do not.
-SmallVector<SliceOp> tilingSlices(Value v) {
-  ArrayRef<int64_t> shape = shapeOf(v);
+/// Slices of one value that tile it along `axis`, in order along it.
+struct Tiling {
   SmallVector<SliceOp> slices;
   int64_t axis = -1;
+};
+
+/// The slices of `v` when they tile it along one axis (unit steps, each
+/// whole on the other axes, together covering it once: a fused QKV read
+/// as Q, K and V); none otherwise.
+std::optional<Tiling> tilingSlices(Value v) {
+  ArrayRef<int64_t> shape = shapeOf(v);
+  Tiling t;
   for (Operation *user : v.getUsers()) {
     auto slice = dyn_cast<SliceOp>(user);
     if (!slice)
-      return {};
+      return std::nullopt;
     ArrayRef<int64_t> starts = slice.getStarts(), steps = slice.getSteps();
     ArrayRef<int64_t> sizes = shapeOf(slice.getResult());
     for (size_t d = 0; d < shape.size(); ++d) {
       if (steps[d] != 1)
-        return {};
+        return std::nullopt;
       if (starts[d] == 0 && sizes[d] == shape[d])
         continue;
-      if (axis >= 0 && axis != int64_t(d))
-        return {};
-      axis = d;
+      if (t.axis >= 0 && t.axis != int64_t(d))
+        return std::nullopt;
+      t.axis = d;
     }
-    slices.push_back(slice);
+    t.slices.push_back(slice);
   }
-  if (axis < 0 || slices.size() < 2)
-    return {};
-  llvm::sort(slices, [&](SliceOp a, SliceOp b) {
-    return a.getStarts()[axis] < b.getStarts()[axis];
+  if (t.axis < 0 || t.slices.size() < 2)
+    return std::nullopt;
+  llvm::sort(t.slices, [&](SliceOp a, SliceOp b) {
+    return a.getStarts()[t.axis] < b.getStarts()[t.axis];
   });
   int64_t at = 0;
-  for (SliceOp s : slices) {
-    if (s.getStarts()[axis] != at)
-      return {};
-    at += shapeOf(s.getResult())[axis];
+  for (SliceOp s : t.slices) {
+    if (s.getStarts()[t.axis] != at)
+      return std::nullopt;
+    at += shapeOf(s.getResult())[t.axis];
   }
-  if (at != shape[axis])
-    return {};
-  return slices;
+  if (at != shape[t.axis])
+    return std::nullopt;
+  return t;
 }
 
 } // namespace
@@ -197,50 +202,44 @@ LogicalResult StepBuilder::differentiate(Value loss) {
   // Slices that tile their operand hand it their gradients joined, one
   // concat (split like the pieces), at the first slice in program order
   // (the last one reached here), not each put back among zeros.
-  llvm::DenseMap<Operation *, SmallVector<SliceOp>> tiles;
+  llvm::DenseMap<Operation *, Tiling> tilings;
+  llvm::DenseSet<Operation *> tiled;
   for (Operation *op : forward)
     for (Value v : op->getResults())
       if (active.contains(v))
-        if (SmallVector<SliceOp> slices = tilingSlices(v); !slices.empty()) {
-          Operation *first = slices.front();
-          for (SliceOp s : slices)
+        if (std::optional<Tiling> t = tilingSlices(v)) {
+          Operation *first = t->slices.front();
+          for (SliceOp s : t->slices) {
+            tiled.insert(s);
             if (s->isBeforeInBlock(first))
               first = s;
-          tiles[first] = std::move(slices);
+          }
+          tilings[first] = std::move(*t);
         }
-  auto joinTiles = [&](Operation *first, int64_t position) {
-    SmallVector<SliceOp> &slices = tiles[first];
-    Value v = slices.front().getInput();
+  auto joinTiles = [&](Tiling &t) {
     SmallVector<Value> parts;
     bool any = false;
-    for (SliceOp s : slices) {
+    for (SliceOp s : t.slices) {
       Value d = grads.lookup(s.getResult());
       any |= bool(d);
       parts.push_back(d ? d : g.fill(s.getResult(), 0));
     }
-    if (!any)
-      return;
-    int64_t axis = 0;
-    for (auto [d, size] : llvm::enumerate(shapeOf(v)))
-      if (shapeOf(slices.front().getResult())[d] != size)
-        axis = d;
-    accumulate(v, g.op<ConcatOp>(parts, {g.i64("axis", axis)}));
-    tagSince(first, position);
+    if (any)
+      accumulate(t.slices.front().getInput(),
+                 g.op<ConcatOp>(parts, {g.i64("axis", t.axis)}));
+    return any;
   };
   for (int64_t position = forward.size() - 1; position >= 0; --position) {
     Operation *op = forward[position];
     if (isa<WeightOp, ConstantOp>(op))
       continue;
-    if (auto slice = dyn_cast<SliceOp>(op)) {
-      if (tiles.count(op)) {
+    if (tiled.contains(op)) {
+      if (auto t = tilings.find(op); t != tilings.end()) {
         g.setLocation(op->getLoc());
-        joinTiles(op, position);
-        continue;
+        if (joinTiles(t->second))
+          tagSince(op, position);
       }
-      if (llvm::any_of(tiles, [&](auto &t) {
-            return llvm::is_contained(t.second, slice);
-          }))
-        continue;
+      continue;
     }
     SmallVector<Value> dy;
     bool any = false;
