@@ -103,9 +103,16 @@ struct BucketGradientsPass
   void runOnOperation() override {
     // Buckets in program order per (grid, axes, reduction, element type,
     // pipeline stage).
+    struct Bucket {
+      SmallVector<shard::AllReduceOp> sums;
+      int64_t bytes = 0;
+      /// Its last gradient and the first reader of any: its sum runs
+      /// between them.
+      Operation *lastMade = nullptr, *firstRead = nullptr;
+    };
     llvm::MapVector<
         std::tuple<Attribute, Attribute, Attribute, Type, Attribute>,
-        SmallVector<SmallVector<shard::AllReduceOp>>>
+        SmallVector<Bucket>>
         groups;
     // A sum over the microbatch axis alone is an accumulation in place
     // (pcc-accumulate-microbatches), not a call: joining those would only
@@ -137,33 +144,28 @@ struct BucketGradientsPass
           op.getInput().getDefiningOp()->getAttr(kStageAttr));
       auto &buckets = groups[key];
       int64_t bytes = tensorBytes(op.getInput());
-      int64_t held = 0;
-      if (!buckets.empty())
-        for (shard::AllReduceOp o : buckets.back())
-          held += tensorBytes(o.getInput());
+      Operation *made = op.getInput().getDefiningOp(), *read = firstUser(op);
       // The bucket's sum runs after its last gradient and before the first
-      // reader of any (a gradient sliced for a split update is made right
-      // before that update).
-      auto fits = [&](ArrayRef<shard::AllReduceOp> bucket) {
-        Operation *last = op.getInput().getDefiningOp();
-        Operation *first = firstUser(op);
-        for (shard::AllReduceOp o : bucket) {
-          if (last->isBeforeInBlock(o.getInput().getDefiningOp()))
-            last = o.getInput().getDefiningOp();
-          if (firstUser(o)->isBeforeInBlock(first))
-            first = firstUser(o);
-        }
-        return last->isBeforeInBlock(first);
+      // reader of any.
+      auto fits = [&](const Bucket &b) {
+        Operation *last = b.lastMade->isBeforeInBlock(made) ? made : b.lastMade;
+        Operation *first = read->isBeforeInBlock(b.firstRead) ? read : b.firstRead;
+        return b.bytes + bytes <= bucketBytes && last->isBeforeInBlock(first);
       };
-      if (buckets.empty() || held + bytes > bucketBytes ||
-          !fits(buckets.back()))
-        buckets.emplace_back();
-      buckets.back().push_back(op);
+      if (buckets.empty() || !fits(buckets.back()))
+        buckets.push_back({{}, 0, made, read});
+      Bucket &b = buckets.back();
+      b.sums.push_back(op);
+      b.bytes += bytes;
+      if (b.lastMade->isBeforeInBlock(made))
+        b.lastMade = made;
+      if (read->isBeforeInBlock(b.firstRead))
+        b.firstRead = read;
     });
     for (auto &[key, buckets] : groups)
-      for (auto &group : buckets)
-        if (group.size() > 1)
-          bucket(group);
+      for (Bucket &b : buckets)
+        if (b.sums.size() > 1)
+          bucket(b.sums);
   }
 };
 
