@@ -26,7 +26,6 @@
 
 #include <cfloat>
 #include <chrono>
-#include <set>
 
 using namespace mlir;
 
@@ -602,7 +601,7 @@ void LayoutProblem::spellOut(SearchResult &result) const {
   // does.
   int copiedFrom =
       b.present() && !in.fixedPerCopy ? b.begin + 2 * b.period : n;
-  std::set<std::pair<void *, std::string>> resharded;
+  llvm::DenseMap<Value, SmallVector<TensorSharding, 1>> resharded;
   for (int i = 0; i < n; ++i) {
     if (i >= copiedFrom && i < b.end()) {
       if (!in.layouts)
@@ -637,10 +636,10 @@ void LayoutProblem::spellOut(SearchResult &result) const {
       // The partitioner reshards a value once per layout, however many
       // ops read it so (a layer's input, read by its norm and its
       // residual add).
-      if (steps.empty() ||
-          !resharded.insert({v.getAsOpaquePointer(), describe(to, mesh)})
-               .second)
+      SmallVector<TensorSharding, 1> &done = resharded[v];
+      if (steps.empty() || llvm::is_contained(done, to))
         continue;
+      done.push_back(to);
       size_t before = colls.size();
       c.comm += stepsTime(steps, tensorBytes(v) * in.scale, mesh, in.crossNode,
                           cost, in.layouts ? &colls : nullptr);
