@@ -120,6 +120,15 @@ struct PlanGraph {
   int representative(int i) const;
 };
 
+/// ZeRO-3's gathers of `node`'s parameters in the backward pass: its
+/// gradient rules' reads and, when full recompute runs it again
+/// (`recomputed`), its forward reads once more (a transposed weight is
+/// made once for the backward: TrainingPropagation.cpp).
+inline int backwardGathers(const PlanNode &node, bool recomputed) {
+  return node.backwardParameterReads +
+         (recomputed && !node.derived ? node.forwardParameterReads : 0);
+}
+
 /// Full recompute runs each repeated layer's forward again in its
 /// backward, from the layer's input up to the values that backward reads:
 /// per node, whether it runs again (none without repeated layers).

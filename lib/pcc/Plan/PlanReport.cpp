@@ -129,8 +129,7 @@ struct ZeroTensors {
 /// ZeRO-3's gathers of them per microbatch in the forward and backward
 /// passes (PlanNode), and their bytes per device.
 ZeroTensors zeroTensors(const PlanGraph &g, const PlanCandidate &c) {
-  // Full recompute reads a repeated layer's weights again (a transposed
-  // weight is made once for the backward: Propagation.cpp).
+  // Full recompute reads a repeated layer's weights again.
   std::vector<bool> again = c.recompute == Recompute::Full
                                 ? recomputedNodes(g)
                                 : std::vector<bool>(g.nodes.size(), false);
@@ -145,9 +144,7 @@ ZeroTensors zeroTensors(const PlanGraph &g, const PlanCandidate &c) {
       t.weights += node.weightTensors;
       t.bytes += node.params * g.elementBytes;
       t.forward += node.forwardParameterReads;
-      t.backward +=
-          node.backwardParameterReads +
-          (again[i] && !node.derived ? node.forwardParameterReads : 0);
+      t.backward += backwardGathers(node, again[i]);
     }
   }
   ZeroTensors best;
@@ -200,8 +197,7 @@ std::vector<CollectiveSummary> collectives(const PlanGraph &g,
       return perStep;
     // A reshard of the layer's input (made outside it) is not repeated.
     bool repeated =
-        again[i] && (pc.producer < 0 || pc.producer >= int(again.size()) ||
-                     copyOf(pc.producer) == copyOf(i));
+        again[i] && (pc.producer < 0 || copyOf(pc.producer) == copyOf(i));
     return c.microbatches * (repeated ? 2 : 1);
   };
   for (auto [i, nc] : llvm::enumerate(c.layout->layouts))

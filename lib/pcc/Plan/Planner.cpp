@@ -825,11 +825,8 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
           sum.savedProductBytes += nc.resultBytes;
         sum.weightTensors += node.weightTensors;
         sum.forwardReads += node.forwardParameterReads;
-        sum.backwardTensors += node.backwardParameterReads +
-                               (c.recompute == Recompute::Full &&
-                                        recomputedByFull[i] && !node.derived
-                                    ? node.forwardParameterReads
-                                    : 0);
+        sum.backwardTensors += backwardGathers(
+            node, c.recompute == Recompute::Full && recomputedByFull[i]);
         sum.paramElements += node.params;
         sum.largestNodeWeightBytes =
             std::max(sum.largestNodeWeightBytes, nc.weightBytes);
