@@ -237,6 +237,31 @@ class Mobile(nn.Module):
         return F.cross_entropy(self.head(x.flatten(1)), labels)
 
 
+class ResNet(nn.Module):
+    """A ResNet basic block: convolutions each followed by BatchNorm2d in
+    training mode (batch statistics, running statistics updated), a
+    residual, global average pooling, BatchNorm1d and a linear head,
+    F.cross_entropy over 10 classes."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 8, 3, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(8)
+        self.conv2 = nn.Conv2d(8, 8, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(8)
+        self.conv3 = nn.Conv2d(8, 8, 3, padding=1, bias=False)
+        self.bn3 = nn.BatchNorm2d(8, momentum=0.3)
+        self.norm = nn.BatchNorm1d(8)
+        self.head = nn.Linear(8, 10)
+
+    def forward(self, images, labels):
+        x = F.relu(self.bn1(self.conv1(images)))
+        y = F.relu(self.bn2(self.conv2(x)))
+        x = F.relu(x + self.bn3(self.conv3(y)))
+        x = self.norm(F.adaptive_avg_pool2d(x, 1).flatten(1))
+        return F.cross_entropy(self.head(x), labels)
+
+
 def cnn_batches(steps, rng):
     return [(rng.standard_normal((4, 3, 16, 16)).astype(np.float32),
              rng.integers(0, 10, (4,)).astype(np.int64))
@@ -245,7 +270,7 @@ def cnn_batches(steps, rng):
 
 MODELS = {"mlp": (Mlp, mlp_batches), "gpt": (Gpt, gpt_batches),
           "vit": (Vit, vit_batches), "cnn": (Cnn, cnn_batches),
-          "mobile": (Mobile, cnn_batches),
+          "mobile": (Mobile, cnn_batches), "resnet": (ResNet, cnn_batches),
           "classifier": (Classifier, classifier_batches),
           "regressor": (Regressor, regressor_batches)}
 # Models exported without their loss: the loss pcc adds (--loss).
@@ -297,8 +322,11 @@ def torch_train(model, batches, optimizer, steps):
         losses.append(loss.item())
         loss.backward()
         opt.step()
-    return losses, {n: p.detach().numpy() for n, p in
-                    model.named_parameters()}
+    trained = {n: p.detach().numpy() for n, p in model.named_parameters()}
+    # BatchNorm's running statistics: buffers the step updates.
+    trained.update({n: b.numpy() for n, b in model.named_buffers()
+                    if n.endswith(("running_mean", "running_var"))})
+    return losses, trained
 
 
 def run_steps(mpirun, ranks, out, batches, steps, extra=()):

@@ -696,6 +696,7 @@ int main(int argc, char **argv) {
     return fail("--global-batch must be at least 1, got " +
                 std::to_string(globalBatch));
   options.globalBatch = globalBatch;
+  options.training = train;
   if (targetName != "cpu" && targetName != "cuda")
     return fail("--target must be cpu or cuda, got '" + targetName + "'");
   for (StringRef arch : split(StringRef(cudaArch), ','))

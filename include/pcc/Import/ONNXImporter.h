@@ -27,6 +27,11 @@ struct ImportOptions {
   /// (batch) dimension of the first graph input and every input sharing
   /// its symbolic name (0: the model's own).
   int64_t globalBatch = 0;
+  /// The model is imported to be trained (--train): a training-mode op's
+  /// buffer outputs (BatchNormalization's running statistics) become the
+  /// step's new values of the initializers they update (pcc.assign).
+  /// Otherwise they are values no one reads, as ONNX defines them.
+  bool training = false;
 };
 
 /// Parses `--input-shape` values of the form NAME=2x32 (or NAME=7 for a

@@ -106,9 +106,22 @@ struct PlanGraph {
   std::string dtype = "fp32";
   int64_t elementBytes = 4;
   double totalFlops = 0, totalParams = 0;
-  /// Reductions of an activation to one element (a loss's sums over the
-  /// batch): one scalar all-reduce each over the data-parallel replicas.
-  int64_t scalarReductions = 0;
+  /// Sums over the batch (a reduction whose reduced axes data parallelism
+  /// splits): each is one all-reduce of its result over the data-parallel
+  /// replicas, and `coupled` ones (batch norm's statistics, which the
+  /// batch's own elements are then normalized by) one more in the
+  /// backward pass (their gradients are sums over the batch too). A
+  /// coupled sum ties the samples of a batch together: it forbids
+  /// microbatches. The loss's sums (to one number) are not coupled.
+  struct BatchSum {
+    int node;
+    double bytes;
+    bool coupled;
+  };
+  std::vector<BatchSum> batchSums;
+  bool couplesBatch() const {
+    return llvm::any_of(batchSums, [](const BatchSum &s) { return s.coupled; });
+  }
   /// Leading dimension of the first input (what data parallelism splits).
   int64_t batch = 1;
   /// Second dimension of the first input when it has rank >= 2 (tokens of

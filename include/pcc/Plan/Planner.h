@@ -110,8 +110,8 @@ struct PlanCandidate {
   int64_t zero = 0;
   /// Predicted seconds per step (one batch; forward + backward + optimizer
   /// when training) and its parts.
-  /// Of dataParallel: the scalar all-reduces of the loss's sums over the
-  /// batch (PlanGraph::scalarReductions).
+  /// Of dataParallel: the all-reduces of sums over the batch, the loss's
+  /// and batch statistics' (PlanGraph::batchSums).
   double lossSums = 0;
   double stepTime = 0, compute = 0, comm = 0, bubble = 0, dataParallel = 0,
          optimizer = 0;
@@ -167,6 +167,15 @@ llvm::Expected<Plan> makePlan(const PlanGraph &graph,
 /// `size` ranks `stride` apart spans more than one node.
 bool groupCrossesNodes(int64_t stride, int64_t size,
                        const ClusterSpec &cluster);
+
+/// The replicas a gradient (or a sum over the batch) is summed over: data
+/// and sequence groups and the 2.5D depth; and whether they span nodes.
+struct ReplicaGroup {
+  int64_t size = 1;
+  bool crossesNodes = false;
+};
+ReplicaGroup gradientReplicas(const PlanCandidate &c,
+                              const ClusterSpec &cluster);
 
 } // namespace pcc
 

@@ -338,6 +338,9 @@ LogicalResult StepBuilder::run(TrainStepReport *report) {
   if (failed(mergeDuplicateWeights()))
     return failure();
   Block &body = fn.getBody().front();
+  // Buffers the forward updates (running statistics, stored by the import)
+  // are written last too, with the step's other new values.
+  auto bufferUpdates = llvm::to_vector(body.getOps<AssignOp>());
   auto ret = cast<func::ReturnOp>(body.getTerminator());
   if (ret.getNumOperands() == 0)
     return fn.emitError("the model has no outputs to train on");
@@ -392,6 +395,8 @@ LogicalResult StepBuilder::run(TrainStepReport *report) {
     op->setAttr(kOptimizerAttr, UnitAttr::get(fn.getContext()));
   for (auto [target, value] : assigns)
     AssignOp::create(b, target.getLoc(), target, value);
+  for (AssignOp update : bufferUpdates)
+    update->moveBefore(ret);
   func::ReturnOp::create(b, ret.getLoc(), ValueRange{*loss});
   ret.erase();
   // The step returns the loss alone; its name says so.

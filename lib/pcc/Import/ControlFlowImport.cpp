@@ -226,6 +226,7 @@ LogicalResult GraphImporter::importLoop(const onnx::NodeProto &node,
                           << " nodes";
 
   NodeContext c(node, builder, loc, inputs, opset);
+  c.training = training;
   auto boolType = RankedTensorType::get(declaredScalarShape(body->input(1)),
                                         builder.getI1Type());
   auto iterType = RankedTensorType::get(declaredScalarShape(body->input(0)),

@@ -25,10 +25,12 @@ namespace pcc::import {
 class GraphImporter {
 public:
   GraphImporter(mlir::MLIRContext &ctx, onnx::ModelProto &model,
-                llvm::StringRef path, int opset, bool shapesRebound)
+                llvm::StringRef path, int opset, bool shapesRebound,
+                bool training)
       : ctx(ctx), model(model), graph(*model.mutable_graph()), path(path),
         modelDir(llvm::sys::path::parent_path(path)),
-        shapesRebound(shapesRebound), opset(opset), builder(&ctx) {}
+        shapesRebound(shapesRebound), training(training), opset(opset),
+        builder(&ctx) {}
 
   mlir::OwningOpRef<mlir::ModuleOp> run(const std::vector<int> &order);
   /// Checks pcc's types against every static shape ONNX inferred.
@@ -82,6 +84,8 @@ private:
   std::string modelDir;
   /// --input-shape changed input shapes: declared output dims may be stale.
   bool shapesRebound;
+  /// ImportOptions::training.
+  bool training;
   int opset;
   mlir::OpBuilder builder;
 

@@ -43,6 +43,8 @@ public:
   llvm::ArrayRef<mlir::Value> inputs;
   /// Default-domain opset version of the model.
   int opset;
+  /// ImportOptions::training: buffer outputs update their initializers.
+  bool training = false;
 
   mlir::MLIRContext *ctx() const { return builder.getContext(); }
   mlir::InFlightDiagnostic error() const { return mlir::emitError(loc); }

@@ -1,6 +1,6 @@
 //===- NNConverters.cpp - ONNX contractions, convolutions, norms to pcc ---===//
 
-#include "ImportContext.h"
+#include "ExprBuilder.h"
 #include "VolumeConverters.h"
 
 using namespace mlir;
@@ -174,11 +174,69 @@ Results convertLayerNorm(NodeContext &c) {
   return SmallVector<Value>{*result, Value(), Value()};
 }
 
+/// BatchNormalization with training_mode: the batch's own statistics, as
+/// formulas over pcc ops (so training differentiates them and partitioning
+/// sums them over a split batch: SyncBatchNorm's statistics, the single
+/// device's). Outputs 1 and 2 are the running statistics' next values; a
+/// training import stores them into the initializers they update.
+Results batchNormTraining(NodeContext &c) {
+  Value x = c.input(0);
+  RankedTensorType xt = c.inputType(0);
+  int64_t rank = xt.getRank(), channels = xt.getDimSize(1);
+  if (rank < 2)
+    return c.error() << "BatchNormalization needs an input of shape [N, C, "
+                        "...], got "
+                     << xt;
+  SmallVector<int64_t> axes{0}, perChannel(rank, 1);
+  for (int64_t d = 2; d < rank; ++d)
+    axes.push_back(d);
+  perChannel[1] = channels;
+  int64_t count = xt.getNumElements() / channels;
+  Expr e(c);
+  e.elem = xt.getElementType();
+  auto mean = [&](Value v) {
+    return e.take(c.build1<ReduceMeanOp>(
+        v, {c.i64s("axes", axes), c.boolean("keepdims", true)}));
+  };
+  auto reshape = [&](Value v, ArrayRef<int64_t> shape) {
+    return e.take(c.build1<ReshapeOp>(v, {c.i64s("shape", shape)}));
+  };
+  Value mu = mean(x);
+  Value centered = e.op<SubOp>(x, mu);
+  // The biased variance normalizes, as in ONNX and PyTorch.
+  Value var = mean(e.op<MulOp>(centered, centered));
+  double eps = c.floatAttr("epsilon", 1e-5f);
+  Value inv = e.op<DivOp>(e.k(1.0), e.op<SqrtOp>(e.op<AddOp>(var, e.k(eps))));
+  Value y = e.op<AddOp>(
+      e.op<MulOp>(e.op<MulOp>(centered, inv), reshape(c.input(1), perChannel)),
+      reshape(c.input(2), perChannel));
+  // running = momentum running + (1 - momentum) batch. The running variance
+  // is the unbiased one (count / (count - 1)), as PyTorch, TensorFlow and
+  // ONNX Runtime keep it; ONNX's reference uses the biased variance.
+  double momentum = c.floatAttr("momentum", 0.9f);
+  double bessel = count > 1 ? double(count) / double(count - 1) : 1.0;
+  auto running = [&](Value old, Value batch, double scale) {
+    return e.op<AddOp>(
+        e.op<MulOp>(old, e.k(momentum)),
+        e.op<MulOp>(reshape(batch, {channels}), e.k((1 - momentum) * scale)));
+  };
+  Value runningMean = running(c.input(3), mu, 1.0);
+  Value runningVar = running(c.input(4), var, bessel);
+  if (e.anyFailed())
+    return failure();
+  if (c.training)
+    for (auto [old, next] : {std::pair{c.input(3), runningMean},
+                             std::pair{c.input(4), runningVar}})
+      if (old.getDefiningOp<WeightOp>())
+        AssignOp::create(c.builder, c.loc, old, next);
+  return SmallVector<Value>{y, runningMean, runningVar};
+}
+
 Results convertBatchNorm(NodeContext &c) {
   if (failed(c.requireInputs(5)))
     return failure();
   if (c.intAttr("training_mode", 0) != 0)
-    return c.error() << "BatchNormalization in training mode is not supported";
+    return batchNormTraining(c);
   auto result = c.build1<BatchNormOp>(
       ValueRange{c.input(0), c.input(1), c.input(2), c.input(3), c.input(4)},
       {c.f32("epsilon", c.floatAttr("epsilon", 1e-5f))});

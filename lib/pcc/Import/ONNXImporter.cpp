@@ -202,6 +202,7 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node,
     return failure();
   const Converter &convert = converters().find(node.op_type())->second;
   NodeContext context(node, builder, loc, *inputs, opset);
+  context.training = training;
   auto results = convert(context);
   if (failed(results))
     return failure();
@@ -556,7 +557,7 @@ OwningOpRef<ModuleOp> importONNXBuffer(llvm::StringRef buffer, bool text,
     return nullptr;
   }
   GraphImporter importer(context, model, path, opset,
-                         !options.inputShapes.empty());
+                         !options.inputShapes.empty(), options.training);
   OwningOpRef<ModuleOp> module = importer.run(order);
   if (!module || failed(importer.crossCheckShapes(analysis.inferredShapes())))
     return nullptr;

@@ -178,8 +178,10 @@ private:
 /// Megatron's one all-reduce of a column-parallel layer's input gradient,
 /// where a layer norm's backward would otherwise reduce four products.
 /// Later readers take it summed as the first reader did (Megatron-SP's
-/// reduce-scatter, not a second, all-reduced copy). Partial sums over dp
-/// and microbatches are the gradient's own business.
+/// reduce-scatter, not a second, all-reduced copy). The same holds over dp
+/// for forward values (a batch norm's statistics, which its running
+/// statistics read too); the backward's partial sums over dp and
+/// microbatches are the gradients' own business (their bucket).
 class SharedPartials {
 public:
   explicit SharedPartials(const Mesh &mesh) : mesh(mesh) {}
@@ -189,19 +191,18 @@ public:
       return;
     bool summed = false;
     for (auto [v, s] : llvm::zip(op.getOperands(), in)) {
-      bool partial = overTp(shardingOf(v));
+      auto shared = [&, v = v](int64_t axis) { return isShared(v, axis); };
+      bool partial = llvm::any_of(shardingOf(v).partial, shared);
       if (!partial || v.hasOneUse())
         continue;
-      if (!overTp(s)) {
+      if (llvm::none_of(s.partial, shared)) {
         // Summed for this reader already (a strategy's layout).
         first.try_emplace(v, s);
         continue;
       }
       auto [it, isFirst] = first.try_emplace(v, s);
       if (isFirst)
-        llvm::erase_if(it->second.partial, [&](int64_t axis) {
-          return mesh.axisNames[axis] == "tp";
-        });
+        llvm::erase_if(it->second.partial, shared);
       s = it->second;
       summed = true;
     }
@@ -210,9 +211,12 @@ public:
   }
 
 private:
-  bool overTp(const TensorSharding &s) const {
-    return llvm::any_of(
-        s.partial, [&](int64_t axis) { return mesh.axisNames[axis] == "tp"; });
+  bool isShared(Value v, int64_t axis) const {
+    StringRef name = mesh.axisNames[axis];
+    if (name == "tp")
+      return true;
+    Operation *def = v.getDefiningOp();
+    return name == "dp" && def && !def->hasAttr(kGradientOfAttr);
   }
 
   const Mesh &mesh;

@@ -202,9 +202,42 @@ void markBatchDims(PlanGraph &g) {
         node.batchDims.back().push_back(d.isSplit());
     }
     for (auto [r, t] : llvm::zip(node.op->getResults(), s.results)) {
+      // pcc-partition keeps a split axis' sum partial: summed by one
+      // all-reduce (the node's own, not passed on to its readers here).
+      if (!t.partial.empty())
+        g.batchSums.push_back(
+            {int(&node - g.nodes.data()),
+             double(typeOf(r).getNumElements()) * double(g.elementBytes),
+             false});
       TensorSharding whole = t;
       whole.partial.clear();
       layout[r] = whole;
+    }
+  }
+  // Coupled: what the sum feeds, through ops of batch-free values, meets
+  // the batch again.
+  std::vector<SmallVector<int, 2>> consumers(g.nodes.size());
+  for (auto [i, node] : llvm::enumerate(g.nodes))
+    for (int p : node.producers)
+      if (p >= 0)
+        consumers[p].push_back(i);
+  auto carriesBatch = [&](const PlanNode &node) {
+    return llvm::any_of(node.batchDims, [](ArrayRef<bool> d) {
+      return llvm::is_contained(d, true);
+    });
+  };
+  for (PlanGraph::BatchSum &sum : g.batchSums) {
+    SmallVector<int> work(consumers[sum.node].begin(),
+                          consumers[sum.node].end());
+    llvm::DenseSet<int> seen;
+    while (!work.empty() && !sum.coupled) {
+      int i = work.pop_back_val();
+      if (!seen.insert(i).second)
+        continue;
+      if (carriesBatch(g.nodes[i]))
+        sum.coupled = true;
+      else
+        llvm::append_range(work, consumers[i]);
     }
   }
 }
@@ -496,14 +529,6 @@ PlanGraph buildPlanGraph(func::FuncOp fn, bool gpuKernels,
   }
   markBatchDims(g);
   g.block = findRepeatedBlock(g);
-  // A sum or mean of an activation down to one number (a loss over the
-  // batch): split over data-parallel replicas, each is summed by a scalar
-  // all-reduce (pcc-partition keeps a split axis' sum partial).
-  for (const PlanNode &node : g.nodes)
-    if (isa<ReduceSumOp, ReduceMeanOp>(node.op) &&
-        typeOf(node.op->getResult(0)).getNumElements() == 1 &&
-        typeOf(node.op->getOperand(0)).getNumElements() > 1)
-      ++g.scalarReductions;
   return g;
 }
 

@@ -226,11 +226,20 @@ std::vector<CollectiveSummary> collectives(const PlanGraph &g,
         formatv("{0} (stage {1} to {2})", g.nodes[t.producer].name, t.from,
                 t.to)
             .str());
-  if (c.lossSums > 0)
-    add("all_reduce", c.sp > 1 ? "dp x sp" : "dp", g.elementBytes,
-        c.lossSums / double(g.scalarReductions), g.scalarReductions,
-        "the loss's sums over the batch");
-  if (c.dataParallel > 0 && !c.zero)
+  if (c.lossSums > 0) {
+    // As priceTraining prices them (PlanGraph::batchSums).
+    ReplicaGroup r = gradientReplicas(c, cluster);
+    CostModel cost(cluster, g.dtype, o.devices);
+    for (const PlanGraph::BatchSum &sum : g.batchSums)
+      add("all_reduce", c.sp > 1 ? "dp x sp" : "dp", sum.bytes,
+          cost.collectiveTime(CollectiveKind::AllReduce, sum.bytes, r.size,
+                              r.crossesNodes),
+          sum.coupled && o.train ? 2 : 1,
+          !sum.coupled ? "the loss's sums over the batch"
+          : o.train    ? "batch statistics, forward and backward"
+                       : "batch statistics");
+  }
+  if (o.train && c.dataParallel > 0 && !c.zero)
     add("all_reduce",
         c.sp > 1   ? "dp x sp"
         : c.dp > 1 ? "dp"
@@ -285,10 +294,11 @@ void explain(raw_ostream &os, const PlanOptions &o, const Plan &plan) {
   double parts = b.compute + b.comm + b.bubble + b.dataParallel + b.optimizer;
   if (parts > 0)
     os << formatv("  its step is {0:P0} compute, {1:P0} tensor/sequence/"
-                  "pipeline communication, {2:P0} bubble, {3:P0} gradient "
-                  "all-reduce, {4:P0} optimizer.\n",
+                  "pipeline communication, {2:P0} bubble, {3:P0} {5}, "
+                  "{4:P0} optimizer.\n",
                   b.compute / parts, b.comm / parts, b.bubble / parts,
-                  b.dataParallel / parts, b.optimizer / parts);
+                  b.dataParallel / parts, b.optimizer / parts,
+                  o.train ? "gradient all-reduce" : "sums over the batch");
   std::map<std::string, const PlanCandidate *> bestOf;
   for (const PlanCandidate &c : plan.considered)
     if (c.fits && !bestOf.count(family(c)))
@@ -371,6 +381,8 @@ void printPlanText(raw_ostream &os, const PlanGraph &g,
     os << formatv(" + gradient {0} {1} + optimizer {2}",
                   b.zero ? "reduce-scatter/all-gather" : "all-reduce",
                   seconds(b.dataParallel), seconds(b.optimizer));
+  else if (b.dataParallel > 0)
+    os << formatv(" + sums over the batch {0}", seconds(b.dataParallel));
   os << "\n";
   os << formatv("throughput: {0:F2} TFLOP/s per device ({1:P1} of {2} "
                 "peak)\n",

@@ -155,6 +155,16 @@ bool groupCrossesNodes(int64_t stride, int64_t size,
   return span > cluster.devicesPerNode || cluster.devicesPerNode % span != 0;
 }
 
+ReplicaGroup gradientReplicas(const PlanCandidate &c,
+                              const ClusterSpec &cluster) {
+  bool deep = c.mode == TensorMode::TwoPointFiveD;
+  ReplicaGroup r;
+  r.size = c.dp * c.sp * (deep ? c.depth : 1);
+  r.crossesNodes = groupCrossesNodes(c.tp, c.dp * c.sp, cluster) ||
+                   (deep && groupCrossesNodes(c.q * c.q, c.depth, cluster));
+  return r;
+}
+
 ParallelPlan PlanCandidate::toPlan(bool train) const {
   ParallelPlan p = ParallelPlan::withDegrees(pp, dp, sp, tp);
   p.tensorMode = mode;
@@ -342,6 +352,8 @@ private:
   /// Training: the gradients' sum over replicas (ZeRO: reduce-scattered,
   /// parameters all-gathered) and the optimizer step.
   void priceTraining(PlanCandidate &c, const Stages &stages) const;
+  /// The all-reduces of sums over the batch (PlanGraph::batchSums).
+  double batchSumsTime(const PlanCandidate &c) const;
   /// Tells PlanOptions::progress, at most every 0.1 s unless `done`.
   void report(bool done = false);
   /// Re-searches the fastest candidates exactly and re-ranks.
@@ -999,13 +1011,23 @@ PlanCandidate PlanSearch::withZero(const PlanCandidate &base,
   return c;
 }
 
+double PlanSearch::batchSumsTime(const PlanCandidate &c) const {
+  // Once a step: the loss's sums, and batch statistics' in the forward
+  // and (training) the backward.
+  auto [replicas, cross] = gradientReplicas(c, cluster);
+  double t = 0;
+  if (replicas > 1)
+    for (const PlanGraph::BatchSum &sum : g.batchSums)
+      t += (sum.coupled && opt.train ? 2 : 1) *
+           cost.collectiveTime(CollectiveKind::AllReduce, sum.bytes, replicas,
+                               cross);
+  return t;
+}
+
 void PlanSearch::priceTraining(PlanCandidate &c, const Stages &stages) const {
   // Gradients are summed over every replica of a weight: data and sequence
   // groups (and the 2.5D depth).
-  bool deep = c.mode == TensorMode::TwoPointFiveD;
-  int64_t replicas = c.dp * c.sp * (deep ? c.depth : 1);
-  bool cross = groupCrossesNodes(c.tp, c.dp * c.sp, cluster) ||
-               (deep && groupCrossesNodes(c.q * c.q, c.depth, cluster));
+  auto [replicas, cross] = gradientReplicas(c, cluster);
   // Without ZeRO the update reads each gradient summed: one bucketed
   // all-reduce (pcc-bucket-gradients). With it, each gradient is
   // reduce-scattered onto the dp device that updates its part and each
@@ -1041,11 +1063,7 @@ void PlanSearch::priceTraining(PlanCandidate &c, const Stages &stages) const {
       t += each(CollectiveKind::AllGather, st.weightBytes, st.weightTensors);
     sync = std::max(sync, t);
   }
-  // The loss's sums over the batch: a scalar all-reduce each, once a step.
-  c.lossSums = replicas > 1 ? double(g.scalarReductions) *
-                                  cost.collectiveTime(CollectiveKind::AllReduce,
-                                                      eb, replicas, cross)
-                            : 0;
+  c.lossSums = batchSumsTime(c);
   c.dataParallel = sync + c.lossSums + stages.maxGradSync;
   // The update runs on each device's part of every parameter under ZeRO.
   double params = bytes / eb / double(c.zero ? c.dp : 1);
@@ -1116,6 +1134,8 @@ PlanCandidate PlanSearch::evaluate(int64_t pp, int64_t tg, TensorMode mode,
   priceMemory(c, stages);
   if (opt.train)
     priceTraining(c, stages);
+  else
+    c.dataParallel = c.lossSums = batchSumsTime(c);
   c.stepTime =
       double(m) * perMicrobatch + c.bubble + c.dataParallel + c.optimizer;
   c.flopsPerDevice = g.totalFlops * cw / double(n);
@@ -1216,6 +1236,9 @@ void PlanSearch::enumerateBatch(int64_t pp, int64_t tg, TensorMode mode,
       continue;
     if (inferenceWithoutStages && m > 1 && !sizeForced)
       continue; // inference without stages gains nothing from it
+    // Batch statistics are the whole batch's: one microbatch.
+    if (m > 1 && g.couplesBatch())
+      continue;
     bool batchSplit = dp > 1 || (pp > 1 && m > 1);
     for (Recompute recompute : recomputeChoices())
       for (TensorLayouts scheme : layoutSources(tg, mode, sp)) {
@@ -1358,6 +1381,18 @@ llvm::Expected<Plan> PlanSearch::finish() {
                              "multiple of pp, and pp x {0} stages at most "
                              "the model's {1} layers and other ops",
                              opt.ppVirtual, units.size())
+                         .str()
+                   : std::string()) +
+              ((opt.microbatches > 1 || opt.microbatchSize) && g.couplesBatch()
+                   ? formatv("; the model normalizes by its batch's "
+                             "statistics (BatchNormalization in training "
+                             "mode, at '{0}'), so a batch is one microbatch",
+                             g.nodes[llvm::find_if(g.batchSums,
+                                                   [](const auto &s) {
+                                                     return s.coupled;
+                                                   })
+                                         ->node]
+                                 .name)
                          .str()
                    : std::string())));
     const PlanCandidate &r = rejected.front();

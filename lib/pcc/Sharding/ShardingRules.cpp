@@ -102,6 +102,13 @@ OpSharding applyRule(Operation *op, const FactorRule &rule, Linearity linear,
   unsigned numPartial = 0;
   for (unsigned i = 0; i < op->getNumOperands(); ++i)
     numPartial += !partialOf(i).empty();
+  // A partial sum passes only where summing after the op moves no more
+  // bytes than before it: a broadcast (a mean's gradient, a scale by a
+  // larger tensor) is summed small, before it.
+  auto grows = [&](unsigned i) {
+    return numElements(shapeOf(op->getResult(0))) >
+           numElements(shapeOf(op->getOperand(i)));
+  };
   // A product's partial factor may join the sums of its split reduction.
   if (numPartial && (partial.empty() || linear == Linearity::Product)) {
     ArrayRef<int64_t> p;
@@ -109,7 +116,7 @@ OpSharding applyRule(Operation *op, const FactorRule &rule, Linearity linear,
     case Linearity::None:
       break;
     case Linearity::Unary:
-      if (op->getNumOperands() == 1)
+      if (op->getNumOperands() == 1 && !grows(0))
         p = partialOf(0);
       break;
     case Linearity::AllSame:
@@ -122,7 +129,7 @@ OpSharding applyRule(Operation *op, const FactorRule &rule, Linearity linear,
     case Linearity::OneOf:
       if (numPartial == 1)
         for (unsigned i = 0; i < op->getNumOperands(); ++i)
-          if (!partialOf(i).empty())
+          if (!partialOf(i).empty() && !grows(i))
             p = partialOf(i);
       break;
     case Linearity::Numerator:
@@ -130,11 +137,8 @@ OpSharding applyRule(Operation *op, const FactorRule &rule, Linearity linear,
         p = partialOf(0);
       break;
     case Linearity::Product:
-      // Summing after the product moves no more bytes than before it.
       for (unsigned i = 0; i < 2 && numPartial == 1; ++i)
-        if (!partialOf(i).empty() &&
-            numElements(shapeOf(op->getResult(0))) <=
-                numElements(shapeOf(op->getOperand(i))))
+        if (!partialOf(i).empty() && !grows(i))
           p = partialOf(i);
       break;
     }
