@@ -41,6 +41,19 @@ def layer_norm(x, g, b, eps=1e-5):
     return (x - m) / np.sqrt(v + eps) * g + b
 
 
+def batch_norm(x, g, b, mean, var, eps=1e-5):
+    """Per channel (axis 1) with the given statistics."""
+    shape = (1, -1) + (1,) * (x.ndim - 2)
+    return ((x - mean.reshape(shape)) / np.sqrt(var.reshape(shape) + eps) *
+            g.reshape(shape) + b.reshape(shape))
+
+
+def batch_norm_train(x, g, b, eps=1e-5):
+    """With the batch's own statistics (biased variance)."""
+    axes = (0,) + tuple(range(2, x.ndim))
+    return batch_norm(x, g, b, x.mean(axis=axes), x.var(axis=axes), eps)
+
+
 def erf(x):
     from math import erf as e
     return np.vectorize(e)(x)
@@ -209,6 +222,18 @@ CASES = {
     "LayerNormScale": ("LayerNormalization", {"axis": -1, "epsilon": 1e-5},
                        [rand(4), rand(3, 4), rand(4)],
                        lambda g, x, b: layer_norm(x, g, b), "scale,opset17"),
+    "BatchNorm": ("BatchNormalization", {"epsilon": 1e-5},
+                  [rand(2, 3, 2, 2), rand(3), rand(3), rand(3),
+                   rand(3, positive=True)], batch_norm),
+    "BatchNormScale": ("BatchNormalization", {"epsilon": 1e-5},
+                       [rand(3), rand(2, 3, 2, 2), rand(3), rand(3),
+                        rand(3, positive=True)],
+                       lambda g, x, b, m, v: batch_norm(x, g, b, m, v), "swap"),
+    "BatchNormTraining": ("BatchNormalization",
+                          {"epsilon": 1e-5, "training_mode": 1},
+                          [rand(4, 3, 2), rand(3), rand(3), rand(3),
+                           rand(3, positive=True)],
+                          lambda x, g, b, m, v: batch_norm_train(x, g, b)),
     "Conv": ("Conv", {"strides": [2, 1], "pads": [1, 0, 0, 1],
                       "dilations": [1, 2]},
              [rand(3, 2, 3, 2), rand(2, 2, 7, 6), rand(3)],

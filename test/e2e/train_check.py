@@ -109,11 +109,14 @@ def mlp_batches(steps, rng):
 
 class Block(nn.Module):
     """A GPT-2 block: fused QKV, causal mask by masked_fill on a tril
-    buffer, scaling by division, tanh GELU."""
+    buffer, scaling by division, tanh GELU; with `dropout`, GPT-2's
+    dropouts of the attention probabilities and of both residual
+    branches."""
 
-    def __init__(self, d, heads):
+    def __init__(self, d, heads, dropout=0.0):
         super().__init__()
         self.heads = heads
+        self.drop = nn.Dropout(dropout) if dropout else nn.Identity()
         self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
         # No QKV bias (as nanoGPT's bias=False, LLaMA): the key bias has a
         # zero gradient (softmax ignores a constant per row), whose rounding
@@ -130,19 +133,23 @@ class Block(nn.Module):
                    for t in (q, k, v))
         att = (q @ k.transpose(-2, -1)) / (d // self.heads) ** 0.5
         att = att.masked_fill(causal == 0, float("-inf")).softmax(dim=-1)
-        y = (att @ v).transpose(1, 2).reshape(b, s, d)
-        x = x + self.proj(y)
-        return x + self.out(F.gelu(self.fc(self.ln2(x)), approximate="tanh"))
+        y = (self.drop(att) @ v).transpose(1, 2).reshape(b, s, d)
+        x = x + self.drop(self.proj(y))
+        return x + self.drop(
+            self.out(F.gelu(self.fc(self.ln2(x)), approximate="tanh")))
 
 
 class Gpt(nn.Module):
     """A character GPT returning its cross-entropy loss; the head is tied to
     the token embedding."""
 
-    def __init__(self, vocab=32, d=32, heads=2, layers=2, seq=16):
+    def __init__(self, vocab=32, d=32, heads=2, layers=2, seq=16,
+                 dropout=0.0):
         super().__init__()
         self.wte, self.wpe = nn.Embedding(vocab, d), nn.Embedding(seq, d)
-        self.blocks = nn.ModuleList(Block(d, heads) for _ in range(layers))
+        self.drop = nn.Dropout(dropout) if dropout else nn.Identity()
+        self.blocks = nn.ModuleList(Block(d, heads, dropout)
+                                    for _ in range(layers))
         self.ln = nn.LayerNorm(d)
         self.register_buffer("causal", torch.tril(torch.ones(seq, seq)))
         for e in (self.wte, self.wpe):
@@ -150,12 +157,88 @@ class Gpt(nn.Module):
 
     def forward(self, idx, targets):
         s = idx.shape[1]
-        x = self.wte(idx) + self.wpe(torch.arange(s))
+        x = self.drop(self.wte(idx) + self.wpe(torch.arange(s)))
         for block in self.blocks:
             x = block(x, self.causal)
         logits = self.ln(x) @ self.wte.weight.t()
         return F.cross_entropy(logits.reshape(-1, logits.shape[-1]),
                                targets.reshape(-1))
+
+
+class GptDropout(Gpt):
+    """The GPT with GPT-2's dropouts at 0.1 (embeddings, attention
+    probabilities, residual branches): PyTorch trains it with pcc's
+    generator (HashDropout), so both drop the same elements."""
+
+    def __init__(self):
+        super().__init__(dropout=0.1)
+
+
+# pcc.dropout's generator (runtime/include/pccrt/Dropout.h), for PyTorch to
+# drop what pcc drops: element i of the whole tensor is kept unless the top
+# 24 bits of SplitMix64(key + (i + 1) G) fall below ratio * 2^24, key from
+# (seed, stream, step); a dropout's stream is FNV-1a of its ONNX node name.
+MASK64 = (1 << 64) - 1
+GOLDEN = 0x9E3779B97F4A7C15
+
+
+def mix64(z):
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9 & MASK64
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EB & MASK64
+    return z ^ (z >> 31)
+
+
+def mix64_array(z):
+    with np.errstate(over="ignore"):
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+def fnv1a(name):
+    h = 14695981039346656037
+    for byte in name.encode():
+        h = ((h ^ byte) * 1099511628211) & MASK64
+    return h
+
+
+def dropout_keep(shape, ratio, seed, stream, step):
+    key = mix64((mix64(mix64((seed + GOLDEN) & MASK64) ^ stream) +
+                 step * GOLDEN) & MASK64)
+    index = np.arange(1, int(np.prod(shape)) + 1, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        draw = mix64_array(np.uint64(key) + index * np.uint64(GOLDEN))
+    threshold = int(ratio * 16777216.0 + 0.5)
+    return (draw >> np.uint64(40)) >= np.uint64(threshold)
+
+
+class HashDropout(nn.Module):
+    """nn.Dropout drawing pcc's masks: the k-th dropout a forward pass runs
+    is the graph's k-th Dropout node (STREAMS), at step STEP."""
+    streams, step, calls = [], 0, 0
+
+    def __init__(self, p):
+        super().__init__()
+        self.p = p
+
+    def forward(self, x):
+        stream = HashDropout.streams[HashDropout.calls]
+        HashDropout.calls += 1
+        keep = dropout_keep(x.shape, self.p, 0, stream, HashDropout.step)
+        scale = np.float32(1.0 / (1.0 - self.p))
+        mask = torch.from_numpy(keep.reshape(x.shape).astype(np.float32))
+        return x * mask * float(scale)
+
+
+def hash_dropouts(model, onnx_path):
+    """`model` with each nn.Dropout drawing pcc's masks."""
+    for module in list(model.modules()):
+        for name, child in module.named_children():
+            if isinstance(child, nn.Dropout) and child.p > 0:
+                setattr(module, name, HashDropout(child.p))
+    HashDropout.streams = [fnv1a(n.name) for n in onnx.load(onnx_path).graph.node
+                           if n.op_type == "Dropout"]
+    return model
 
 
 def gpt_batches(steps, rng):
@@ -271,6 +354,7 @@ def cnn_batches(steps, rng):
 MODELS = {"mlp": (Mlp, mlp_batches), "gpt": (Gpt, gpt_batches),
           "vit": (Vit, vit_batches), "cnn": (Cnn, cnn_batches),
           "mobile": (Mobile, cnn_batches), "resnet": (ResNet, cnn_batches),
+          "gpt-dropout": (GptDropout, gpt_batches),
           "classifier": (Classifier, classifier_batches),
           "regressor": (Regressor, regressor_batches)}
 # Models exported without their loss: the loss pcc adds (--loss).
@@ -282,7 +366,7 @@ ADDED_LOSS = {"classifier": "cross-entropy", "regressor": "mse"}
 ZERO_GRADIENT = {"vit": [(f"blocks.{i}.self_attn.in_proj_bias", slice(32, 64))
                          for i in range(2)]}
 # Initializers that PyTorch does not train (buffers).
-FROZEN = {"gpt": ["causal"]}
+FROZEN = {"gpt": ["causal"], "gpt-dropout": ["causal"]}
 
 
 def export(workdir, name, steps):
@@ -310,13 +394,15 @@ def export(workdir, name, steps):
     return model, batches
 
 
-def torch_train(model, batches, optimizer, steps):
+def torch_train(model, batches, optimizer, steps, onnx_path):
     """PyTorch's losses per step, and its parameters after the last."""
-    model = copy.deepcopy(model)
+    model = hash_dropouts(copy.deepcopy(model), onnx_path)
     opt = OPTIMIZERS[optimizer]["make"](model.parameters())
     losses = []
     for k in range(steps):
         batch = [torch.from_numpy(a) for a in batches[k % len(batches)]]
+        # pcc counts steps from 1 (its pcc.step state).
+        HashDropout.step, HashDropout.calls = k + 1, 0
         opt.zero_grad()
         loss = model(*batch)
         losses.append(loss.item())
@@ -388,7 +474,8 @@ def main():
     workdir = os.path.join(args.workdir, args.model)
     os.makedirs(workdir, exist_ok=True)
     model, batches = export(workdir, args.model, args.steps)
-    want, params = torch_train(model, batches, args.optimizer, args.steps)
+    want, params = torch_train(model, batches, args.optimizer, args.steps,
+                               os.path.join(workdir, "model.onnx"))
     mpirun = shlex.split(args.mpirun)
     batch_dir = os.path.join(workdir, "batches")
     for strategy in args.strategies:

@@ -210,6 +210,11 @@ cl::opt<std::string> betas("betas", cl::desc("AdamW betas B1,B2 (default "
                            cl::init(""), COMPILE_ONLY);
 cl::opt<double> adamEps("eps", cl::desc("AdamW epsilon (default 1e-8)"),
                         cl::init(1e-8), COMPILE_ONLY);
+cl::opt<uint64_t> dropoutSeed(
+    "seed",
+    cl::desc("Seed of Dropout's generator (training-mode Dropout with a "
+             "nonzero ratio; default 0)"),
+    cl::init(0), COMPILE_ONLY);
 
 cl::list<std::string>
     freezeNames("freeze",
@@ -697,6 +702,7 @@ int main(int argc, char **argv) {
                 std::to_string(globalBatch));
   options.globalBatch = globalBatch;
   options.training = train;
+  options.seed = dropoutSeed;
   if (targetName != "cpu" && targetName != "cuda")
     return fail("--target must be cpu or cuda, got '" + targetName + "'");
   for (StringRef arch : split(StringRef(cudaArch), ','))

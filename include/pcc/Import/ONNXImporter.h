@@ -32,6 +32,8 @@ struct ImportOptions {
   /// step's new values of the initializers they update (pcc.assign).
   /// Otherwise they are values no one reads, as ONNX defines them.
   bool training = false;
+  /// Seed of training-mode Dropout's generator (pcc.dropout).
+  uint64_t seed = 0;
 };
 
 /// Parses `--input-shape` values of the form NAME=2x32 (or NAME=7 for a

@@ -282,10 +282,13 @@ Value StepBuilder::state(WeightOp w, StringRef suffix, Type type) {
 }
 
 /// The step number this step runs (1 for the first), from a state that
-/// counts them.
+/// counts them; made first in the function, as the forward's dropouts
+/// read it too.
 Value StepBuilder::stepCount() {
   if (nextStep)
     return nextStep;
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(&fn.getBody().front());
   auto type = RankedTensorType::get({}, b.getF32Type());
   auto count = WeightOp::create(b, fn.getLoc(), type,
                                 b.getStringAttr("pcc.step"), nullptr, nullptr,
@@ -341,6 +344,10 @@ LogicalResult StepBuilder::run(TrainStepReport *report) {
   // Buffers the forward updates (running statistics, stored by the import)
   // are written last too, with the step's other new values.
   auto bufferUpdates = llvm::to_vector(body.getOps<AssignOp>());
+  // Each step draws new dropout masks.
+  for (DropoutOp d : llvm::to_vector(body.getOps<DropoutOp>()))
+    if (!d.getStep())
+      d.getStepMutable().assign(stepCount());
   auto ret = cast<func::ReturnOp>(body.getTerminator());
   if (ret.getNumOperands() == 0)
     return fn.emitError("the model has no outputs to train on");

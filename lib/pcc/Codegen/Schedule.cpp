@@ -10,6 +10,7 @@
 #include "llvm/ADT/DenseSet.h"
 
 #include <functional>
+#include <tuple>
 
 using namespace mlir;
 
@@ -46,7 +47,15 @@ void hoistAssigns(Schedule &s) {
         readAfter = true;
       later(user);
     }
-    if (readAfter || !anchor)
+    // A microbatched step's parts (prologue, each microbatch's forward and
+    // backward, the once-per-step update) stay in order: an assign after
+    // the last microbatch is not moved into them.
+    auto part = [](Operation *o) {
+      return std::make_tuple(o->hasAttr(kPrologueAttr),
+                             o->hasAttr(kOncePerStepAttr),
+                             o->hasAttr(kBackwardAttr));
+    };
+    if (readAfter || !anchor || part(anchor) != part(op))
       continue;
     after[anchor].push_back(op);
     moved.insert(op);

@@ -227,6 +227,7 @@ LogicalResult GraphImporter::importLoop(const onnx::NodeProto &node,
 
   NodeContext c(node, builder, loc, inputs, opset);
   c.training = training;
+  c.seed = seed;
   auto boolType = RankedTensorType::get(declaredScalarShape(body->input(1)),
                                         builder.getI1Type());
   auto iterType = RankedTensorType::get(declaredScalarShape(body->input(0)),

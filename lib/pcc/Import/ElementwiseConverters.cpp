@@ -127,29 +127,50 @@ Results convertIdentity(NodeContext &c) {
   return SmallVector<Value>{c.input(0)};
 }
 
-/// Dropout at inference is the identity; its mask output is not produced.
+/// FNV-1a of `name`: a dropout's stream, so each draws its own mask and a
+/// reference can draw the same one from the node's name.
+uint64_t streamOf(StringRef name) {
+  uint64_t h = 14695981039346656037ull;
+  for (unsigned char ch : name)
+    h = (h ^ ch) * 1099511628211ull;
+  return h;
+}
+
+/// Dropout at inference is the identity, as is training mode at ratio 0
+/// (what torch exports for dropout=0.0 under TrainingMode.TRAINING).
+/// Training mode with a ratio is pcc.dropout; the mask output is not
+/// produced (torch's exports never read it).
 Results convertDropout(NodeContext &c) {
   if (failed(c.requireInputs(1)))
     return failure();
+  double ratio = 0;
   if (c.opset >= 12 && c.input(2)) {
     auto training = c.constScalar(2, "Dropout training_mode");
     if (failed(training))
       return failure();
-    // Training mode drops nothing at ratio 0 (what torch exports for
-    // dropout=0.0 under TrainingMode.TRAINING).
-    double ratio = 0.5;
+    ratio = 0.5;
     if (*training != 0 && c.input(1)) {
       auto r = c.constScalar(1, "Dropout ratio");
       if (failed(r))
         return failure();
       ratio = *r;
     }
-    if (*training != 0 && ratio != 0)
-      return c.error() << "Dropout in training mode (ratio " << ratio
-                       << ") is not supported yet; export with dropout 0 "
-                          "or in eval mode";
+    if (*training == 0)
+      ratio = 0;
   }
-  return SmallVector<Value>{c.input(0), Value()};
+  if (ratio == 0)
+    return SmallVector<Value>{c.input(0), Value()};
+  if (!(ratio > 0 && ratio < 1))
+    return c.error() << "Dropout ratio must be in [0, 1), got " << ratio;
+  StringRef name = cast<NameLoc>(c.loc).getName();
+  SmallVector<NamedAttribute> attrs{
+      c.named("ratio", c.builder.getF64FloatAttr(ratio)),
+      c.named("seed", c.builder.getI64IntegerAttr(int64_t(c.seed))),
+      c.named("stream", c.builder.getI64IntegerAttr(int64_t(streamOf(name))))};
+  auto y = c.build1<DropoutOp>(c.input(0), attrs);
+  if (failed(y))
+    return failure();
+  return SmallVector<Value>{*y, Value()};
 }
 
 } // namespace

@@ -26,11 +26,11 @@ class GraphImporter {
 public:
   GraphImporter(mlir::MLIRContext &ctx, onnx::ModelProto &model,
                 llvm::StringRef path, int opset, bool shapesRebound,
-                bool training)
+                bool training, uint64_t seed)
       : ctx(ctx), model(model), graph(*model.mutable_graph()), path(path),
         modelDir(llvm::sys::path::parent_path(path)),
-        shapesRebound(shapesRebound), training(training), opset(opset),
-        builder(&ctx) {}
+        shapesRebound(shapesRebound), training(training), seed(seed),
+        opset(opset), builder(&ctx) {}
 
   mlir::OwningOpRef<mlir::ModuleOp> run(const std::vector<int> &order);
   /// Checks pcc's types against every static shape ONNX inferred.
@@ -84,8 +84,9 @@ private:
   std::string modelDir;
   /// --input-shape changed input shapes: declared output dims may be stale.
   bool shapesRebound;
-  /// ImportOptions::training.
+  /// ImportOptions::training and seed.
   bool training;
+  uint64_t seed;
   int opset;
   mlir::OpBuilder builder;
 

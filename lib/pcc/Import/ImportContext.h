@@ -45,6 +45,8 @@ public:
   int opset;
   /// ImportOptions::training: buffer outputs update their initializers.
   bool training = false;
+  /// ImportOptions::seed.
+  uint64_t seed = 0;
 
   mlir::MLIRContext *ctx() const { return builder.getContext(); }
   mlir::InFlightDiagnostic error() const { return mlir::emitError(loc); }

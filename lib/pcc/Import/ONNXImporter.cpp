@@ -203,6 +203,7 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node,
   const Converter &convert = converters().find(node.op_type())->second;
   NodeContext context(node, builder, loc, *inputs, opset);
   context.training = training;
+  context.seed = seed;
   auto results = convert(context);
   if (failed(results))
     return failure();
@@ -557,7 +558,8 @@ OwningOpRef<ModuleOp> importONNXBuffer(llvm::StringRef buffer, bool text,
     return nullptr;
   }
   GraphImporter importer(context, model, path, opset,
-                         !options.inputShapes.empty(), options.training);
+                         !options.inputShapes.empty(), options.training,
+                         options.seed);
   OwningOpRef<ModuleOp> module = importer.run(order);
   if (!module || failed(importer.crossCheckShapes(analysis.inferredShapes())))
     return nullptr;

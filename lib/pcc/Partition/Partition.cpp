@@ -286,6 +286,12 @@ Operation *Partitioner::buildLocal(Operation *op, ValueRange operands,
         "group",
         b.getI64IntegerAttr(
             cast<RankedTensorType>(operands[0].getType()).getDimSize(1)));
+  // A dropout draws each element's mask from its index in the whole
+  // tensor: it keeps the layout that places its block.
+  if (isa<DropoutOp>(op) && !s.results[0].isReplicated())
+    state.attributes.set(
+        kShardingAttr,
+        b.getArrayAttr({toAttr(b.getContext(), mesh, s.results[0])}));
   if (isa<LayerNormOp>(op) && s.operands[0].dims.back().isSplit())
     state.attributes.set(
         "stat_axes", b.getDenseI64ArrayAttr(s.operands[0].dims.back().axes));

@@ -270,6 +270,14 @@ int64_t groupSize(const Mesh &mesh, int g);
 /// weight lies in the weights file.
 int64_t blockIndex(const Mesh &mesh, int rank, const DimSplit *splits);
 
+/// pcc.dropout of this device's block (`localShape`, split as `splits`,
+/// null when whole) of a tensor: y = x / (1 - ratio) where the element's
+/// index in the whole tensor keeps it (pccrt/Dropout.h), else 0. `step` is
+/// the training step's counter (null: step 0).
+void dropout(const Mesh &mesh, const float *x, float *y, int rank,
+             const int64_t *localShape, const DimSplit *splits, uint64_t seed,
+             uint64_t stream, const float *step, double ratio);
+
 /// out = sum over group `g` of in (in may equal out), count elements.
 void allReduceSum(Mesh &mesh, int g, DType t, const void *in, void *out,
                   int64_t count);

@@ -115,6 +115,8 @@ LogicalResult Emitter::emitKernel(Operation *op) {
     return emitPooling(op);
   if (isa<SoftmaxOp, LogSoftmaxOp, LayerNormOp, BatchNormOp>(op))
     return emitNormalization(op);
+  if (auto dropout = dyn_cast<DropoutOp>(op))
+    return emitDropout(dropout);
   if (isa<ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp, ReduceProdOp,
           ArgMaxOp, ArgMinOp, TopKOp>(op))
     return emitReduction(op);

@@ -92,6 +92,7 @@ private:
                  double beta);
   mlir::LogicalResult emitPooling(mlir::Operation *op);
   mlir::LogicalResult emitNormalization(mlir::Operation *op);
+  mlir::LogicalResult emitDropout(DropoutOp op);
   mlir::LogicalResult emitReduction(mlir::Operation *op);
   mlir::LogicalResult emitDataMovement(mlir::Operation *op);
   mlir::LogicalResult emitCollective(mlir::Operation *op);

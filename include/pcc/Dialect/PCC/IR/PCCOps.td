@@ -435,13 +435,48 @@ def PCC_LayerNormOp : PCC_Op<"layer_norm", [PCC_Differentiable, PCC_HasFactorRul
 }
 
 def PCC_BatchNormOp : PCC_Op<"batch_norm", [PCC_HasFactorRule,
+                                            PCC_Differentiable,
                                             Pure, InferTypeOpAdaptor]> {
   let summary = "Batch normalization with running statistics (inference)";
+  let description = [{
+    `(input - mean) / sqrt(variance + epsilon) * scale + bias` per channel
+    (axis 1). Training through it (a model exported in eval mode) trains
+    `scale` and `bias`; the running statistics are buffers, never trained.
+    A batch's own statistics (ONNX's training_mode) import as formulas.
+  }];
   let arguments = (ins PCC_FloatTensor:$input, PCC_FloatTensor:$scale,
                        PCC_FloatTensor:$bias, PCC_FloatTensor:$mean,
                        PCC_FloatTensor:$variance, F32Attr:$epsilon);
   let results = (outs PCC_FloatTensor:$result);
   let assemblyFormat = "$input `,` $scale `,` $bias `,` $mean `,` $variance attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def PCC_DropoutOp : PCC_Op<"dropout", [PCC_HasFactorRule, PCC_Differentiable,
+                                       PCC_LinearInNumerator, Pure,
+                                       InferTypeOpAdaptor]>,
+    PCC_FlopsPerElement<"4"> {
+  let summary = "Inverted dropout by a counter-based generator";
+  let description = [{
+    `input * keep / (1 - ratio)`, where `keep` is 0 for the elements
+    dropped: element `i` (its row-major index in the whole tensor) is
+    dropped when the top 24 bits of a hash of (`seed`, `stream`, `step`,
+    `i`) fall below `ratio` times 2^24. The mask depends on the element's
+    index in the whole tensor, not on the device computing it, so every
+    parallel layout (and a recomputed forward, and the backward) drops the
+    same elements as one device; `step` (a training step's counter, 0 when
+    absent) draws a new mask each step, and `stream` one per dropout
+    (pcc's importer: a hash of the ONNX node's name). The gradient is the
+    same op on the output's gradient.
+
+    Example: `%y = pcc.dropout %x step %t {ratio = 1.000000e-01 : f64, seed = 0 : i64, stream = 42 : i64} : (tensor<4x16xf32>, tensor<f32>) -> tensor<4x16xf32>`
+  }];
+  let arguments = (ins PCC_FloatTensor:$input, Optional<PCC_FloatTensor>:$step,
+                       F64Attr:$ratio, PCC_I64Attr:$seed, PCC_I64Attr:$stream);
+  let results = (outs PCC_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input (`step` $step^)? attr-dict `:` functional-type(operands, results)
+  }];
   let hasVerifier = 1;
 }
 

@@ -747,6 +747,46 @@ LogicalResult LayerNormOp::buildGradients(GradientBuilder &g,
   return done(g);
 }
 
+LogicalResult BatchNormOp::buildGradients(GradientBuilder &g,
+                                          ArrayRef<Value> dy, Grads &dx) {
+  // The statistics are constants of the step: y is an affine map of x.
+  Value x = getInput(), d = dy[0];
+  int64_t rank = typeOf(x).getRank(), channels = typeOf(x).getDimSize(1);
+  SmallVector<int64_t> perChannel(rank, 1), axes{0};
+  perChannel[1] = channels;
+  for (int64_t a = 2; a < rank; ++a)
+    axes.push_back(a);
+  auto channel = [&](Value v) { return g.reshape(v, perChannel); };
+  auto sumToChannels = [&](Value v) {
+    return g.reshape(g.reduceSum(v, axes, /*keepdims=*/false), {channels});
+  };
+  Value var = getVariance();
+  Value rstd = channel(g.op<ReciprocalOp>({g.op<SqrtOp>(
+      {g.add(var, g.scalarLike(var, getEpsilon().convertToFloat()))})}));
+  Value xhat = g.mul(g.sub(x, channel(getMean())), rstd);
+  dx.push_back(g.mul(d, g.mul(channel(getScale()), rstd)));
+  dx.push_back(sumToChannels(g.mul(d, xhat)));
+  dx.push_back(sumToChannels(d));
+  // The running statistics are buffers (PyTorch's eval mode): no gradient.
+  dx.push_back(Value());
+  dx.push_back(Value());
+  return done(g);
+}
+
+LogicalResult DropoutOp::buildGradients(GradientBuilder &g, ArrayRef<Value> dy,
+                                        Grads &dx) {
+  // Linear in the input, with the same mask: the same op on the gradient.
+  SmallVector<Value, 2> operands{dy[0]};
+  if (getStep())
+    operands.push_back(getStep());
+  dx.push_back(g.op<DropoutOp>(operands, {g.named("ratio", getRatioAttr()),
+                                          g.named("seed", getSeedAttr()),
+                                          g.named("stream", getStreamAttr())}));
+  if (getStep())
+    dx.push_back(Value());
+  return done(g);
+}
+
 namespace {
 
 LogicalResult reduction(GradientBuilder &g, Operation *op, ArrayRef<Value> dy,

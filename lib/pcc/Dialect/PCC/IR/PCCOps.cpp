@@ -192,6 +192,16 @@ LogicalResult BatchNormOp::verify() {
   return success();
 }
 
+LogicalResult DropoutOp::verify() {
+  double ratio = getRatio().convertToDouble();
+  if (!(ratio >= 0 && ratio < 1))
+    return emitOpError() << "ratio must be in [0, 1), got " << ratio;
+  if (getStep() && getStep().getType().getRank() != 0)
+    return emitOpError() << "step must be a scalar, got "
+                         << getStep().getType();
+  return success();
+}
+
 LogicalResult SplitOp::verify() {
   if (getResults().size() != getSizes().size())
     return emitOpError() << "has " << getResults().size()

@@ -222,6 +222,8 @@ FactorRule BatchNormOp::getFactorRule() {
   return channelRule(*this, /*spatial=*/true);
 }
 
+FactorRule DropoutOp::getFactorRule() { return pointwiseFactorRule(*this); }
+
 FactorRule SoftmaxOp::getFactorRule() {
   return exceptAxisRule(*this, getAxis());
 }

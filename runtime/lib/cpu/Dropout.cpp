@@ -1,0 +1,64 @@
+//===- Dropout.cpp - pcc.dropout on host memory ---------------------------===//
+//
+// Each device computes its block of the result: the mask of an element is
+// drawn from its index in the whole tensor (pccrt/Dropout.h), found from the
+// block's place (its split over the mesh, this device's coordinates).
+//
+//===----------------------------------------------------------------------===//
+
+#include "pccrt/Dropout.h"
+#include "pccrt/Kernels.h"
+#include "pccrt/Mesh.h"
+#include "pccrt/ShardLayout.h"
+
+#include <vector>
+
+namespace pccrt {
+
+void dropout(const Mesh &mesh, const float *x, float *y, int rank,
+             const int64_t *localShape, const DimSplit *splits, uint64_t seed,
+             uint64_t stream, const float *step, double ratio) {
+  uint64_t key = dropoutKey(seed, stream, step ? uint64_t(int64_t(*step)) : 0);
+  uint32_t threshold = dropoutThreshold(ratio);
+  float scale = float(1.0 / (1.0 - ratio));
+  // Per dim: local index l is global (l / piece) * group + first + l % piece
+  // (ShardLayout.h's block layout).
+  std::vector<int64_t> piece(rank), group(rank), first(rank), stride(rank);
+  int64_t count = 1, globalCount = 1;
+  for (int d = rank - 1; d >= 0; --d) {
+    const DimSplit *s = splits ? &splits[d] : nullptr;
+    int64_t n = s ? splitCount(*s, mesh.shape()) : 1;
+    int64_t groups = s && s->numAxes ? s->groups : 1;
+    int64_t global = localShape[d] * n;
+    group[d] = global / groups;
+    piece[d] = group[d] / n;
+    first[d] = s ? splitIndex(*s, mesh.shape(), mesh.coords()) * piece[d] : 0;
+    stride[d] = globalCount;
+    globalCount *= global;
+    count *= localShape[d];
+  }
+  auto place = [&](int d, int64_t l) {
+    return (l / piece[d]) * group[d] + first[d] + l % piece[d];
+  };
+  if (rank == 0) {
+    y[0] = dropoutKeeps(key, 0, threshold) ? x[0] * scale : 0.0f;
+    return;
+  }
+  int last = rank - 1;
+  int64_t row = localShape[last];
+  std::vector<int64_t> idx(rank, 0);
+  for (int64_t base = 0; base < count; base += row) {
+    int64_t at = 0;
+    for (int d = 0; d < last; ++d)
+      at += place(d, idx[d]) * stride[d];
+    for (int64_t l = 0; l < row; ++l) {
+      uint64_t g = uint64_t(at + place(last, l));
+      y[base + l] =
+          dropoutKeeps(key, g, threshold) ? x[base + l] * scale : 0.0f;
+    }
+    for (int d = last - 1; d >= 0 && ++idx[d] == localShape[d]; --d)
+      idx[d] = 0;
+  }
+}
+
+} // namespace pccrt
