@@ -427,9 +427,9 @@ def run_steps(mpirun, ranks, out, batches, steps, extra=()):
     return (got if run.returncode == 0 else None), run.stdout
 
 
-def compare_parameters(saved, want, skip=()):
+def compare_parameters(saved, want, skip=(), rtol=1e-3, atol=1e-4):
     """Largest error of the saved parameters against PyTorch's, and whether
-    all are within rtol 1e-3, atol 1e-4 (but the `skip` (name, slice)s)."""
+    all are within rtol, atol (but the `skip` (name, slice)s)."""
     ok, worst = True, 0.0
     want = {n: w.copy() for n, w in want.items()}
     for name, part in skip:
@@ -443,7 +443,7 @@ def compare_parameters(saved, want, skip=()):
         if g.shape != w.shape:
             return False, float("inf"), name
         err = np.where(np.isnan(w), 0, np.abs(g - w))
-        ok &= bool(np.all(err <= 1e-4 + 1e-3 * np.abs(np.nan_to_num(w))))
+        ok &= bool(np.all(err <= atol + rtol * np.abs(np.nan_to_num(w))))
         worst = max(worst, float(np.max(err)))
     return ok, worst, None
 
@@ -460,6 +460,13 @@ def main():
     # tight bound catches a wrong update that moves the loss a little.
     p.add_argument("--rtol", type=float, default=2e-5)
     p.add_argument("--atol", type=float, default=1e-6)
+    p.add_argument("--precision", choices=("bf16", "fp16"),
+                   help="train in 16 bits (pcc's --precision: f32 master "
+                        "weights), against PyTorch's f32 training, with "
+                        "--rtol/--atol for the losses and --param-rtol/"
+                        "--param-atol for the parameters")
+    p.add_argument("--param-rtol", type=float, default=1e-3)
+    p.add_argument("--param-atol", type=float, default=1e-4)
     p.add_argument("--memory", action="store_true",
                    help="print each program's arena bytes (plan.json)")
     p.add_argument("--collectives", action="store_true",
@@ -494,12 +501,15 @@ def main():
         flags += (["--recompute", recompute[0].split("=")[1]]
                   if recompute else [])
         tag = (f"{args.optimizer}-" +
+               (args.precision + "-" if args.precision else "") +
                ("" if args.layout == "megatron" else args.layout + "-") +
                strategy.replace("=", "").replace(",", "-"))
         out = os.path.join(workdir, "out-" + tag)
         subprocess.run(["pcc", os.path.join(workdir, "model.onnx"), "-o", out,
                         "--quiet", "--train", "--cluster", "dgx-a100"] +
                        OPTIMIZERS[args.optimizer]["flags"] + flags +
+                       (["--precision", args.precision]
+                        if args.precision else []) +
                        (["--freeze", ",".join(FROZEN[args.model])]
                         if args.model in FROZEN else []) +
                        (["--loss", ADDED_LOSS[args.model]]
@@ -515,7 +525,8 @@ def main():
             ok &= err <= args.atol + args.rtol * abs(w)
         params_ok, param_err, missing = (
             compare_parameters(saved, params,
-                               ZERO_GRADIENT.get(args.model, ()))
+                               ZERO_GRADIENT.get(args.model, ()),
+                               args.param_rtol, args.param_atol)
             if ok else (False, 0.0, None))
         line = (f"{strategy} ranks={ranks}: losses {'PASS' if ok else 'FAIL'} "
                 f"max_rel_err={worst:.1e} ({len(got or [])} steps) "

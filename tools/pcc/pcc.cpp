@@ -41,6 +41,8 @@
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cmath>
+
 using namespace llvm;
 
 namespace {
@@ -210,6 +212,12 @@ cl::opt<std::string> betas("betas", cl::desc("AdamW betas B1,B2 (default "
                            cl::init(""), COMPILE_ONLY);
 cl::opt<double> adamEps("eps", cl::desc("AdamW epsilon (default 1e-8)"),
                         cl::init(1e-8), COMPILE_ONLY);
+cl::opt<std::string> lossScale(
+    "loss-scale",
+    cl::desc("Training: dynamic loss scaling (PyTorch's GradScaler) from an "
+             "initial scale, a power of two; or none. Default: 32768 when "
+             "fp16 weights train, else none"),
+    cl::init(""), COMPILE_ONLY);
 cl::opt<uint64_t> dropoutSeed(
     "seed",
     cl::desc("Seed of Dropout's generator (training-mode Dropout with a "
@@ -544,14 +552,28 @@ Expected<pcc::TrainOptions> trainOptions() {
     return err("--momentum is SGD's; AdamW takes --betas");
   for (const std::string &n : freezeNames)
     o.freeze.push_back(n);
+  if (lossScale == "none") {
+    o.lossScaling = pcc::LossScaling::None;
+  } else if (!lossScale.empty()) {
+    double scale;
+    int exponent = 0;
+    if (StringRef(lossScale).getAsDouble(scale) || !(scale >= 1) ||
+        std::frexp(scale, &exponent) != 0.5 || exponent > 128)
+      return err("--loss-scale must be a power of two from 1 to 2^127, or "
+                 "none, got '" +
+                 lossScale + "'");
+    o.lossScaling = pcc::LossScaling::Dynamic;
+    o.lossScaleLog2 = exponent - 1;
+  }
   return o;
 }
 
 /// Training flags given without --train.
 std::optional<std::string> trainFlagWithoutTrain() {
-  cl::Option *flags[] = {&optimizerName, &lossName, &learningRate,
-                         &momentum,      &weightDecay, &betas,
-                         &adamEps, std::addressof(freezeNames), &zeroStage};
+  cl::Option *flags[] = {
+      &optimizerName, &lossName, &learningRate, &momentum,
+      &weightDecay,   &betas,    &adamEps,      std::addressof(freezeNames),
+      &zeroStage,     &lossScale};
   for (cl::Option *o : flags)
     if (o->getNumOccurrences())
       return "--" + o->ArgStr.str() + " needs --train";

@@ -24,6 +24,8 @@ enum class Optimizer { Sgd, AdamW };
 enum class LossKind { ModelOutput, Mse, CrossEntropy };
 
 /// PyTorch's definitions and defaults (torch.optim.SGD, torch.optim.AdamW).
+enum class LossScaling { Auto, None, Dynamic };
+
 struct TrainOptions {
   Optimizer optimizer = Optimizer::Sgd;
   /// The model's own scalar output 0, or this loss of output 0 against an
@@ -40,6 +42,14 @@ struct TrainOptions {
   /// (recomputeLayers) instead of keeping their activations; selective:
   /// keep their products' results, recompute the ops between them.
   bool recompute = false, selective = false;
+  /// Dynamic loss scaling (torch.cuda.amp.GradScaler's): the backward
+  /// starts from the loss times a scale, first 2^lossScaleLog2; a step
+  /// whose gradients are not all finite updates nothing and halves the
+  /// scale, and every lossScaleWindow finite steps in a row double it.
+  /// Auto: on when a trained weight is fp16.
+  LossScaling lossScaling = LossScaling::Auto;
+  int64_t lossScaleLog2 = 15;
+  int64_t lossScaleWindow = 2000;
 };
 
 /// What the step trains, for the compile summary.
@@ -57,6 +67,11 @@ mlir::LogicalResult buildTrainingStep(mlir::ModuleOp module,
 
 /// The module attribute a training step carries (the runtime trains).
 inline constexpr const char *kTrainStepAttr = "pcc.train_step";
+
+/// On an op of the update whose value every pipeline stage's update reads
+/// (the loss scaler's "all gradients are finite"): it does not decide the
+/// stage of an update that reads it; it is sent there.
+inline constexpr const char *kStepWideAttr = "pcc.step_wide";
 
 } // namespace pcc
 

@@ -45,6 +45,10 @@ private:
   void accumulate(Value v, Value grad);
   void update(WeightOp w, Value grad);
   Value state(WeightOp w, StringRef suffix, Type type);
+  LogicalResult keepMaster(WeightOp w);
+  Value scaleOfLoss();
+  Value unscale(SmallVectorImpl<std::pair<WeightOp, Value>> &grads);
+  void skipUnlessFinite(Value finite);
   Value stepCount();
 
   func::FuncOp fn;
@@ -57,6 +61,10 @@ private:
   llvm::MapVector<Operation *, Value> trained;
   SmallVector<std::pair<Value, Value>> assigns;
   Value nextStep;
+  /// Dynamic loss scaling: the scale (f32 scalar) and its states.
+  Value lossScale, scaleExponent, scaleTracker;
+  /// A trained weight is fp16 (its gradients need a loss scale).
+  bool trainsHalf = false;
   TrainStepReport counts;
 };
 
@@ -198,7 +206,14 @@ LogicalResult StepBuilder::differentiate(Value loss) {
       o->setAttr(kGradientOfAttr, b.getI64IntegerAttr(id));
     tagged = ret->getPrevNode();
   };
-  grads[loss] = g.fill(loss, 1.0);
+  grads[loss] =
+      lossScale
+          ? g.mul(g.fill(loss, 1.0),
+                  g.op<CastOp>(
+                      {lossScale},
+                      {g.named("to",
+                               TypeAttr::get(typeOf(loss).getElementType()))}))
+          : g.fill(loss, 1.0);
   // Slices that tile their operand hand it their gradients joined, one
   // concat (split like the pieces), at the first slice in program order
   // (the last one reached here), not each put back among zeros.
@@ -272,6 +287,36 @@ LogicalResult StepBuilder::differentiate(Value loss) {
   return success();
 }
 
+/// Mixed precision: a trained weight stored in 16 bits (--precision, or a
+/// 16-bit export) becomes an f32 master weight that the forward reads
+/// through one cast to its 16-bit type; the cast's gradient brings the
+/// gradient back to f32 for the update, whose states are f32 too.
+LogicalResult StepBuilder::keepMaster(WeightOp w) {
+  RankedTensorType t = typeOf(w);
+  Type e = t.getElementType();
+  if (e.isF32())
+    return success();
+  if (!e.isBF16() && !e.isF16())
+    return w.emitError() << "training stores '" << w.getName() << "' as " << e
+                         << "; pcc trains f32, bf16 and fp16 weights";
+  trainsHalf |= e.isF16();
+  // The weights file converts what it holds (f32 from --precision, or the
+  // export's 16 bits) to the master's f32.
+  Type held = w.getSourceTypeAttr() ? w.getSourceTypeAttr().getValue() : e;
+  Type f32 = b.getF32Type();
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointAfter(w);
+  Value master = w.getResult();
+  master.setType(RankedTensorType::get(t.getShape(), f32));
+  if (held == f32)
+    w.removeSourceTypeAttr();
+  else
+    w.setSourceTypeAttr(TypeAttr::get(held));
+  auto half = CastOp::create(b, w.getLoc(), t, master, TypeAttr::get(e));
+  master.replaceAllUsesExcept(half.getResult(), half);
+  return success();
+}
+
 Value StepBuilder::state(WeightOp w, StringRef suffix, Type type) {
   std::string name = (w.getName() + "." + suffix).str();
   auto s = WeightOp::create(b, w.getLoc(), type, b.getStringAttr(name),
@@ -296,6 +341,64 @@ Value StepBuilder::stepCount() {
   nextStep = g.add(count.getResult(), g.scalar(b.getF32Type(), 1));
   assigns.push_back({count.getResult(), nextStep});
   return nextStep;
+}
+
+/// The loss scale, 2^(lossScaleLog2 + e) with e a state that starts at 0
+/// (states start at zero), and the count of finite steps since it last
+/// changed.
+Value StepBuilder::scaleOfLoss() {
+  auto scalar = RankedTensorType::get({}, b.getF32Type());
+  auto makeState = [&](StringRef name) {
+    return WeightOp::create(b, fn.getLoc(), scalar, b.getStringAttr(name),
+                            nullptr, nullptr, b.getUnitAttr())
+        .getResult();
+  };
+  scaleExponent = makeState("pcc.loss_scale_exponent");
+  scaleTracker = makeState("pcc.loss_scale_growth_tracker");
+  Value exponent =
+      g.add(scaleExponent, g.scalar(b.getF32Type(), double(o.lossScaleLog2)));
+  return g.op<PowOp>({g.scalar(b.getF32Type(), 2), exponent});
+}
+
+/// Divides each gradient by the loss scale; true where every gradient is
+/// finite (0 * g sums to 0 only when no element is inf or NaN).
+Value StepBuilder::unscale(SmallVectorImpl<std::pair<WeightOp, Value>> &all) {
+  Value inverse = g.div(g.scalar(b.getF32Type(), 1), lossScale);
+  Value total;
+  for (auto &[w, grad] : all) {
+    grad = g.mul(grad, inverse);
+    SmallVector<int64_t> axes;
+    for (int64_t a = 0; a < typeOf(grad).getRank(); ++a)
+      axes.push_back(a);
+    Value zeros = g.reduceSum(g.scale(grad, 0.0), axes, /*keepdims=*/false);
+    total = total ? g.add(total, zeros) : zeros;
+  }
+  Value finite = g.op<EqualOp>({total, g.scalarLike(total, 0)});
+  if (finite)
+    finite.getDefiningOp()->setAttr(kStepWideAttr, b.getUnitAttr());
+  return finite;
+}
+
+/// GradScaler's step: the update's new values only where the gradients are
+/// finite; the scale halves on a skipped step and doubles after a window
+/// of finite ones.
+void StepBuilder::skipUnlessFinite(Value finite) {
+  for (auto &[target, value] : assigns)
+    value = g.op<WhereOp>({finite, value, target});
+  Value one = g.scalarLike(scaleTracker, 1);
+  Value tracked = g.add(scaleTracker, one);
+  Value grow = g.op<EqualOp>(
+      {tracked, g.scalarLike(tracked, double(o.lossScaleWindow))});
+  Value zero = g.scalarLike(scaleTracker, 0);
+  assigns.push_back(
+      {scaleExponent,
+       g.op<WhereOp>(
+           {finite,
+            g.op<WhereOp>({grow, g.add(scaleExponent, one), scaleExponent}),
+            g.sub(scaleExponent, one)})});
+  assigns.push_back(
+      {scaleTracker,
+       g.op<WhereOp>({finite, g.op<WhereOp>({grow, zero, tracked}), zero})});
 }
 
 void StepBuilder::update(WeightOp w, Value grad) {
@@ -360,10 +463,8 @@ LogicalResult StepBuilder::run(TrainStepReport *report) {
     bool isFloat = isa<FloatType>(typeOf(w).getElementType());
     if (!isFloat || frozen.contains(w.getName()))
       continue;
-    if (!typeOf(w).getElementType().isF32() || w.getSourceTypeAttr())
-      return w.emitError() << "training stores '" << w.getName()
-                           << "' as " << typeOf(w).getElementType()
-                           << "; training is fp32 only for now";
+    if (failed(keepMaster(w)))
+      return failure();
     active.insert(w.getResult());
   }
   for (const std::string &n : o.freeze)
@@ -386,15 +487,24 @@ LogicalResult StepBuilder::run(TrainStepReport *report) {
           active.insert(r);
   if (!active.contains(*loss))
     return fn.emitError("the loss depends on no trainable initializer");
+  if (o.lossScaling == LossScaling::Dynamic ||
+      (o.lossScaling == LossScaling::Auto && trainsHalf))
+    lossScale = scaleOfLoss();
   if (failed(differentiate(*loss)))
     return failure();
   Operation *lastBackward = ret->getPrevNode();
+  SmallVector<std::pair<WeightOp, Value>> trainedGrads;
   for (auto w : llvm::to_vector(fn.getOps<WeightOp>()))
-    if (Value grad = grads.lookup(w.getResult())) {
-      ++counts.parameters;
-      counts.parameterElements += typeOf(w).getNumElements();
-      update(w, grad);
-    }
+    if (Value grad = grads.lookup(w.getResult()))
+      trainedGrads.push_back({w, grad});
+  Value finite = lossScale ? unscale(trainedGrads) : Value();
+  for (auto [w, grad] : trainedGrads) {
+    ++counts.parameters;
+    counts.parameterElements += typeOf(w).getNumElements();
+    update(w, grad);
+  }
+  if (finite)
+    skipUnlessFinite(finite);
   if (g.failed())
     return failure();
   for (Operation *op = lastBackward->getNextNode(); op != ret;

@@ -132,13 +132,16 @@ LogicalResult assignStages(func::FuncOp fn, int64_t stages, int64_t devices) {
     return fn.emitError() << "the model has " << ops.size()
                           << " operations, fewer than " << stages
                           << " pipeline stages";
-  bool planned = llvm::all_of(ops, [](Operation *op) {
-    return op->hasAttr(kPlannedStageAttr);
+  // Weight-only ops made after planning (a mixed-precision step's casts
+  // of its master weights) need no planned stage: they run with a reader.
+  bool planned = llvm::all_of(ops, [&](Operation *op) {
+    return op->hasAttr(kPlannedStageAttr) || weightOnly.contains(op);
   });
   if (planned) {
     int64_t last = 0;
     for (Operation *op : ops) {
-      int64_t s = op->getAttrOfType<IntegerAttr>(kPlannedStageAttr).getInt();
+      auto at = op->getAttrOfType<IntegerAttr>(kPlannedStageAttr);
+      int64_t s = at ? at.getInt() : 0;
       // Weight-only ops sit wherever the exporter put them; finish() moves
       // them to their first reader's stage.
       if (weightOnly.contains(op) && s < stages) {

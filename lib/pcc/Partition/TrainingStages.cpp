@@ -16,6 +16,8 @@
 
 #include "pcc/Partition/Stages.h"
 
+#include "pcc/Autodiff/TrainStep.h"
+
 #include "pcc/Dialect/PCC/IR/PCCOps.h"
 
 #include "mlir/IR/Builders.h"
@@ -57,7 +59,7 @@ LogicalResult stageTrainingStep(func::FuncOp fn, ArrayRef<Operation *> forward,
     std::optional<int64_t> stage;
     for (Value v : op.getOperands()) {
       Operation *def = v.getDefiningOp();
-      if (!def)
+      if (!def || def->hasAttr(kStepWideAttr))
         continue;
       if (auto it = readers.find(v); it != readers.end()) {
         if (it->second.size() == 1)

@@ -349,6 +349,13 @@ Linearity linearityOf(Operation *op) {
     return Linearity::OneOf;
   if (op->hasTrait<pcc::OpTrait::LinearInNumerator>())
     return Linearity::Numerator;
+  // A float conversion commutes with a sum up to rounding: a 16-bit
+  // gradient becomes its f32 master's before it is summed (as data
+  // parallelism sums mixed-precision gradients, in f32).
+  if (auto c = dyn_cast<CastOp>(op))
+    if (isa<FloatType>(c.getTo()) &&
+        isa<FloatType>(typeOf(c.getInput()).getElementType()))
+      return Linearity::Unary;
   // A product is linear in each factor (gemm's C would be added once per
   // device). A gradient's one-hot product then joins its weight's bucket.
   if (isa<MatMulOp>(op) || (isa<GemmOp>(op) && op->getNumOperands() == 2))

@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "pccrt/Device.h"
+#include "pccrt/Float16.h"
 #include "pccrt/Kernels.h"
 #include "pccrt/Mesh.h"
 #include "pccrt/Status.h"
@@ -35,6 +36,16 @@ template <typename T> void addInto(void *acc, const void *in, int64_t count) {
   const T *x = static_cast<const T *>(in);
   for (int64_t i = 0; i < count; ++i)
     a[i] += x[i];
+}
+
+/// 16-bit values add through float and round once per microbatch, as the
+/// collectives sum them over ranks.
+template <typename T>
+void addIntoSixteenBit(void *acc, const void *in, int64_t count) {
+  T *a = static_cast<T *>(acc);
+  const T *x = static_cast<const T *>(in);
+  for (int64_t i = 0; i < count; ++i)
+    a[i] = T(float(a[i]) + float(x[i]));
 }
 
 bool onHost() {
@@ -96,9 +107,13 @@ void microbatchSum(Mesh &mesh, int id, DType type, const void *in, void *out,
     addInto<float>(acc.data(), in, count);
   } else if (type == DType::F64) {
     addInto<double>(acc.data(), in, count);
+  } else if (type == DType::BF16) {
+    addIntoSixteenBit<BFloat16>(acc.data(), in, count);
+  } else if (type == DType::F16) {
+    addIntoSixteenBit<Half>(acc.data(), in, count);
   } else {
     kernelError(std::string("a sum over microbatches of ") + dtypeName(type) +
-                " (float32 and float64 only)");
+                " (floats only)");
     return;
   }
   if (lastMicrobatch(mesh))

@@ -66,12 +66,15 @@ RankedTensorType withElement(Type t, Type e) {
   return RankedTensorType::get(r.getShape(), e);
 }
 
-/// A cast of `v` to element type `to` before `at`, in `at`'s stage.
+/// A cast of `v` to element type `to` before `at`, in `at`'s stage and
+/// part of a microbatched step (prologue, backward, once per step).
 Value castBefore(OpBuilder &b, Operation *at, Value v, Type to) {
   auto cast = CastOp::create(b, at->getLoc(), withElement(v.getType(), to), v,
                              TypeAttr::get(to));
-  if (Attribute stage = at->getAttr(kStageAttr))
-    cast->setAttr(kStageAttr, stage);
+  for (StringRef a : {StringRef(kStageAttr), StringRef(kPrologueAttr),
+                      StringRef(kBackwardAttr), StringRef(kOncePerStepAttr)})
+    if (Attribute value = at->getAttr(a))
+      cast->setAttr(a, value);
   return cast.getResult();
 }
 
