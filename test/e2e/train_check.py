@@ -552,7 +552,11 @@ def main():
             report = json.loads(subprocess.run(
                 ["pcc", "plan", os.path.join(workdir, "model.onnx"),
                  "--train", "--cluster", "dgx-a100", "--format", "json"] +
-                flags + ([] if zero else ["--zero", "0"]), check=True, stdout=subprocess.PIPE,
+                flags + ([] if zero else ["--zero", "0"]) +
+                (["--precision", args.precision] if args.precision else []) +
+                (["--freeze", ",".join(FROZEN[args.model])]
+                 if args.model in FROZEN else []),
+                check=True, stdout=subprocess.PIPE,
                 text=True).stdout)
             predicted = {}
             for c in report["collectives"]:

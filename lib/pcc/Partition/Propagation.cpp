@@ -26,28 +26,46 @@ namespace pcc {
 
 namespace {
 
-/// A 2-D weight read transposed (MatMul(x, Transpose(W)), as exports
-/// without constant folding write nn.Linear) that an op asks for in layout
-/// `now`: W is stored in the transposed layout and the transpose made in
-/// `now`, so each device keeps (and trains) only its part. Only while W and
-/// the transpose are still as inferred (`old`), or W already stored so.
-bool storeTransposed(Value v, const TensorSharding &old,
-                     const TensorSharding &now, const Mesh &mesh) {
-  auto t = v.getDefiningOp<TransposeOp>();
-  if (!t || t.getPerm() != ArrayRef<int64_t>{1, 0} || !now.partial.empty() ||
-      shardingOf(v) != old)
+/// Stores the weight behind `v` so that `v` is laid out as `now`: `v` is
+/// the weight, or a view of it (the transpose of MatMul(x, Transpose(W)),
+/// as exports without constant folding write nn.Linear; a mixed-precision
+/// step's cast of its master), while the weight is still replicated or
+/// already stored so. Each device then keeps, trains and updates only its
+/// part.
+bool storeThrough(Value v, const TensorSharding &now, const Mesh &mesh) {
+  if (v.getDefiningOp<WeightOp>()) {
+    TensorSharding current = shardingOf(v);
+    if (!current.isReplicated() && current != now)
+      return false;
+    setSharding(v, mesh, now);
+    return true;
+  }
+  TensorSharding before = now;
+  Value in;
+  if (auto t = v.getDefiningOp<TransposeOp>();
+      t && t.getPerm() == ArrayRef<int64_t>{1, 0}) {
+    in = t.getInput();
+    std::swap(before.dims[0], before.dims[1]);
+  } else if (auto c = v.getDefiningOp<CastOp>();
+             c && isa<FloatType>(c.getTo()) &&
+             isa<FloatType>(typeOf(c.getInput()).getElementType())) {
+    in = c.getInput();
+  }
+  if (!in || !storeThrough(in, before, mesh))
     return false;
-  Value w = t.getInput();
-  if (!w.getDefiningOp<WeightOp>())
-    return false;
-  TensorSharding stored = now;
-  std::swap(stored.dims[0], stored.dims[1]);
-  TensorSharding current = shardingOf(w);
-  if (!current.isReplicated() && current != stored)
-    return false;
-  setSharding(w, mesh, stored);
   setSharding(v, mesh, now);
   return true;
+}
+
+/// A view of a weight that an op asks for in layout `now` while it is
+/// still as inferred (`old`): the weight is stored so that the view is
+/// made in `now` (storeThrough).
+bool storeView(Value v, const TensorSharding &old, const TensorSharding &now,
+               const Mesh &mesh) {
+  if (v.getDefiningOp<WeightOp>() || !now.partial.empty() ||
+      shardingOf(v) != old)
+    return false;
+  return storeThrough(v, now, mesh);
 }
 
 } // namespace
@@ -118,7 +136,7 @@ void propagateShardings(func::FuncOp fn, const Mesh &mesh, StrategyHook hook) {
         // activation's, and the partitioner gathers it at use).
         if (v.getDefiningOp<WeightOp>() && shardingOf(v) == old)
           setSharding(v, mesh, now);
-        else if (!storeTransposed(v, old, now, mesh))
+        else if (!storeView(v, old, now, mesh))
           pinned = true;
       }
       // An activation cannot be re-annotated for one user: the op keeps

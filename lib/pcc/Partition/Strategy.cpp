@@ -8,11 +8,12 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "pcc/Partition/Strategy.h"
 #include "pcc/Dialect/PCC/IR/PCCOps.h"
 #include "pcc/Dialect/PCC/IR/TensorUtils.h"
+#include "pcc/Dialect/PCC/IR/WeightViews.h"
 #include "pcc/Partition/Passes.h"
 #include "pcc/Partition/Propagation.h"
-#include "pcc/Partition/Strategy.h"
 #include "pcc/Partition/Stages.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -32,10 +33,10 @@ namespace {
 /// transposed (what exports without constant folding, such as training
 /// exports, write for nn.Linear: MatMul(x, Transpose(W))).
 bool isWeightMatrix(Value v) {
-  if (v.getDefiningOp<WeightOp>())
+  if (weightBehind(v))
     return true;
   auto t = v.getDefiningOp<TransposeOp>();
-  return t && t.getInput().getDefiningOp<WeightOp>() &&
+  return t && weightBehind(t.getInput()) &&
          t.getPerm() == ArrayRef<int64_t>{1, 0};
 }
 
@@ -98,9 +99,8 @@ struct MegatronHook {
       // Vocabulary-parallel embedding: each device holds a block of rows.
       int64_t rank = shapeOf(g.getInput()).size();
       int64_t axis = normalizeAxis(g.getAxis(), rank);
-      if (axis == 0 && g.getInput().getDefiningOp<WeightOp>() &&
-          in[0].isReplicated() && !in[1].usesAxis(tp) &&
-          shapeOf(g.getInput())[0] % n == 0) {
+      if (axis == 0 && weightBehind(g.getInput()) && in[0].isReplicated() &&
+          !in[1].usesAxis(tp) && shapeOf(g.getInput())[0] % n == 0) {
         in[0].dims[0].axes = {tp};
         in[0].dims[0].groups = 1;
       }
@@ -113,8 +113,8 @@ struct MegatronHook {
   void splitBias(Operation *op, SmallVectorImpl<TensorSharding> &in) const {
     for (int i = 0; i < 2; ++i) {
       Value b = op->getOperand(i), x = op->getOperand(1 - i);
-      if (!b.getDefiningOp<WeightOp>() || shapeOf(b).size() != 1 ||
-          !in[i].isReplicated() || in[1 - i].dims.empty())
+      if (!weightBehind(b) || shapeOf(b).size() != 1 || !in[i].isReplicated() ||
+          in[1 - i].dims.empty())
         continue;
       const DimSharding &cols = in[1 - i].dims.back();
       if (shapeOf(x).back() != shapeOf(b)[0] || cols.axes.size() != 1 ||
@@ -287,7 +287,7 @@ struct GridHook {
         ln->setAttr(kSplitStatsAttr, UnitAttr::get(op->getContext()));
     } else if (auto g = dyn_cast<GatherOp>(op)) {
       ArrayRef<int64_t> table = shapeOf(g.getInput());
-      if (g.getInput().getDefiningOp<WeightOp>() && table.size() == 2 &&
+      if (weightBehind(g.getInput()) && table.size() == 2 &&
           normalizeAxis(g.getAxis(), 2) == 0 && in[0].isReplicated() &&
           table[1] % q == 0)
         in[0].dims[1].axes = {col};
@@ -297,7 +297,7 @@ struct GridHook {
   void summa(Operation *op, SmallVectorImpl<TensorSharding> &in,
              bool transB) const {
     Value w = op->getOperand(1);
-    if (!w.getDefiningOp<WeightOp>())
+    if (!weightBehind(w))
       return;
     TensorSharding x = in[0];
     if (!x.partial.empty() || x.dims.size() < 2)
@@ -382,7 +382,7 @@ struct CubeHook {
         ln->setAttr(kSplitStatsAttr, UnitAttr::get(op->getContext()));
     } else if (auto g = dyn_cast<GatherOp>(op)) {
       ArrayRef<int64_t> table = shapeOf(g.getInput());
-      if (g.getInput().getDefiningOp<WeightOp>() && table.size() == 2 &&
+      if (weightBehind(g.getInput()) && table.size() == 2 &&
           normalizeAxis(g.getAxis(), 2) == 0 && in[0].isReplicated() &&
           table[1] % q == 0)
         in[0].dims[1].axes = {z};
@@ -415,7 +415,7 @@ struct CubeHook {
   void linear(Operation *op, SmallVectorImpl<TensorSharding> &in,
               bool transB) const {
     Value w = op->getOperand(1);
-    if (!w.getDefiningOp<WeightOp>())
+    if (!weightBehind(w))
       return;
     TensorSharding a = in[0];
     if (!a.partial.empty() || a.dims.size() < 2)

@@ -444,9 +444,12 @@ PlanGraph buildPlanGraph(func::FuncOp fn, bool gpuKernels,
             !feedsOutputs.contains(v)) {
           node.frozenWeights.push_back(unsigned(node.producers.size() - 1));
         } else if (isa<FloatType>(type.getElementType())) {
-          ++node.forwardParameterReads;
           auto [reader, first] =
               firstReader.try_emplace(def, int(g.nodes.size()));
+          // A 16-bit weight trains as an f32 master that the forward reads
+          // through one cast (TrainStep.cpp keepMaster): one read.
+          if (first || type.getElementType().isF32())
+            ++node.forwardParameterReads;
           if (first) {
             node.params += double(type.getNumElements());
             ++node.weightTensors;

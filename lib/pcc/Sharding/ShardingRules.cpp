@@ -15,6 +15,7 @@
 #include "pcc/Dialect/PCC/IR/TensorUtils.h"
 
 #include "pcc/Dialect/PCC/IR/PCCOps.h"
+#include "pcc/Dialect/PCC/IR/WeightViews.h"
 
 #include "llvm/ADT/SmallBitVector.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -37,7 +38,7 @@ enum class Linearity {
 
 bool isParameter(Value v) {
   Operation *def = v.getDefiningOp();
-  return def && isa<WeightOp, ConstantOp>(def);
+  return def && (isa<WeightOp, ConstantOp>(def) || weightBehind(v));
 }
 
 OpSharding applyRule(Operation *op, const FactorRule &rule, Linearity linear,
