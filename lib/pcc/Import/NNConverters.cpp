@@ -210,9 +210,10 @@ Results batchNormTraining(NodeContext &c) {
   Value y = e.op<AddOp>(
       e.op<MulOp>(e.op<MulOp>(centered, inv), reshape(c.input(1), perChannel)),
       reshape(c.input(2), perChannel));
-  // running = momentum running + (1 - momentum) batch. The running variance
-  // is the unbiased one (count / (count - 1)), as PyTorch, TensorFlow and
-  // ONNX Runtime keep it; ONNX's reference uses the biased variance.
+  // running = momentum running + (1 - momentum) batch. The node's outputs
+  // are ONNX's (the biased variance); the buffers a training step stores
+  // keep the unbiased one (count / (count - 1)), as PyTorch, TensorFlow and
+  // ONNX Runtime update them: ONNX defines no update, the exporter does.
   double momentum = c.floatAttr("momentum", 0.9f);
   double bessel = count > 1 ? double(count) / double(count - 1) : 1.0;
   auto running = [&](Value old, Value batch, double scale) {
@@ -221,12 +222,13 @@ Results batchNormTraining(NodeContext &c) {
         e.op<MulOp>(reshape(batch, {channels}), e.k((1 - momentum) * scale)));
   };
   Value runningMean = running(c.input(3), mu, 1.0);
-  Value runningVar = running(c.input(4), var, bessel);
+  Value runningVar = running(c.input(4), var, 1.0);
+  Value storedVar = c.training ? running(c.input(4), var, bessel) : Value();
   if (e.anyFailed())
     return failure();
   if (c.training)
-    for (auto [old, next] : {std::pair{c.input(3), runningMean},
-                             std::pair{c.input(4), runningVar}})
+    for (auto [old, next] :
+         {std::pair{c.input(3), runningMean}, std::pair{c.input(4), storedVar}})
       if (old.getDefiningOp<WeightOp>())
         AssignOp::create(c.builder, c.loc, old, next);
   return SmallVector<Value>{y, runningMean, runningVar};
