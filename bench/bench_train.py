@@ -10,7 +10,12 @@ AdamW step (median after 3 warm-up steps). Each side runs in its own
 process with OPENBLAS_NUM_THREADS and OMP_NUM_THREADS set; REPEATS rounds
 alternate the two, and the median of the rounds' medians is reported.
 
+With --precision bf16, pcc compiles with `--precision bf16` (f32 master
+weights, 16-bit activations) and PyTorch runs its forward under
+`torch.autocast("cpu", dtype=torch.bfloat16)` (its CPU mixed precision).
+
 usage: bench_train.py WORK_DIR [--threads 1 2] [--steps 20] [--repeats 3]
+                      [--precision bf16]
 """
 import argparse
 import json
@@ -48,17 +53,20 @@ def models():
                         rng.integers(0, 256, (8, 128)).astype(np.int64)))
 
 
-def torch_step_ms(name, workdir, steps):
+def torch_step_ms(name, workdir, steps, precision):
     """PyTorch's median step time (run in a child process, --torch)."""
     model, batch = next((m, b) for n, m, b in models() if n == name)
     model.load_state_dict(torch.load(os.path.join(workdir, "state.pt")))
     batch = [torch.from_numpy(a) for a in batch]
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    autocast = torch.autocast("cpu", dtype=torch.bfloat16,
+                              enabled=precision == "bf16")
     ms = []
     for _ in range(steps):
         t0 = time.perf_counter()
         opt.zero_grad()
-        loss = model(*batch)
+        with autocast:
+            loss = model(*batch)
         loss.backward()
         opt.step()
         ms.append((time.perf_counter() - t0) * 1e3)
@@ -72,14 +80,16 @@ def env_for(threads):
 
 
 def main():
-    if len(sys.argv) == 5 and sys.argv[1] == "--torch":
-        print(torch_step_ms(sys.argv[2], sys.argv[3], int(sys.argv[4])))
+    if len(sys.argv) == 6 and sys.argv[1] == "--torch":
+        print(torch_step_ms(sys.argv[2], sys.argv[3], int(sys.argv[4]),
+                            sys.argv[5]))
         return
     p = argparse.ArgumentParser()
     p.add_argument("workdir")
     p.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--precision", choices=("fp32", "bf16"), default="fp32")
     args = p.parse_args()
     rows = []
     for name, model, batch in models():
@@ -98,7 +108,8 @@ def main():
         freeze = ["--freeze", "causal"] if name == "gpt" else []
         subprocess.run(["pcc", os.path.join(d, "model.onnx"), "-o",
                         os.path.join(d, "out"), "--quiet", "--train",
-                        "--optimizer", "adamw", "--lr", "1e-4"] + freeze,
+                        "--optimizer", "adamw", "--lr", "1e-4",
+                        "--precision", args.precision] + freeze,
                        check=True)
         for threads in args.threads:
             pcc_ms, torch_ms = [], []
@@ -113,7 +124,7 @@ def main():
                 pcc_ms.append(statistics.median(steps[3:]))
                 run = subprocess.run(
                     [sys.executable, __file__, "--torch", name, d,
-                     str(args.steps)], env=env_for(threads),
+                     str(args.steps), args.precision], env=env_for(threads),
                     stdout=subprocess.PIPE, text=True, check=True)
                 torch_ms.append(float(run.stdout.strip().splitlines()[-1]))
             pm, tm = statistics.median(pcc_ms), statistics.median(torch_ms)
