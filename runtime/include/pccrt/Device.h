@@ -22,6 +22,11 @@ namespace pccrt {
 /// host memory over MPI (ranks that share a GPU, or --comm mpi).
 enum class CommKind { Auto, Nccl, Mpi };
 
+/// First thing a process does, before MPI starts: a CPU rank whose BLAS
+/// would run kernels older than its CPU runs itself again with better
+/// ones (OpenBLAS reads OPENBLAS_CORETYPE only when it loads). Returns
+/// only if it does not.
+void prepareProcess(char **argv);
 /// Picks and starts this rank's device (a GPU by local rank); "" or why it
 /// cannot ("no CUDA GPU is visible", ...). Called once, on every rank.
 std::string startDevice(CommKind comm);

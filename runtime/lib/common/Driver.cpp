@@ -891,6 +891,7 @@ int runModel(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
+  prepareProcess(argv);
   try {
     return runModel(argc, argv);
   } catch (const std::bad_alloc &) {

@@ -116,6 +116,8 @@ bool sharesGpu() {
 
 using namespace cuda;
 
+void prepareProcess(char **) {}
+
 std::string startDevice(CommKind comm) {
   int count = 0;
   cudaError_t e = cudaGetDeviceCount(&count);
