@@ -51,10 +51,14 @@ void dropout(const Mesh &mesh, const float *x, float *y, int rank,
     int64_t at = 0;
     for (int d = 0; d < last; ++d)
       at += place(d, idx[d]) * stride[d];
-    for (int64_t l = 0; l < row; ++l) {
-      uint64_t g = uint64_t(at + place(last, l));
-      y[base + l] =
-          dropoutKeeps(key, g, threshold) ? x[base + l] * scale : 0.0f;
+    // The row in runs of `piece` contiguous global indices: no division
+    // per element.
+    for (int64_t l0 = 0; l0 < row; l0 += piece[last]) {
+      uint64_t g0 = uint64_t(at + place(last, l0));
+      for (int64_t k = 0; k < piece[last]; ++k) {
+        int64_t l = base + l0 + k;
+        y[l] = dropoutKeeps(key, g0 + k, threshold) ? x[l] * scale : 0.0f;
+      }
     }
     for (int d = last - 1; d >= 0 && ++idx[d] == localShape[d]; --d)
       idx[d] = 0;
