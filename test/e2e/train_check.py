@@ -529,9 +529,10 @@ def main():
                                args.param_rtol, args.param_atol)
             if ok else (False, 0.0, None))
         line = (f"{strategy} ranks={ranks}: losses {'PASS' if ok else 'FAIL'} "
-                f"max_rel_err={worst:.1e} ({len(got or [])} steps) "
-                f"parameters {'PASS' if params_ok else 'FAIL'} "
-                f"max_abs_err={param_err:.1e}")
+                f"max_rel_err={worst:.1e} ({len(got or [])} steps) " +
+                (f"parameters {'PASS' if params_ok else 'FAIL'} "
+                 f"max_abs_err={param_err:.1e}" if ok else
+                 "parameters not compared"))
         if args.memory:
             with open(os.path.join(out, "plan.json")) as f:
                 memory = json.load(f)["memory"]

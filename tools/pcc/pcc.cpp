@@ -215,8 +215,9 @@ cl::opt<double> adamEps("eps", cl::desc("AdamW epsilon (default 1e-8)"),
 cl::opt<std::string> lossScale(
     "loss-scale",
     cl::desc("Training: dynamic loss scaling (PyTorch's GradScaler) from an "
-             "initial scale, a power of two; or none. Default: 32768 when "
-             "fp16 weights train, else none"),
+             "initial scale, a power of two; or none. Default when fp16 "
+             "weights train: 65536 (GradScaler's), 32768 for an fp16 loss; "
+             "else none"),
     cl::init(""), COMPILE_ONLY);
 cl::opt<uint64_t> dropoutSeed(
     "seed",

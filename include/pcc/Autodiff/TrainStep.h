@@ -46,9 +46,10 @@ struct TrainOptions {
   /// starts from the loss times a scale, first 2^lossScaleLog2; a step
   /// whose gradients are not all finite updates nothing and halves the
   /// scale, and every lossScaleWindow finite steps in a row double it.
-  /// Auto: on when a trained weight is fp16.
+  /// Auto: on when a trained weight is fp16. Unset: GradScaler's 2^16 for
+  /// an f32 loss, 2^15 for a 16-bit one (fp16 holds at most 65504).
   LossScaling lossScaling = LossScaling::Auto;
-  int64_t lossScaleLog2 = 15;
+  std::optional<int64_t> lossScaleLog2;
   int64_t lossScaleWindow = 2000;
 };
 

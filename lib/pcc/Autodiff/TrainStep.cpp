@@ -46,7 +46,7 @@ private:
   void update(WeightOp w, Value grad);
   Value state(WeightOp w, StringRef suffix, Type type);
   LogicalResult keepMaster(WeightOp w);
-  Value scaleOfLoss();
+  Value scaleOfLoss(bool lossIsF32);
   Value unscale(SmallVectorImpl<std::pair<WeightOp, Value>> &grads);
   void skipUnlessFinite(Value finite);
   Value stepCount();
@@ -103,6 +103,13 @@ FailureOr<Value> StepBuilder::buildLoss(Value y) {
              << "output 0 is the loss, but it holds " << yType
              << "; return a scalar loss from the model or give --loss "
                 "mse|cross-entropy";
+    // A 16-bit export's loss narrowed for its output (pcc-convert-precision
+    // computes losses in f32): the step trains on and prints the f32 value.
+    if (auto narrowed = y.getDefiningOp<CastOp>()) {
+      Type from = typeOf(narrowed.getInput()).getElementType();
+      if (from.isF32() && !yType.getElementType().isF32())
+        return narrowed.getInput();
+    }
     return y;
   }
   unsigned at = fn.getNumArguments();
@@ -346,7 +353,7 @@ Value StepBuilder::stepCount() {
 /// The loss scale, 2^(lossScaleLog2 + e) with e a state that starts at 0
 /// (states start at zero), and the count of finite steps since it last
 /// changed.
-Value StepBuilder::scaleOfLoss() {
+Value StepBuilder::scaleOfLoss(bool lossIsF32) {
   auto scalar = RankedTensorType::get({}, b.getF32Type());
   auto makeState = [&](StringRef name) {
     return WeightOp::create(b, fn.getLoc(), scalar, b.getStringAttr(name),
@@ -356,7 +363,9 @@ Value StepBuilder::scaleOfLoss() {
   scaleExponent = makeState("pcc.loss_scale_exponent");
   scaleTracker = makeState("pcc.loss_scale_growth_tracker");
   Value exponent =
-      g.add(scaleExponent, g.scalar(b.getF32Type(), double(o.lossScaleLog2)));
+      g.add(scaleExponent,
+            g.scalar(b.getF32Type(),
+                     double(o.lossScaleLog2.value_or(lossIsF32 ? 16 : 15))));
   return g.op<PowOp>({g.scalar(b.getF32Type(), 2), exponent});
 }
 
@@ -489,7 +498,7 @@ LogicalResult StepBuilder::run(TrainStepReport *report) {
     return fn.emitError("the loss depends on no trainable initializer");
   if (o.lossScaling == LossScaling::Dynamic ||
       (o.lossScaling == LossScaling::Auto && trainsHalf))
-    lossScale = scaleOfLoss();
+    lossScale = scaleOfLoss(typeOf(*loss).getElementType().isF32());
   if (failed(differentiate(*loss)))
     return failure();
   Operation *lastBackward = ret->getPrevNode();

@@ -45,7 +45,10 @@ def ConvertPrecision : Pass<"pcc-convert-precision", "mlir::ModuleOp"> {
     keep their types, with casts at entry and before the return, so the
     model's inputs and outputs (and --check references) stay as exported.
     Arithmetic precision is the target's: the CPU computes in f32 and stores
-    16 bits, as torch autocast does. The module records the precision
+    16 bits, as torch autocast does. As autocast runs losses in f32, the
+    ops that compute a scalar output from the last GEMM on (the loss's
+    log-softmax, gather and mean; MSE's difference, square and mean) stay
+    f32 when converting to 16 bits. The module records the precision
     (`pcc.precision`) for the planner, which prices tf32 GEMMs apart from
     fp32 ones.
   }];

@@ -66,16 +66,55 @@ Attribute convertConstant(ElementsAttr value, Type to) {
   });
 }
 
+/// The loss tail of `fn`: the ops whose results only scalar float outputs
+/// read, directly or through other tail ops, up to (not including) the
+/// GEMMs, convolutions, attention and weights that feed them. torch.autocast
+/// runs losses (log-softmax, NLL, MSE, their means) in f32 while GEMMs run
+/// in 16 bits; a tail kept f32 does the same, so the loss, the value a
+/// training step prints and the gradient that starts its backward pass
+/// keep f32's 24 bits.
+llvm::DenseSet<Operation *> lossTail(func::FuncOp fn) {
+  Block &entry = fn.front();
+  Operation *ret = entry.getTerminator();
+  SmallVector<bool> root;
+  for (Type t : fn.getResultTypes()) {
+    auto r = dyn_cast<RankedTensorType>(t);
+    root.push_back(r && converts(r.getElementType()) && r.hasStaticShape() &&
+                   r.getNumElements() == 1);
+  }
+  llvm::DenseSet<Operation *> tail;
+  for (Operation &op : llvm::reverse(entry.without_terminator())) {
+    if (op.getNumResults() == 0 ||
+        isa<MatMulOp, GemmOp, ConvOp, AttentionOp, WeightOp>(op))
+      continue;
+    bool used = false, onlyTail = true;
+    for (OpOperand &use : op.getUses()) {
+      used = true;
+      Operation *user = use.getOwner();
+      onlyTail &=
+          user == ret ? root[use.getOperandNumber()] : tail.contains(user);
+    }
+    if (used && onlyTail)
+      tail.insert(&op);
+  }
+  return tail;
+}
+
 void convertFunction(func::FuncOp fn, Type to) {
   if (fn.isExternal())
     return;
   Block &entry = fn.front();
   OpBuilder b(fn.getContext());
+  Type f32 = b.getF32Type();
+  llvm::DenseSet<Operation *> tail =
+      to == f32 ? llvm::DenseSet<Operation *>() : lossTail(fn);
   b.setInsertionPointToStart(&entry);
   llvm::SmallPtrSet<Operation *, 8> entryCasts;
   for (BlockArgument arg : entry.getArguments()) {
     Type t = convertType(arg.getType(), to);
-    if (t == arg.getType() || arg.use_empty())
+    if (t == arg.getType() || arg.use_empty() ||
+        llvm::all_of(arg.getUsers(),
+                     [&](Operation *u) { return tail.contains(u); }))
       continue;
     Value c = castTo(b, arg.getLoc(), arg, t);
     entryCasts.insert(c.getDefiningOp());
@@ -84,16 +123,41 @@ void convertFunction(func::FuncOp fn, Type to) {
   for (Operation &op : entry.without_terminator()) {
     if (entryCasts.contains(&op))
       continue;
+    Type type = tail.contains(&op) ? f32 : to;
     for (Value r : op.getResults())
-      r.setType(convertType(r.getType(), to));
+      r.setType(convertType(r.getType(), type));
     if (auto c = dyn_cast<ConstantOp>(op)) {
-      c.setValueAttr(cast<ElementsAttr>(convertConstant(c.getValue(), to)));
+      c.setValueAttr(cast<ElementsAttr>(convertConstant(c.getValue(), type)));
     } else if (auto w = dyn_cast<WeightOp>(op)) {
       Type e = cast<RankedTensorType>(w.getType()).getElementType();
       if (w.getSourceTypeAttr() && w.getSourceTypeAttr().getValue() == e)
         w.removeSourceTypeAttr();
     } else if (auto c = dyn_cast<CastOp>(op); c && converts(c.getTo())) {
-      c.setTo(to);
+      c.setTo(type);
+    }
+  }
+  // The tail reads 16-bit values widened (an input, as it was).
+  llvm::DenseMap<Value, Value> widened;
+  for (Operation &op : entry.without_terminator()) {
+    if (!tail.contains(&op))
+      continue;
+    for (OpOperand &operand : op.getOpOperands()) {
+      Value v = operand.get();
+      Type t = convertType(v.getType(), f32);
+      if (t == v.getType())
+        continue;
+      Value &wide = widened[v];
+      if (!wide) {
+        auto narrowing = v.getDefiningOp<CastOp>();
+        if (narrowing && entryCasts.contains(narrowing) &&
+            narrowing.getInput().getType() == t) {
+          wide = narrowing.getInput();
+        } else {
+          b.setInsertionPointAfterValue(v);
+          wide = castTo(b, v.getLoc(), v, t);
+        }
+      }
+      operand.set(wide);
     }
   }
   Operation *ret = entry.getTerminator();
