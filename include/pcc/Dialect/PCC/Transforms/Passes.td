@@ -17,6 +17,21 @@ def RaiseComposites : Pass<"pcc-raise-composites", "mlir::func::FuncOp"> {
   let dependentDialects = ["::pcc::PCCDialect"];
 }
 
+def SplitMergedHeads : Pass<"pcc-split-merged-heads", "mlir::func::FuncOp"> {
+  let summary = "Split an axis that merges batch and heads into two axes";
+  let description = [{
+    nn.MultiheadAttention views its [S, B, E] projections as [S, B*H, D],
+    one axis holding batch and heads, where a batch split (dp) and a head
+    split (tp) together have no layout and were gathered before each
+    attention. Where a reshape's output axis is the product of whole input
+    axes and every op reading the values that carry it treats it as a batch
+    axis (transposes, pointwise ops, attention, batched matmuls, softmaxes
+    over another axis) up to the reshapes that end the chain, the axis
+    becomes its factors; element order, and so every reshape, is unchanged.
+  }];
+  let dependentDialects = ["::pcc::PCCDialect"];
+}
+
 def RaiseCausalMasks : Pass<"pcc-raise-causal-masks", "mlir::func::FuncOp"> {
   let summary = "Replace band-shaped hide masks of pcc.attention by hide_from";
   let description = [{

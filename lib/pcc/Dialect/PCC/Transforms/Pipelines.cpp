@@ -10,6 +10,7 @@ void pcc::buildImportCleanupPipeline(mlir::OpPassManager &pm) {
   mlir::OpPassManager &fn = pm.nest<mlir::func::FuncOp>();
   fn.addPass(mlir::createCanonicalizerPass());
   fn.addPass(createRaiseComposites());
+  fn.addPass(createSplitMergedHeads());
   fn.addPass(mlir::createCSEPass());
 }
 
