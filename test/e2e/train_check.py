@@ -543,8 +543,9 @@ def main():
                 [0] + [st.get("stash_bytes_per_microbatch", 0)
                        for st in stages])
         if args.collectives:
+            # A step's collectives: each microbatch's, and the update's once.
             with open(os.path.join(out, "plan.json")) as f:
-                compiled = json.load(f)["collectives"]
+                compiled = json.load(f)["collectives_per_step"]
             line += " collectives: " + " ".join(
                 f"{k}={compiled.get(k, 0)}"
                 for k in ("all_reduce", "reduce_scatter", "all_gather"))

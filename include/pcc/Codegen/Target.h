@@ -44,6 +44,10 @@ struct EmittedModel {
   /// Collectives in one run, and the bytes each device sends into them.
   int allReduces = 0, allGathers = 0, reduceScatters = 0, allSlices = 0,
       allToAlls = 0;
+  /// Of those, the ones a step runs once (a training step's prologue and
+  /// update), not once per microbatch.
+  int onceAllReduces = 0, onceAllGathers = 0, onceReduceScatters = 0,
+      onceAllToAlls = 0;
   int64_t collectiveBytes = 0;
   /// Sends between pipeline stages in one run (one microbatch), over all
   /// stages, and their bytes.

@@ -44,24 +44,38 @@ std::string planJson(ModuleOp module, const CompileOptions &options,
   os << "{\n  \"schema\": \"pcc-plan/1\",\n  \"model\": \""
      << llvm::sys::path::filename(options.modelPath) << "\",\n"
      << "  \"devices\": " << options.devices << ",\n"
-     << "  \"mesh\": {\"dp\": " << plan.degree("dp") << ", \"pp\": "
-     << plan.degree("pp") << ", \"tp\": " << plan.degree("tp")
+     << "  \"mesh\": {\"dp\": " << plan.degree("dp")
+     << ", \"pp\": " << plan.degree("pp") << ", \"tp\": " << plan.degree("tp")
      << ", \"tp_mode\": \""
      << (plan.degree("tp") > 1 ? tensorModeName(plan.tensorMode) : "none")
      << "\", \"sp\": " << plan.degree("sp") << ", \"sp_mode\": \""
      << (plan.degree("sp") > 1 ? sequenceModeName(plan.sequenceMode) : "none")
-     << "\", \"tp_layout\": \""
-     << tensorLayoutsName(plan.tensorLayouts)
+     << "\", \"tp_layout\": \"" << tensorLayoutsName(plan.tensorLayouts)
      << "\", \"microbatches\": " << plan.microbatches << "},\n"
      << "  \"collectives\": {\"all_reduce\": " << m.allReduces
-     << ", \"all_gather\": " << m.allGathers << ", \"reduce_scatter\": "
-     << m.reduceScatters << ", \"all_slice\": " << m.allSlices
+     << ", \"all_gather\": " << m.allGathers
+     << ", \"reduce_scatter\": " << m.reduceScatters
+     << ", \"all_slice\": " << m.allSlices
      << ", \"bytes_per_device\": " << m.collectiveBytes
-     << ", \"all_to_all\": " << m.allToAlls
-     << ", \"send\": " << m.sends << ", \"send_bytes\": " << m.sendBytes
+     << ", \"all_to_all\": " << m.allToAlls << ", \"send\": " << m.sends
+     << ", \"send_bytes\": " << m.sendBytes
      << ", \"ring_shift\": " << m.ringShifts
-     << ", \"broadcast\": " << m.broadcasts
-     << "},\n"
+     << ", \"broadcast\": " << m.broadcasts << "},\n";
+  // A pipeline runs the program once per microbatch (programMesh's
+  // microbatch axis), a training step's prologue and update once: what a
+  // step does, to compare with `pcc plan`.
+  int64_t runs =
+      plan.degree("pp") > 1 ? std::max<int64_t>(1, plan.microbatches) : 1;
+  auto perStep = [&](int all, int once) {
+    return (int64_t(all) - once) * runs + once;
+  };
+  os << "  \"collectives_per_step\": {\"all_reduce\": "
+     << perStep(m.allReduces, m.onceAllReduces)
+     << ", \"all_gather\": " << perStep(m.allGathers, m.onceAllGathers)
+     << ", \"reduce_scatter\": "
+     << perStep(m.reduceScatters, m.onceReduceScatters)
+     << ", \"all_to_all\": " << perStep(m.allToAlls, m.onceAllToAlls)
+     << ", \"send\": " << int64_t(m.sends) * runs << "},\n"
      << "  \"memory\": {\"weights_bytes\": " << m.weights.fileBytes()
      << ", \"arena_bytes\": " << m.arenaBytes
      << ", \"arena_bytes_without_reuse\": " << m.unsharedBytes

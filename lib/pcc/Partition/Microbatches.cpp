@@ -198,6 +198,20 @@ void Accumulator::buildPrologue() {
     if (op->use_empty())
       op->erase();
   }
+  // The rest of a split collective (the sum over dp of the count of
+  // targets) reads the sum over microbatches whole: it runs once, in the
+  // last prologue run, not again in every microbatch's forward.
+  for (Operation *op : early) {
+    Operation *copy = map.lookup(op->getResult(0)).getDefiningOp();
+    for (Operation *user : llvm::make_early_inc_range(copy->getUsers()))
+      if (user->hasAttr("grid_axes") && user->getNumOperands() == 1 &&
+          !user->hasAttr(kPrologueAttr) &&
+          !llvm::is_contained(axesOf(user), mb)) {
+        user->moveAfter(copy);
+        user->setAttr(kPrologueAttr, UnitAttr::get(fn.getContext()));
+        user->setAttr(kPrologueLastAttr, UnitAttr::get(fn.getContext()));
+      }
+  }
 }
 
 LogicalResult Accumulator::run() {

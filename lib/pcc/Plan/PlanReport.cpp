@@ -7,6 +7,7 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 
+#include <cmath>
 #include <map>
 
 using namespace llvm;
@@ -123,6 +124,9 @@ struct CollectiveSummary {
 struct ZeroTensors {
   int64_t weights = 0, forward = 0, backward = 0;
   double bytes = 0;
+  /// The same counts over every pipeline device (a program's collectives,
+  /// all stages counted).
+  int64_t allWeights = 0, allForward = 0, allBackward = 0;
 };
 
 /// The parameter tensors of the pipeline device with the most of them,
@@ -152,6 +156,11 @@ ZeroTensors zeroTensors(const PlanGraph &g, const PlanCandidate &c) {
     if (t.weights > best.weights)
       best = t;
   best.bytes = best.bytes / double(c.tp);
+  for (const ZeroTensors &t : device) {
+    best.allWeights += t.weights;
+    best.allForward += t.forward;
+    best.allBackward += t.backward;
+  }
   return best;
 }
 
@@ -239,24 +248,43 @@ std::vector<CollectiveSummary> collectives(const PlanGraph &g,
           : o.train    ? "batch statistics, forward and backward"
                        : "batch statistics");
   }
-  if (o.train && c.dataParallel > 0 && !c.zero)
+  if (o.train && c.dataParallel > 0 && !c.zero) {
+    // pcc-bucket-gradients sums each pipeline stage's gradients (f32) in
+    // buckets of up to 25 MiB: one all-reduce each.
+    int64_t buckets = 0;
+    for (size_t s = 0; s < c.stageBegin.size(); ++s) {
+      int end = s + 1 < c.stageBegin.size() ? c.stageBegin[s + 1]
+                                            : int(g.nodes.size());
+      double params = 0;
+      for (int i = c.stageBegin[s]; i < end; ++i)
+        params += g.nodes[i].params;
+      if (params > 0)
+        buckets += std::max<int64_t>(
+            1, int64_t(std::ceil(params * 4 / double(c.tp) / (25 << 20))));
+    }
+    buckets = std::max<int64_t>(buckets, 1);
     add("all_reduce",
         c.sp > 1   ? "dp x sp"
         : c.dp > 1 ? "dp"
                    : "tp",
-        c.weightMemory, c.dataParallel - c.lossSums, 1, "gradients");
+        c.weightMemory / double(buckets),
+        (c.dataParallel - c.lossSums) / double(buckets), buckets, "gradients");
+  }
   if (c.dataParallel > 0 && c.zero) {
     // One collective per weight tensor of the fullest stage (as
     // Planner.cpp prices them): gradients reduce-scattered once a step,
     // parameters gathered after the update (stages 1, 2) or before each
     // forward and backward use of every microbatch (stage 3).
+    // Counted over every pipeline device; their time is the fullest
+    // device's (the devices of other stages run theirs meanwhile).
     ZeroTensors t = zeroTensors(g, c);
-    int64_t tensors = std::max<int64_t>(t.weights, 1);
-    int64_t gathers =
-        c.zero >= 3 ? c.microbatches * (t.forward + t.backward) : t.weights;
+    int64_t tensors = std::max<int64_t>(t.allWeights, 1);
+    int64_t gathers = c.zero >= 3
+                          ? c.microbatches * (t.allForward + t.allBackward)
+                          : t.allWeights;
     double half = (c.dataParallel - c.lossSums) / 2,
-           each = t.bytes / double(tensors);
-    add("reduce_scatter", "dp", each, half / double(tensors), t.weights,
+           each = t.bytes / double(std::max<int64_t>(t.weights, 1));
+    add("reduce_scatter", "dp", each, half / double(tensors), t.allWeights,
         "gradients");
     add("all_gather", "dp", each, half / double(std::max<int64_t>(gathers, 1)),
         gathers, c.zero >= 3 ? "parameters before use" : "parameters");

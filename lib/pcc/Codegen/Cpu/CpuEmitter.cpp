@@ -363,8 +363,13 @@ LogicalResult Emitter::emitStage(int64_t stage, int64_t stages) {
                            "forward, backward and update are out of order");
     while (phase < next)
       enter(Phase(phase + 1));
+    bool lastRun = op->hasAttr(kPrologueLastAttr);
+    if (lastRun)
+      os << "  if (lastMicrobatch(mesh)) {\n";
     if (failed(emitOp(op)))
       return failure();
+    if (lastRun)
+      os << "  }\n";
     if (body.size() >= std::min(kPartBytes, options.unitBytes))
       closePart();
   }

@@ -63,21 +63,25 @@ LogicalResult Emitter::emitCollective(Operation *op) {
     }
     std::string g = std::to_string(groupOf(axes));
     int64_t bytes = tensorBytes(in);
+    bool once = op->hasAttr(kPrologueAttr) || op->hasAttr(kOncePerStepAttr);
     if (!isa<shard::AllSliceOp>(op))
       result.collectiveBytes += bytes;
     if (auto r = dyn_cast<shard::AllReduceOp>(op)) {
       ++result.allReduces;
+      result.onceAllReduces += once;
       if (r.getReduction() != shard::ReductionKind::Sum)
         return op->emitError("code generation supports sum all-reduces only");
       os << "  allReduceSum(mesh, " << g << ", " << dtype << ", " << ptr(in)
          << ", " << out(op) << ", " << typeOf(in).getNumElements() << ");\n";
     } else if (isa<shard::AllGatherOp>(op)) {
       ++result.allGathers;
+      result.onceAllGathers += once;
       auto [outer, block] = split(in, "gather_axis");
       os << "  allGather(mesh, " << g << ", " << ptr(in) << ", " << out(op)
          << ", " << outer << ", " << block * elem << ");\n";
     } else if (auto rs = dyn_cast<shard::ReduceScatterOp>(op)) {
       ++result.reduceScatters;
+      result.onceReduceScatters += once;
       if (rs.getReduction() != shard::ReductionKind::Sum)
         return op->emitError("code generation supports sum reduce-scatters only");
       auto [outer, block] = split(op->getResult(0), "scatter_axis");
@@ -86,6 +90,7 @@ LogicalResult Emitter::emitCollective(Operation *op) {
          << ");\n";
     } else if (auto a2a = dyn_cast<shard::AllToAllOp>(op)) {
       ++result.allToAlls;
+      result.onceAllToAlls += once;
       ArrayRef<int64_t> shape = typeOf(in).getShape();
       std::string id = std::to_string(nextTemp++);
       os << "  static const int64_t shape" << id << "[] = {" << joinInts(shape)

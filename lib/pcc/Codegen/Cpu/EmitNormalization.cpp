@@ -32,6 +32,8 @@ LogicalResult Emitter::emitNormalization(Operation *op) {
                              "bias of the normalized size");
       int g = groupOf(*axes);
       result.allReduces += 2;
+      if (op->hasAttr(kPrologueAttr) || op->hasAttr(kOncePerStepAttr))
+        result.onceAllReduces += 2;
       os << "  layerNormSplitF32(" << ptr(ln.getInput()) << ", "
          << ptr(ln.getScale()) << ", "
          << (ln.getBias() ? ptr(ln.getBias()) : "nullptr") << ", " << out(op)

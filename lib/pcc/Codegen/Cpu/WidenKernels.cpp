@@ -72,7 +72,8 @@ Value castBefore(OpBuilder &b, Operation *at, Value v, Type to) {
   auto cast = CastOp::create(b, at->getLoc(), withElement(v.getType(), to), v,
                              TypeAttr::get(to));
   for (StringRef a : {StringRef(kStageAttr), StringRef(kPrologueAttr),
-                      StringRef(kBackwardAttr), StringRef(kOncePerStepAttr)})
+                      StringRef(kPrologueLastAttr), StringRef(kBackwardAttr),
+                      StringRef(kOncePerStepAttr)})
     if (Attribute value = at->getAttr(a))
       cast->setAttr(a, value);
   return cast.getResult();

@@ -47,6 +47,10 @@ inline constexpr llvm::StringLiteral kBackwardAttr = "pcc.backward";
 /// targets a cross-entropy averages over) and that every microbatch's
 /// gradient needs. Their results stay in the arena for the whole step.
 inline constexpr llvm::StringLiteral kPrologueAttr = "pcc.prologue";
+/// On prologue ops that read a prologue sum whole (a collective over other
+/// axes of the sum over microbatches): they run in the last prologue run
+/// only, once a step.
+inline constexpr llvm::StringLiteral kPrologueLastAttr = "pcc.prologue_last";
 
 } // namespace pcc
 
