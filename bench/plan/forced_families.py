@@ -39,6 +39,8 @@ FAMILIES = [
 TRAIN_ONLY = [("recompute", "--recompute full"), ("no recompute", "--recompute none"),
               ("selective recompute", "--recompute selective"),
               ("pipeline interleaved", "--pp {h} --dp 2 --pp-virtual 2"),
+              ("pipeline 1f1b", "--pp {h} --dp 2 --pp-schedule 1f1b"),
+              ("pipeline zb-h1", "--pp {h} --dp 2 --pp-schedule zb-h1"),
               ("no zero", "--zero 0"), ("data zero1", "--dp {n} --zero 1"),
               ("data zero3", "--dp {n} --zero 3"),
               ("pipeline zero1", "--pp {h} --dp 2 --zero 1")]

@@ -77,7 +77,8 @@ def main():
                 args.pcc, model, gpus,
                 ["--tp", str(row["tp"]), "--pp", str(row["pp"]), "--dp",
                  str(dp), "--sp", "1", "--tp-mode", "1d", "--tp-layout",
-                 "megatron", "--recompute", "full", "--zero", "0"])
+                 "megatron", "--recompute", "full", "--zero", "0",
+                 "--pp-schedule", "1f1b"])
             a = flops / own["predicted"]["step_time_s"] / gpus / 1e12
             b = flops / forced["predicted"]["step_time_s"] / gpus / 1e12
             c = row["tflops_per_gpu"]

@@ -158,6 +158,12 @@ cl::opt<int> ppVirtual(
              "pipeline-stage's counterpart; 1: plain 1F1B; default: the "
              "planner's choice). Microbatches must be a multiple of --pp"),
     cl::init(0), COMPILE_AND_PLAN);
+cl::opt<std::string> ppSchedule(
+    "pp-schedule",
+    cl::desc("Training pipelines' schedule to plan: 1f1b (plain or "
+             "interleaved, what the executables run) or zb-h1 (zero-bubble "
+             "ZB-H1, `pcc plan` only; default: the planner's choice)"),
+    cl::init(""), COMPILE_AND_PLAN);
 cl::opt<int> microbatchSize(
     "micro-batch",
     cl::desc("Samples in one microbatch of one data-parallel replica "
@@ -493,6 +499,19 @@ Expected<pcc::PlanOptions> planOptions() {
                  Twine(o.microbatches) + " for --pp " + Twine(o.pp));
     o.ppVirtual = ppVirtual;
   }
+  if (ppSchedule.getNumOccurrences()) {
+    if (ppSchedule != "1f1b" && ppSchedule != "zb-h1")
+      return err("--pp-schedule must be 1f1b or zb-h1, got '" + ppSchedule +
+                 "'");
+    if (!o.train)
+      return err("--pp-schedule schedules a training step's pipeline; it "
+                 "needs --train");
+    if (ppSchedule == "zb-h1" && ppVirtual > 1)
+      return err("--pp-schedule zb-h1 runs one chunk per pipeline device; "
+                 "it does not take --pp-virtual " +
+                 Twine(int(ppVirtual)));
+    o.zeroBubble = ppSchedule == "zb-h1";
+  }
   if (zeroStage < 0 || zeroStage > 3)
     return err("--zero must be a ZeRO stage 0, 1, 2 or 3, got " +
                Twine(int(zeroStage)));
@@ -739,6 +758,9 @@ int main(int argc, char **argv) {
   auto planOpts = planOptions();
   if (!planOpts)
     return fail(toString(planOpts.takeError()));
+  if (!planning && planOpts->zeroBubble.value_or(false))
+    return fail("--pp-schedule zb-h1 is planned only: the executables run "
+                "1F1B and GPipe (plan it with `pcc plan`)");
   if (!train)
     if (auto why = trainFlagWithoutTrain())
       return fail(*why);

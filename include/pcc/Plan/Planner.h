@@ -55,6 +55,10 @@ struct PlanOptions {
   /// Chunks of layers per pipeline device (interleaved 1F1B, training):
   /// 0 = searched, 1 = plain 1F1B.
   int64_t ppVirtual = 0;
+  /// Training pipelines' schedule: unset = searched; false = the 1F1B
+  /// family (plain or interleaved); true = zero-bubble ZB-H1 (planned
+  /// only: no back end runs it yet).
+  std::optional<bool> zeroBubble;
   /// Samples in one microbatch of one data-parallel replica (Megatron's
   /// --micro-batch-size; 0 = searched).
   int64_t microbatchSize = 0;
@@ -99,6 +103,12 @@ struct PlanCandidate {
   int64_t dp = 1, pp = 1, tp = 1, sp = 1, microbatches = 1;
   /// Interleaved 1F1B: chunks of layers per pipeline device (1: none).
   int64_t virtualStages = 1;
+  /// Zero-bubble ZB-H1 (Qi et al. 2023) instead of 1F1B: each backward's
+  /// weight-gradient half (W) deferred into the bubble.
+  bool zeroBubble = false;
+  /// Training: the slowest pipeline device's weight-gradient products per
+  /// microbatch, in seconds (W, the part ZB-H1 defers).
+  double weightGradTime = 0;
   TensorMode mode = TensorMode::OneD;
   /// Where 1D layouts come from: the search, or a scheme.
   TensorLayouts layouts = TensorLayouts::Planned;

@@ -399,6 +399,9 @@ void printPlanText(raw_ostream &os, const PlanGraph &g,
                          "{1} stages); ",
                          b.virtualStages, b.pp * b.virtualStages)
                      .str()
+           : b.zeroBubble
+               ? std::string("schedule ZB-H1 (weight gradients deferred "
+                             "into the bubble; planned only, not run yet); ")
                : std::string("schedule 1F1B; "));
   os << formatv("compiles and runs here: {0}\n", b.runnable ? "yes" : "no");
   os << formatv("predicted step: {0} = compute {1} + communication {2} + "
@@ -506,6 +509,10 @@ static json::Object candidateJSON(const PlanGraph &g, const PlanCandidate &c) {
                             {"zero", c.zero}}},
       {"microbatches", c.microbatches},
       {"virtual_stages", c.virtualStages},
+      {"pipeline_schedule", c.pp == 1             ? "none"
+                            : c.zeroBubble        ? "zb-h1"
+                            : c.virtualStages > 1 ? "interleaved-1f1b"
+                                                  : "1f1b"},
       {"microbatch_size", g.batch / (c.dp * c.microbatches)},
       {"recompute", recomputeName(c.recompute)},
       {"runnable", c.runnable},

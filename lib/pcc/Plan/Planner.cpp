@@ -68,6 +68,9 @@ int64_t integerRoot(int64_t n, int k) {
 struct StageSummary {
   double compute = 0, comm = 0, weightBytes = 0, resultBytes = 0,
          inputBytes = 0, gradSync = 0;
+  /// Of compute, the products with a weight (a backward repeats each
+  /// once for the weight's gradient).
+  double linearCompute = 0;
   /// The most a repeated layer's copy keeps for its backward: what full
   /// recompute holds again while that layer's backward runs.
   double largestLayerBytes = 0;
@@ -97,6 +100,7 @@ struct StageSummary {
   void addChunk(const StageSummary &o) {
     double sharedBuffer = std::min(recomputeBuffer, o.recomputeBuffer);
     compute += o.compute;
+    linearCompute += o.linearCompute;
     comm += o.comm;
     weightBytes += o.weightBytes;
     frozenWeightBytes += o.frozenWeightBytes;
@@ -195,6 +199,8 @@ std::string PlanCandidate::label() const {
   s += llvm::formatv(" mb{0}", microbatches);
   if (virtualStages > 1)
     s += llvm::formatv(" v{0}", virtualStages);
+  if (zeroBubble)
+    s += " zb-h1";
   if (recompute == Recompute::Full)
     s += " recompute";
   else if (recompute == Recompute::Selective)
@@ -314,6 +320,18 @@ private:
   /// Chunks per pipeline device to price for `pp` stages and `m`
   /// microbatches (interleaved 1F1B: training, m a multiple of pp).
   SmallVector<int64_t, 4> virtualChoices(int64_t pp, int64_t m) const;
+  /// Whether to price ZB-H1 for this pipeline (training, one chunk per
+  /// device, at least pp microbatches; planning only), and the 1F1B
+  /// family's schedules.
+  bool pricesZeroBubble(int64_t pp, int64_t v, int64_t m) const {
+    return opt.train && pp > 1 && v == 1 && m >= pp && !opt.runnableOnly &&
+           opt.zeroBubble.value_or(true);
+  }
+  bool pricesOneFOneB(int64_t pp) const {
+    return !(opt.train && pp > 1 && opt.zeroBubble.value_or(false));
+  }
+  /// `c` (plain 1F1B) run as ZB-H1.
+  PlanCandidate zeroBubbleOf(const PlanCandidate &c) const;
   /// Where 1D layouts of `tg` devices may come from next to `sp`.
   SmallVector<TensorLayouts, 3> layoutSources(int64_t tg, TensorMode mode,
                                               int64_t sp) const;
@@ -552,6 +570,10 @@ SmallVector<int64_t, 4> PlanSearch::virtualChoices(int64_t pp,
   auto fits = [&](int64_t v, int64_t most) {
     return v == 1 || (opt.train && pp > 1 && m % pp == 0 && pp * v <= most);
   };
+  // ZB-H1 runs one chunk per device.
+  if (opt.train && pp > 1 && opt.zeroBubble.value_or(false))
+    return opt.ppVirtual > 1 ? SmallVector<int64_t, 4>{}
+                             : SmallVector<int64_t, 4>{1};
   if (opt.ppVirtual) {
     if (fits(opt.ppVirtual, int64_t(units.size())))
       return {opt.ppVirtual};
@@ -798,7 +820,7 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
   // up to what that one does.
   struct UnitSum {
     double compute = 0, comm = 0, weightBytes = 0, gradSync = 0,
-           resultBytes = 0, backwardWeightBytes = 0;
+           resultBytes = 0, backwardWeightBytes = 0, linearCompute = 0;
     /// Selective recompute repeats the ops between products
     /// (otherCompute) and keeps the products' results it reads.
     double otherCompute = 0, frozenWeightBytes = 0;
@@ -831,6 +853,8 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
         const PlanNode &node = g.nodes[i];
         if (!isa<ContractionOpInterface>(node.op))
           sum.otherCompute += nc.compute;
+        if (node.linear)
+          sum.linearCompute += nc.compute;
         if (node.savedForBackward)
           sum.savedBytes += nc.resultBytes;
         if (keptBySelective[i])
@@ -878,6 +902,7 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
       time += unitTime[u];
       const UnitSum &sum = sums[u];
       st.compute += sum.compute;
+      st.linearCompute += sum.linearCompute;
       st.comm += sum.comm;
       st.weightBytes += sum.weightBytes;
       st.frozenWeightBytes += sum.frozenWeightBytes;
@@ -995,6 +1020,22 @@ void PlanSearch::priceMemory(PlanCandidate &c, const Stages &stages) const {
   c.weightMemory = maxWeights * stored;
   c.stateMemory =
       opt.train ? maxOwned * (bytesPerParam(c.zero, c.dp) / eb - stored) : 0;
+}
+
+PlanCandidate PlanSearch::zeroBubbleOf(const PlanCandidate &c) const {
+  // Qi et al. 2023: with each backward split into the input's gradient (B)
+  // and the weights' (W), ZB-H1 runs the last stage's W passes in the
+  // bubble: it shrinks from (p - 1)(F + B + W) to (p - 1)(F + B - W) per
+  // microbatch, holding what 1F1B holds at its peak.
+  PlanCandidate zb = c;
+  zb.zeroBubble = true;
+  zb.runnable = false;
+  double perMicrobatch = c.bubble / double(c.pp - 1);
+  zb.bubble =
+      double(c.pp - 1) * std::max(0.0, perMicrobatch - 2 * c.weightGradTime);
+  zb.stepTime = c.stepTime - c.bubble + zb.bubble;
+  zb.tflopsPerDevice = zb.flopsPerDevice / zb.stepTime / 1e12;
+  return zb;
 }
 
 PlanCandidate PlanSearch::withZero(const PlanCandidate &base,
@@ -1131,6 +1172,7 @@ PlanCandidate PlanSearch::evaluate(int64_t pp, int64_t tg, TensorMode mode,
                         ? stages.worstChunkTime + p2p / double(c.virtualStages)
                         : perMicrobatch;
   c.bubble = double(pp - 1) * perChunk;
+  c.weightGradTime = opt.train ? worst.linearCompute : 0;
   priceMemory(c, stages);
   if (opt.train)
     priceTraining(c, stages);
@@ -1267,15 +1309,21 @@ void PlanSearch::enumerateBatch(int64_t pp, int64_t tg, TensorMode mode,
               evaluate(pp, tg, mode, grid, scheme, sp, spMode, dp, m, v,
                        recompute, zeros.front(), Pricing::Priced, &stages);
           leastTime = double(m) * stages.totalTime / double(pp);
-          for (int64_t zero : zeros) {
-            ++plan.evaluated;
-            PlanCandidate c =
-                zero == base.zero ? base : withZero(base, stages, zero);
+          auto consider = [&](PlanCandidate c) {
             bool better = !kept || (c.fits != kept->fits ? c.fits
                                     : c.fits ? c.stepTime < kept->stepTime
                                              : c.memory < kept->memory);
             if (better)
               kept = std::move(c);
+          };
+          for (int64_t zero : zeros) {
+            ++plan.evaluated;
+            PlanCandidate c =
+                zero == base.zero ? base : withZero(base, stages, zero);
+            if (pricesZeroBubble(pp, v, m))
+              consider(zeroBubbleOf(c));
+            if (pricesOneFOneB(pp))
+              consider(std::move(c));
           }
         }
         if (!kept)
@@ -1311,9 +1359,10 @@ void PlanSearch::refine() {
       if (c.layout || !worth(c))
         continue;
       auto again = [&](Pricing pricing) {
-        return evaluate(c.pp, c.tp, c.mode, {c.q, c.depth}, c.layouts, c.sp,
-                        c.spMode, c.dp, c.microbatches, c.virtualStages,
-                        c.recompute, c.zero, pricing);
+        PlanCandidate e = evaluate(
+            c.pp, c.tp, c.mode, {c.q, c.depth}, c.layouts, c.sp, c.spMode, c.dp,
+            c.microbatches, c.virtualStages, c.recompute, c.zero, pricing);
+        return c.zeroBubble ? zeroBubbleOf(e) : e;
       };
       // The exact search minimises the per-op objective within a weight
       // budget, not the step within memory: keep the seed's layouts when
