@@ -115,7 +115,7 @@ def main():
         with open(os.path.join(out, "plan.json")) as f:
             plan = json.load(f)
         # plan.json counts one run (one microbatch) of every stage.
-        runs = plan["mesh"].get("microbatches", 1) if plan["mesh"]["pp"] > 1 else 1
+        runs = plan["mesh"].get("microbatches", 1)
         compiled = plan["collectives"]
         counts = " ".join(f"{k}={compiled[k] * runs}"
                           for k in KINDS + ("all_slice",))

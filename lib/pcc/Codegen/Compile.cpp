@@ -61,11 +61,10 @@ std::string planJson(ModuleOp module, const CompileOptions &options,
      << ", \"send_bytes\": " << m.sendBytes
      << ", \"ring_shift\": " << m.ringShifts
      << ", \"broadcast\": " << m.broadcasts << "},\n";
-  // A pipeline runs the program once per microbatch (programMesh's
-  // microbatch axis), a training step's prologue and update once: what a
-  // step does, to compare with `pcc plan`.
-  int64_t runs =
-      plan.degree("pp") > 1 ? std::max<int64_t>(1, plan.microbatches) : 1;
+  // The program runs once per microbatch (programMesh's microbatch axis), a
+  // training step's prologue and update once: what a step does, to compare
+  // with `pcc plan`.
+  int64_t runs = std::max<int64_t>(1, plan.microbatches);
   auto perStep = [&](int all, int once) {
     return (int64_t(all) - once) * runs + once;
   };

@@ -117,12 +117,15 @@ void expandTensorGrid(const ParallelPlan &plan, Mesh &mesh) {
 Mesh programMesh(const ParallelPlan &plan) {
   Mesh mesh = plan.mesh;
   expandTensorGrid(plan, mesh);
-  int64_t pp = mesh.axisNamed("pp");
-  if (pp < 0 || mesh.shape[pp] == 1 || plan.microbatches <= 1)
+  if (plan.microbatches <= 1)
     return mesh;
-  mesh.shape.insert(mesh.shape.begin() + pp + 1, plan.microbatches);
-  mesh.axisNames.insert(mesh.axisNames.begin() + pp + 1,
-                        kMicrobatchAxis.str());
+  // Microbatches run one after another, a pipeline's stages overlapping
+  // them; without stages a training step accumulates its gradients over
+  // them, holding one microbatch's activations at a time, as planned.
+  int64_t pp = mesh.axisNamed("pp");
+  int64_t at = pp < 0 ? 0 : pp + 1;
+  mesh.shape.insert(mesh.shape.begin() + at, plan.microbatches);
+  mesh.axisNames.insert(mesh.axisNames.begin() + at, kMicrobatchAxis.str());
   return mesh;
 }
 

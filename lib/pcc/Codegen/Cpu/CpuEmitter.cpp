@@ -381,8 +381,10 @@ LogicalResult Emitter::emitStage(int64_t stage, int64_t stages) {
     closePart();
   range.end = parts.size();
   stageParts.push_back(range);
+  // Without stages a microbatch's forward and backward run together (the
+  // runtime's Phase::Whole): nothing is stashed.
   result.stageMemory.push_back(
-      {stageWeightBytes, schedule.arenaBytes, stashBytes});
+      {stageWeightBytes, schedule.arenaBytes, stages > 1 ? stashBytes : 0});
   return success();
 }
 
