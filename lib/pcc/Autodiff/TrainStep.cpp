@@ -50,6 +50,7 @@ private:
   Value unscale(SmallVectorImpl<std::pair<WeightOp, Value>> &grads);
   void skipUnlessFinite(Value finite);
   Value stepCount();
+  Value drawCount();
 
   func::FuncOp fn;
   const TrainOptions &o;
@@ -61,6 +62,10 @@ private:
   llvm::MapVector<Operation *, Value> trained;
   SmallVector<std::pair<Value, Value>> assigns;
   Value nextStep;
+  /// Under loss scaling, dropout's own step counter, which a skipped step
+  /// advances too (PyTorch's generator advances whether or not the
+  /// optimizer steps): its count and new value.
+  std::pair<Value, Value> draws;
   /// Dynamic loss scaling: the scale (f32 scalar) and its states.
   Value lossScale, scaleExponent, scaleTracker;
   /// A trained weight is fp16 (its gradients need a loss scale).
@@ -350,6 +355,22 @@ Value StepBuilder::stepCount() {
   return nextStep;
 }
 
+/// Dropout's step counter under loss scaling (`pcc.dropout_step`), stored
+/// whether or not the step's gradients are finite.
+Value StepBuilder::drawCount() {
+  if (draws.second)
+    return draws.second;
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(&fn.getBody().front());
+  auto type = RankedTensorType::get({}, b.getF32Type());
+  auto count = WeightOp::create(b, fn.getLoc(), type,
+                                b.getStringAttr("pcc.dropout_step"), nullptr,
+                                nullptr, b.getUnitAttr());
+  draws = {count.getResult(),
+           g.add(count.getResult(), g.scalar(b.getF32Type(), 1))};
+  return draws.second;
+}
+
 /// The loss scale, 2^(lossScaleLog2 + e) with e a state that starts at 0
 /// (states start at zero), and the count of finite steps since it last
 /// changed.
@@ -456,10 +477,6 @@ LogicalResult StepBuilder::run(TrainStepReport *report) {
   // Buffers the forward updates (running statistics, stored by the import)
   // are written last too, with the step's other new values.
   auto bufferUpdates = llvm::to_vector(body.getOps<AssignOp>());
-  // Each step draws new dropout masks.
-  for (DropoutOp d : llvm::to_vector(body.getOps<DropoutOp>()))
-    if (!d.getStep())
-      d.getStepMutable().assign(stepCount());
   auto ret = cast<func::ReturnOp>(body.getTerminator());
   if (ret.getNumOperands() == 0)
     return fn.emitError("the model has no outputs to train on");
@@ -484,6 +501,13 @@ LogicalResult StepBuilder::run(TrainStepReport *report) {
                                "tensors are constants, never trained)";
   b.setInsertionPoint(ret);
   g.setLocation(ret.getLoc());
+  // Each step draws new dropout masks; under loss scaling a skipped step
+  // too, from a counter of its own.
+  bool scalesLoss = o.lossScaling == LossScaling::Dynamic ||
+                    (o.lossScaling == LossScaling::Auto && trainsHalf);
+  for (DropoutOp d : llvm::to_vector(body.getOps<DropoutOp>()))
+    if (!d.getStep())
+      d.getStepMutable().assign(scalesLoss ? drawCount() : stepCount());
   auto loss = buildLoss(ret.getOperand(0));
   if (failed(loss) || g.failed())
     return failure();
@@ -496,8 +520,7 @@ LogicalResult StepBuilder::run(TrainStepReport *report) {
           active.insert(r);
   if (!active.contains(*loss))
     return fn.emitError("the loss depends on no trainable initializer");
-  if (o.lossScaling == LossScaling::Dynamic ||
-      (o.lossScaling == LossScaling::Auto && trainsHalf))
+  if (scalesLoss)
     lossScale = scaleOfLoss(typeOf(*loss).getElementType().isF32());
   if (failed(differentiate(*loss)))
     return failure();
@@ -514,6 +537,8 @@ LogicalResult StepBuilder::run(TrainStepReport *report) {
   }
   if (finite)
     skipUnlessFinite(finite);
+  if (draws.first)
+    assigns.push_back(draws);
   if (g.failed())
     return failure();
   for (Operation *op = lastBackward->getNextNode(); op != ret;
