@@ -42,11 +42,12 @@ bool isWeightMatrix(Value v) {
 
 /// Number of equal pieces the last axis of `v` is later cut into (a fused
 /// Q|K|V projection is split in 3, by a split or by slices), looking through
-/// a bias add; 1 if none.
+/// a bias add and views that keep the last axis (Hugging Face's Conv1D
+/// computes on [B*S, d] and views the result as [B, S, 3d]); 1 if none.
 int64_t fusedGroups(Value v) {
-  int64_t rank = shapeOf(v).size();
   int64_t cols = shapeOf(v).back();
-  for (int hops = 0; hops < 2; ++hops) {
+  for (int hops = 0; hops < 3; ++hops) {
+    int64_t rank = shapeOf(v).size();
     int64_t sliceSize = 0;
     bool slices = !v.use_empty();
     for (Operation *user : v.getUsers()) {
@@ -69,9 +70,13 @@ int64_t fusedGroups(Value v) {
     }
     if (slices && sliceSize && sliceSize < cols)
       return cols / sliceSize;
-    if (!v.hasOneUse() || !isa<AddOp>(*v.getUsers().begin()))
+    if (!v.hasOneUse())
       break;
-    v = v.getUsers().begin()->getResult(0);
+    Operation *user = *v.getUsers().begin();
+    if (!isa<AddOp>(user) &&
+        !(isa<ReshapeOp>(user) && shapeOf(user->getResult(0)).back() == cols))
+      break;
+    v = user->getResult(0);
   }
   return 1;
 }
