@@ -485,6 +485,7 @@ Expected<pcc::PlanOptions> planOptions() {
   if (freezeNames.getNumOccurrences() && !o.train)
     return err("--freeze needs --train");
   o.frozen.assign(freezeNames.begin(), freezeNames.end());
+  o.addedLoss = lossName;
   if (ppVirtual.getNumOccurrences()) {
     if (!o.train)
       return err("--pp-virtual interleaves a training step's pipeline; it "
