@@ -192,6 +192,9 @@ void Accumulator::buildPrologue() {
     if (!isa<ConstantOp>(copy))
       copy->setAttr(kPrologueAttr, UnitAttr::get(fn.getContext()));
   }
+  SmallVector<Operation *> sums;
+  for (Operation *op : early)
+    sums.push_back(map.lookup(op->getResult(0)).getDefiningOp());
   for (Operation *op : llvm::reverse(ordered)) {
     if (llvm::is_contained(early, op))
       op->getResult(0).replaceAllUsesWith(map.lookup(op->getResult(0)));
@@ -201,8 +204,7 @@ void Accumulator::buildPrologue() {
   // The rest of a split collective (the sum over dp of the count of
   // targets) reads the sum over microbatches whole: it runs once, in the
   // last prologue run, not again in every microbatch's forward.
-  for (Operation *op : early) {
-    Operation *copy = map.lookup(op->getResult(0)).getDefiningOp();
+  for (Operation *copy : sums)
     for (Operation *user : llvm::make_early_inc_range(copy->getUsers()))
       if (user->hasAttr("grid_axes") && user->getNumOperands() == 1 &&
           !user->hasAttr(kPrologueAttr) &&
@@ -211,7 +213,6 @@ void Accumulator::buildPrologue() {
         user->setAttr(kPrologueAttr, UnitAttr::get(fn.getContext()));
         user->setAttr(kPrologueLastAttr, UnitAttr::get(fn.getContext()));
       }
-  }
 }
 
 LogicalResult Accumulator::run() {
