@@ -557,7 +557,9 @@ def main():
                 flags + ([] if zero else ["--zero", "0"]) +
                 (["--precision", args.precision] if args.precision else []) +
                 (["--freeze", ",".join(FROZEN[args.model])]
-                 if args.model in FROZEN else []),
+                 if args.model in FROZEN else []) +
+                (["--loss", ADDED_LOSS[args.model]]
+                 if args.model in ADDED_LOSS else []),
                 check=True, stdout=subprocess.PIPE,
                 text=True).stdout)
             predicted = {}

@@ -203,7 +203,7 @@ cl::opt<std::string> lossName(
     "loss",
     cl::desc("Training: the model's own scalar output 0 (default), or mse / "
              "cross-entropy of output 0 against an extra input"),
-    cl::init(""), COMPILE_ONLY);
+    cl::init(""), COMPILE_AND_PLAN);
 cl::opt<double> learningRate("lr", cl::desc("Training: learning rate "
                                             "(default 0.001)"),
                              cl::init(1e-3), COMPILE_ONLY);
@@ -485,7 +485,6 @@ Expected<pcc::PlanOptions> planOptions() {
   if (freezeNames.getNumOccurrences() && !o.train)
     return err("--freeze needs --train");
   o.frozen.assign(freezeNames.begin(), freezeNames.end());
-  o.addedLoss = lossName;
   if (ppVirtual.getNumOccurrences()) {
     if (!o.train)
       return err("--pp-virtual interleaves a training step's pipeline; it "
@@ -793,6 +792,12 @@ int main(int argc, char **argv) {
   if (!precision.empty() &&
       mlir::failed(pcc::convertPrecision(*module, precision)))
     return diagnostics.printed ? 1 : fail("precision conversion failed");
+  // The loss --loss adds is part of what is planned.
+  if (train && trainOpts->loss != pcc::LossKind::ModelOutput) {
+    if (mlir::failed(pcc::addTrainingLoss(*module, *trainOpts)))
+      return diagnostics.printed ? 1 : fail("adding the loss failed");
+    trainOpts->loss = pcc::LossKind::ModelOutput;
+  }
 
   if (planning)
     return printPlan(mainFn, *planOpts);

@@ -60,6 +60,13 @@ struct TrainStepReport {
   int64_t recomputedOps = 0;
 };
 
+/// With a loss --loss adds (options.loss other than ModelOutput): rewrites
+/// @main to return that loss of its output 0, taking the target as a last
+/// argument, so that planning sees what the step computes; the step is
+/// then built with LossKind::ModelOutput. Fails with a diagnostic.
+mlir::LogicalResult addTrainingLoss(mlir::ModuleOp module,
+                                    const TrainOptions &options);
+
 /// Rewrites @main of `module` into its training step, returning the loss.
 /// Fails with a diagnostic at the op or argument at fault.
 mlir::LogicalResult buildTrainingStep(mlir::ModuleOp module,

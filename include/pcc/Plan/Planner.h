@@ -52,9 +52,6 @@ struct PlanOptions {
   /// Training: initializers not trained (--freeze): held, without
   /// gradient or optimizer state.
   std::vector<std::string> frozen;
-  /// Training: the loss --loss adds to output 0 ("mse", "cross-entropy"),
-  /// or empty (the model's own output).
-  std::string addedLoss;
   /// Chunks of layers per pipeline device (interleaved 1F1B, training):
   /// 0 = searched, 1 = plain 1F1B.
   int64_t ppVirtual = 0;

@@ -37,6 +37,8 @@ public:
       : fn(fn), o(o), b(fn.getContext()), g(b, fn.getLoc()) {}
 
   LogicalResult run(TrainStepReport *report);
+  /// Makes @main return the loss --loss adds (and take its target).
+  LogicalResult addLoss();
 
 private:
   LogicalResult mergeDuplicateWeights();
@@ -571,6 +573,36 @@ LogicalResult StepBuilder::run(TrainStepReport *report) {
 }
 
 } // namespace
+
+LogicalResult StepBuilder::addLoss() {
+  Block &body = fn.getBody().front();
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  if (ret.getNumOperands() == 0)
+    return fn.emitError("the model has no outputs to train on");
+  b.setInsertionPoint(ret);
+  g.setLocation(ret.getLoc());
+  auto loss = buildLoss(ret.getOperand(0));
+  if (failed(loss) || g.failed())
+    return failure();
+  func::ReturnOp::create(b, ret.getLoc(), ValueRange{*loss});
+  ret.erase();
+  fn.setType(FunctionType::get(fn.getContext(), body.getArgumentTypes(),
+                               {loss->getType()}));
+  fn.setAllResultAttrs(ArrayRef<DictionaryAttr>{DictionaryAttr::get(
+      fn.getContext(), {b.getNamedAttr("pcc.name", b.getStringAttr("loss"))})});
+  IRRewriter rewriter(fn.getContext());
+  (void)runRegionDCE(rewriter, fn->getRegions());
+  return success();
+}
+
+LogicalResult addTrainingLoss(ModuleOp module, const TrainOptions &options) {
+  auto fn = module.lookupSymbol<func::FuncOp>("main");
+  if (!fn)
+    return module.emitError("module has no func.func @main");
+  if (options.loss == LossKind::ModelOutput)
+    return success();
+  return StepBuilder(fn, options).addLoss();
+}
 
 LogicalResult buildTrainingStep(ModuleOp module, const TrainOptions &options,
                                 TrainStepReport *report) {

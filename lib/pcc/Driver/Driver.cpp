@@ -154,10 +154,10 @@ void countBackwardParameterReads(
 
 /// Marks the graph nodes whose results the training step's backward reads
 /// (PlanNode::savedForBackward), from the step built on a copy of `fn`
-/// (with the loss --loss adds, if any). Left as they are (all saved) when
-/// the step cannot be built.
+/// (which returns the loss: its own, or the one --loss added). Left as they
+/// are (all saved) when the step cannot be built.
 void markSavedResults(mlir::func::FuncOp fn, ArrayRef<std::string> frozen,
-                      StringRef addedLoss, PlanGraph &graph) {
+                      PlanGraph &graph) {
   mlir::OwningOpRef<mlir::ModuleOp> copy(
       cast<mlir::ModuleOp>(fn->getParentOp()->clone()));
   auto copyFn = copy->lookupSymbol<mlir::func::FuncOp>(fn.getSymName());
@@ -173,9 +173,6 @@ void markSavedResults(mlir::func::FuncOp fn, ArrayRef<std::string> frozen,
   }
   TrainOptions o;
   o.freeze.assign(frozen.begin(), frozen.end());
-  o.loss = addedLoss == "mse"             ? LossKind::Mse
-           : addedLoss == "cross-entropy" ? LossKind::CrossEntropy
-                                          : LossKind::ModelOutput;
   // The step's own diagnostics are not the plan's: the compile reports them.
   mlir::ScopedDiagnosticHandler quiet(
       fn.getContext(), [](mlir::Diagnostic &) { return mlir::success(); });
@@ -234,7 +231,7 @@ Expected<PlannedModel> planModel(mlir::func::FuncOp fn,
       return failure("--freeze names '" + name +
                      "', which is not a trainable initializer of the model");
   if (options.train)
-    markSavedResults(fn, options.frozen, options.addedLoss, planned.graph);
+    markSavedResults(fn, options.frozen, planned.graph);
   if (layouts != TensorLayouts::Planned)
     options.layoutScheme = layouts;
   const PlanGraph &graph = planned.graph;
