@@ -53,6 +53,8 @@ private:
   void skipUnlessFinite(Value finite);
   Value stepCount();
   Value drawCount();
+  std::pair<Value, Value> counter(StringRef name);
+  void returnLoss(func::ReturnOp ret, Value loss);
 
   func::FuncOp fn;
   const TrainOptions &o;
@@ -340,36 +342,33 @@ Value StepBuilder::state(WeightOp w, StringRef suffix, Type type) {
   return s.getResult();
 }
 
-/// The step number this step runs (1 for the first), from a state that
-/// counts them; made first in the function, as the forward's dropouts
-/// read it too.
-Value StepBuilder::stepCount() {
-  if (nextStep)
-    return nextStep;
+/// A step counter state `name` (zeros at first) and its value plus one,
+/// made first in the function, as the forward's dropouts read it.
+std::pair<Value, Value> StepBuilder::counter(StringRef name) {
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(&fn.getBody().front());
   auto type = RankedTensorType::get({}, b.getF32Type());
-  auto count = WeightOp::create(b, fn.getLoc(), type,
-                                b.getStringAttr("pcc.step"), nullptr, nullptr,
-                                b.getUnitAttr());
-  nextStep = g.add(count.getResult(), g.scalar(b.getF32Type(), 1));
-  assigns.push_back({count.getResult(), nextStep});
+  auto count = WeightOp::create(b, fn.getLoc(), type, b.getStringAttr(name),
+                                nullptr, nullptr, b.getUnitAttr());
+  return {count.getResult(),
+          g.add(count.getResult(), g.scalar(b.getF32Type(), 1))};
+}
+
+/// The step number this step runs (1 for the first), from `pcc.step`.
+Value StepBuilder::stepCount() {
+  if (!nextStep) {
+    auto [count, next] = counter("pcc.step");
+    nextStep = next;
+    assigns.push_back({count, next});
+  }
   return nextStep;
 }
 
 /// Dropout's step counter under loss scaling (`pcc.dropout_step`), stored
 /// whether or not the step's gradients are finite.
 Value StepBuilder::drawCount() {
-  if (draws.second)
-    return draws.second;
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(&fn.getBody().front());
-  auto type = RankedTensorType::get({}, b.getF32Type());
-  auto count = WeightOp::create(b, fn.getLoc(), type,
-                                b.getStringAttr("pcc.dropout_step"), nullptr,
-                                nullptr, b.getUnitAttr());
-  draws = {count.getResult(),
-           g.add(count.getResult(), g.scalar(b.getF32Type(), 1))};
+  if (!draws.second)
+    draws = counter("pcc.dropout_step");
   return draws.second;
 }
 
@@ -550,18 +549,8 @@ LogicalResult StepBuilder::run(TrainStepReport *report) {
     AssignOp::create(b, target.getLoc(), target, value);
   for (AssignOp update : bufferUpdates)
     update->moveBefore(ret);
-  func::ReturnOp::create(b, ret.getLoc(), ValueRange{*loss});
-  ret.erase();
-  // The step returns the loss alone; its name says so.
-  auto type = FunctionType::get(fn.getContext(), body.getArgumentTypes(),
-                                {loss->getType()});
-  fn.setType(type);
-  fn.setAllResultAttrs(ArrayRef<DictionaryAttr>{
-      DictionaryAttr::get(fn.getContext(),
-                          {b.getNamedAttr("pcc.name", b.getStringAttr("loss"))})});
   // Gradients no one needs (of inputs, of constant exponents) go.
-  IRRewriter rewriter(fn.getContext());
-  (void)runRegionDCE(rewriter, fn->getRegions());
+  returnLoss(ret, *loss);
   if (o.recompute)
     counts.recomputedOps = recomputeLayers(fn, o.selective);
   else
@@ -584,15 +573,24 @@ LogicalResult StepBuilder::addLoss() {
   auto loss = buildLoss(ret.getOperand(0));
   if (failed(loss) || g.failed())
     return failure();
-  func::ReturnOp::create(b, ret.getLoc(), ValueRange{*loss});
+  returnLoss(ret, *loss);
+  return success();
+}
+
+/// @main returns `loss` alone, named so, in place of `ret`; what nothing
+/// reads any more goes.
+void StepBuilder::returnLoss(func::ReturnOp ret, Value loss) {
+  b.setInsertionPoint(ret);
+  auto returned = func::ReturnOp::create(b, ret.getLoc(), ValueRange{loss});
   ret.erase();
-  fn.setType(FunctionType::get(fn.getContext(), body.getArgumentTypes(),
-                               {loss->getType()}));
+  b.setInsertionPoint(returned);
+  fn.setType(FunctionType::get(fn.getContext(),
+                               fn.getBody().front().getArgumentTypes(),
+                               {loss.getType()}));
   fn.setAllResultAttrs(ArrayRef<DictionaryAttr>{DictionaryAttr::get(
       fn.getContext(), {b.getNamedAttr("pcc.name", b.getStringAttr("loss"))})});
   IRRewriter rewriter(fn.getContext());
   (void)runRegionDCE(rewriter, fn->getRegions());
-  return success();
 }
 
 LogicalResult addTrainingLoss(ModuleOp module, const TrainOptions &options) {
