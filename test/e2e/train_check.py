@@ -154,6 +154,7 @@ class Gpt(nn.Module):
         self.register_buffer("causal", torch.tril(torch.ones(seq, seq)))
         for e in (self.wte, self.wpe):
             nn.init.normal_(e.weight, std=0.02)  # GPT-2's
+        self.logit_bias = None
 
     def forward(self, idx, targets):
         s = idx.shape[1]
@@ -161,6 +162,8 @@ class Gpt(nn.Module):
         for block in self.blocks:
             x = block(x, self.causal)
         logits = self.ln(x) @ self.wte.weight.t()
+        if self.logit_bias is not None:
+            logits = logits + self.logit_bias
         return F.cross_entropy(logits.reshape(-1, logits.shape[-1]),
                                targets.reshape(-1))
 
@@ -172,6 +175,16 @@ class GptDropout(Gpt):
 
     def __init__(self):
         super().__init__(dropout=0.1)
+
+
+class GptOddVocab(Gpt):
+    """GPT-2's case in small: 37 tokens, which no tensor-parallel degree
+    divides (pcc pads them, as Megatron does), the tied head plus a trained
+    bias over the vocabulary."""
+
+    def __init__(self):
+        super().__init__(vocab=37)
+        self.logit_bias = nn.Parameter(0.1 * torch.randn(37))
 
 
 # pcc.dropout's generator (runtime/include/pccrt/Dropout.h), for PyTorch to
@@ -241,10 +254,14 @@ def hash_dropouts(model, onnx_path):
     return model
 
 
-def gpt_batches(steps, rng):
-    return [(rng.integers(0, 32, (4, 16)).astype(np.int64),
-             rng.integers(0, 32, (4, 16)).astype(np.int64))
+def gpt_batches(steps, rng, vocab=32):
+    return [(rng.integers(0, vocab, (4, 16)).astype(np.int64),
+             rng.integers(0, vocab, (4, 16)).astype(np.int64))
             for _ in range(steps)]
+
+
+def odd_vocab_batches(steps, rng):
+    return gpt_batches(steps, rng, vocab=37)
 
 
 class Vit(nn.Module):
@@ -355,6 +372,7 @@ MODELS = {"mlp": (Mlp, mlp_batches), "gpt": (Gpt, gpt_batches),
           "vit": (Vit, vit_batches), "cnn": (Cnn, cnn_batches),
           "mobile": (Mobile, cnn_batches), "resnet": (ResNet, cnn_batches),
           "gpt-dropout": (GptDropout, gpt_batches),
+          "gpt-odd-vocab": (GptOddVocab, odd_vocab_batches),
           "classifier": (Classifier, classifier_batches),
           "regressor": (Regressor, regressor_batches)}
 # Models exported without their loss: the loss pcc adds (--loss).
@@ -366,7 +384,8 @@ ADDED_LOSS = {"classifier": "cross-entropy", "regressor": "mse"}
 ZERO_GRADIENT = {"vit": [(f"blocks.{i}.self_attn.in_proj_bias", slice(32, 64))
                          for i in range(2)]}
 # Initializers that PyTorch does not train (buffers).
-FROZEN = {"gpt": ["causal"], "gpt-dropout": ["causal"]}
+FROZEN = {"gpt": ["causal"], "gpt-dropout": ["causal"],
+          "gpt-odd-vocab": ["causal"]}
 
 
 def export(workdir, name, steps):

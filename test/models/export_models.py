@@ -397,6 +397,11 @@ MODELS = {
                                    max_len=160),
                       ("tokens", "padding"), ("tokens+padding", (4, 160), 128),
                       None, True),
+    # GPT-2's case in small: 101 tokens, which no tensor-parallel degree
+    # divides (pcc pads the vocabulary as Megatron does); its head is a
+    # constant-folded [d, vocab] initializer.
+    "gpt_odd_vocab": (lambda: GPT(vocab=101), "tokens",
+                      ("tokens", (8, 16), 101), None, True),
     "gpt_bf16": (GPT, "tokens", ("tokens", (8, 16), 128), None, True),
     "gpt_fp16": (GPT, "tokens", ("tokens", (8, 16), 128), None, True),
     "vit": (make_vit, "input", ("float", (8, 3, 32, 32)), None, True),

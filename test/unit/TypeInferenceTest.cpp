@@ -25,7 +25,8 @@ protected:
     return pcc::WeightOp::create(
         builder, builder.getUnknownLoc(),
         RankedTensorType::get(shape, builder.getF32Type()),
-        builder.getStringAttr("t"), pcc::ExternalDataAttr(), TypeAttr());
+        builder.getStringAttr("t"), pcc::ExternalDataAttr(), TypeAttr(),
+        UnitAttr(), DenseI64ArrayAttr());
   }
 
   /// Infers the result shape of OpTy, or returns std::nullopt on failure.
@@ -89,7 +90,8 @@ TEST_F(TypeInference, GatherEmbedding) {
   auto ids = pcc::WeightOp::create(
       builder, builder.getUnknownLoc(),
       RankedTensorType::get({2, 16}, builder.getI64Type()),
-      builder.getStringAttr("ids"), pcc::ExternalDataAttr(), TypeAttr());
+      builder.getStringAttr("ids"), pcc::ExternalDataAttr(), TypeAttr(),
+      UnitAttr(), DenseI64ArrayAttr());
   EXPECT_EQ(infer<pcc::GatherOp>(
                 {tensor({128, 64}), ids},
                 {builder.getNamedAttr("axis", builder.getI64IntegerAttr(0))}),

@@ -178,6 +178,12 @@ cl::opt<int64_t> globalBatch(
              "first input's leading one, exported dynamic); micro-batches x "
              "microbatches x dp make it up"),
     cl::init(0), COMPILE_AND_PLAN);
+cl::opt<int64_t> vocabMultiple(
+    "vocab-multiple",
+    cl::desc("A vocabulary the tensor-parallel degree does not divide is "
+             "padded with zero rows to a multiple of this times the degree "
+             "(Megatron's --make-vocab-size-divisible-by; 0: never pad)"),
+    cl::init(128), COMPILE_AND_PLAN);
 cl::opt<std::string> clusterName(
     "cluster",
     cl::desc("Cluster spec: dgx-a100, dgx-h100, h200, host (from `pcc "
@@ -798,6 +804,15 @@ int main(int argc, char **argv) {
       return diagnostics.printed ? 1 : fail("adding the loss failed");
     trainOpts->loss = pcc::LossKind::ModelOutput;
   }
+
+  // Padded before planning, so the plan prices the split vocabulary.
+  if (vocabMultiple < 0)
+    return fail("--vocab-multiple must be 0 or more, got " +
+                std::to_string(vocabMultiple));
+  if (vocabMultiple &&
+      mlir::failed(pcc::padVocabulary(*module, pcc::vocabularyDegree(*planOpts),
+                                      vocabMultiple)))
+    return diagnostics.printed ? 1 : fail("padding the vocabulary failed");
 
   if (planning)
     return printPlan(mainFn, *planOpts);

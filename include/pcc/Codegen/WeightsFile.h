@@ -41,6 +41,9 @@ struct WeightsEntry {
   int32_t sourceType = 0, storedType = 0;
   /// A training step's state, not in the model: it starts at zero.
   bool zeros = false;
+  /// A padded weight (pcc.weight ... unpadded): the initializer's shape and
+  /// the whole padded one it is written into, zeros around it.
+  std::vector<int64_t> unpadded, paddedShape;
 };
 
 /// The entries of one weights file, each 64-byte aligned. A weight used twice

@@ -36,6 +36,18 @@ mlir::OwningOpRef<mlir::ModuleOp> loadModel(llvm::StringRef path,
 mlir::LogicalResult convertPrecision(mlir::ModuleOp module,
                                      llvm::StringRef precision);
 
+/// The tensor-parallel degree a vocabulary must divide by for `options`:
+/// the forced one (or the devices forced degrees leave to tp), else the
+/// largest power of two up to 8 that divides the devices (every 1D degree
+/// the planner tries then splits a padded vocabulary).
+int64_t vocabularyDegree(const PlanOptions &options);
+
+/// Pads the vocabulary with zero rows to a multiple of `multiple` x
+/// `degree` when `degree` does not divide it: pcc-pad-vocabulary. Before
+/// planning, so the plan prices (and the partitioner splits) it.
+mlir::LogicalResult padVocabulary(mlir::ModuleOp module, int64_t degree,
+                                  int64_t multiple);
+
 /// A PlanOptions::progress that shows the search on stderr: on a terminal,
 /// one line rewritten in place once planning takes more than a second;
 /// with `always`, a line every half second wherever stderr goes. Null when

@@ -81,6 +81,10 @@ const WeightsEntry &WeightsTable::add(Operation *op, const Mesh &mesh) {
       entry.sourceType = onnxFloatCode(from.getValue());
       entry.storedType = onnxFloatCode(typeOf(v).getElementType());
     }
+    if (auto unpadded = w.getUnpaddedAttr()) {
+      entry.unpadded.assign(unpadded.asArrayRef().begin(),
+                            unpadded.asArrayRef().end());
+    }
   } else {
     entry.constant = cast<ConstantOp>(op).getValue();
   }
@@ -95,6 +99,13 @@ const WeightsEntry &WeightsTable::add(Operation *op, const Mesh &mesh) {
       entry.numBlocks *= n;
     }
     entry.stride = (entry.bytes + 63) / 64 * 64;
+  }
+  if (!entry.unpadded.empty()) {
+    auto t = typeOf(v);
+    entry.elementBytes = elementBytes(t.getElementType());
+    for (auto [d, size] : llvm::enumerate(t.getShape()))
+      entry.paddedShape.push_back(split.isReplicated() ? size
+                                                       : entry.globalShape[d]);
   }
   if (!key.empty())
     if (auto it = byKey.find(key); it != byKey.end())
@@ -152,6 +163,22 @@ std::string splitBlocks(const WeightsEntry &e, std::string &global) {
   return out;
 }
 
+/// An initializer's `bytes` written into its zero-padded shape (nothing
+/// when their count does not match: the size check reports it).
+std::string padded(const WeightsEntry &e, const std::string &bytes) {
+  int64_t in = e.elementBytes, out = e.elementBytes;
+  for (auto [u, p] : llvm::zip(e.unpadded, e.paddedShape)) {
+    in *= u;
+    out *= p;
+  }
+  if (int64_t(bytes.size()) != in)
+    return bytes;
+  std::string result(out, '\0');
+  pccrt::copyCorner(bytes.data(), e.unpadded.data(), result.data(),
+                    e.paddedShape.data(), e.unpadded.size(), e.elementBytes);
+  return result;
+}
+
 /// Folds `bytes` at `offset` into a running fingerprint.
 uint64_t mixFingerprint(uint64_t h, int64_t offset, StringRef bytes) {
   uint64_t parts[3] = {h, static_cast<uint64_t>(offset),
@@ -187,6 +214,8 @@ FailureOr<uint64_t> writeWeightsFile(Location loc, StringRef path,
         return emitError(loc) << error;
       if (e.sourceType)
         bytes = convertFloats(bytes, e.sourceType, e.storedType);
+      if (!e.unpadded.empty())
+        bytes = padded(e, bytes);
     } else {
       bytes = constantBytes(e.constant);
     }

@@ -81,6 +81,32 @@ mlir::LogicalResult convertPrecision(mlir::ModuleOp module,
   return pm.run(module);
 }
 
+int64_t vocabularyDegree(const PlanOptions &o) {
+  if (o.tp)
+    return o.tp;
+  if (o.dp || o.pp || o.sp) {
+    // As choosePlan gives out the devices forced degrees leave.
+    int64_t rest = o.devices / (orOne(o.dp) * orOne(o.pp) * orOne(o.sp));
+    return o.dp ? std::max<int64_t>(rest, 1) : 1;
+  }
+  int64_t degree = 1;
+  while (degree < 8 && o.devices % (degree * 2) == 0)
+    degree *= 2;
+  return degree;
+}
+
+mlir::LogicalResult padVocabulary(mlir::ModuleOp module, int64_t degree,
+                                  int64_t multiple) {
+  if (degree <= 1)
+    return mlir::success();
+  mlir::PassManager pm(module.getContext());
+  PadVocabularyOptions options;
+  options.tensorDegree = degree;
+  options.multiple = multiple;
+  pm.addNestedPass<mlir::func::FuncOp>(createPadVocabulary(options));
+  return pm.run(module);
+}
+
 Expected<PlanOptions> completeDegrees(PlanOptions o, bool devicesGiven) {
   if (o.devices < 1)
     return failure("--devices must be at least 1, got " + Twine(o.devices));

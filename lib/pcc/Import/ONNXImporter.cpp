@@ -90,7 +90,8 @@ FailureOr<Value> GraphImporter::materializeTensor(const onnx::TensorProto &t,
   }
   return WeightOp::create(builder, loc, tensorType(t, &ctx),
                           StringAttr::get(&ctx, t.name()), external,
-                          /*source_type=*/nullptr)
+                          /*source_type=*/nullptr, /*zeros=*/nullptr,
+                          /*unpadded=*/nullptr)
       .getResult();
 }
 

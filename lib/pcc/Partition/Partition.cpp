@@ -169,9 +169,10 @@ FailureOr<Value> Partitioner::operandFor(Value global,
     Value &shard = weightShards[{def, key}];
     if (!shard) {
       auto type = localType(typeOf(global), want, mesh);
-      auto shardOp = WeightOp::create(b, w.getLoc(), type, w.getNameAttr(),
-                                      /*external=*/nullptr,
-                                      w.getSourceTypeAttr(), w.getZerosAttr());
+      auto shardOp =
+          WeightOp::create(b, w.getLoc(), type, w.getNameAttr(),
+                           /*external=*/nullptr, w.getSourceTypeAttr(),
+                           w.getZerosAttr(), w.getUnpaddedAttr());
       if (!want.isReplicated())
         shardOp->setAttr(kShardingAttr,
                          b.getArrayAttr({toAttr(b.getContext(), mesh, want)}));

@@ -123,6 +123,10 @@ struct ModelInfo {
   /// Chunks of layers each pipeline device runs (interleaved 1F1B; 1:
   /// one stage per device). `run` computes stage Mesh::stage().
   int virtualStages;
+  /// Per trained tensor, the shape its initializer has when the program
+  /// holds it padded (a vocabulary padded for tensor parallelism), else
+  /// null; null when none is: --save and --resume use that shape.
+  const int64_t *const *trainedUnpadded;
 };
 
 } // namespace pccrt

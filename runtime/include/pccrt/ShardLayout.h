@@ -102,6 +102,42 @@ inline void copyBlock(bool toLocal, char *global, char *local, int rank,
   }
 }
 
+/// Copies the leading corner both shapes hold (each dim's smaller size)
+/// from row-major `src` to row-major `dst`: an unpadded tensor into its
+/// zero-padded buffer, or back (a vocabulary padded for tensor
+/// parallelism). What `dst` holds outside the corner is left alone.
+inline void copyCorner(const char *src, const int64_t *srcShape, char *dst,
+                       const int64_t *dstShape, int rank, size_t elem) {
+  if (rank == 0) {
+    std::memcpy(dst, src, elem);
+    return;
+  }
+  std::vector<int64_t> corner(rank), srcStride(rank), dstStride(rank);
+  int64_t s = 1, d = 1, count = 1;
+  for (int i = rank - 1; i >= 0; --i) {
+    corner[i] = srcShape[i] < dstShape[i] ? srcShape[i] : dstShape[i];
+    srcStride[i] = s;
+    dstStride[i] = d;
+    s *= srcShape[i];
+    d *= dstShape[i];
+    count *= corner[i];
+  }
+  if (count == 0)
+    return;
+  size_t row = size_t(corner[rank - 1]) * elem;
+  std::vector<int64_t> idx(rank, 0);
+  for (int64_t r = 0, rows = count / corner[rank - 1]; r < rows; ++r) {
+    int64_t from = 0, to = 0;
+    for (int i = 0; i < rank - 1; ++i) {
+      from += idx[i] * srcStride[i];
+      to += idx[i] * dstStride[i];
+    }
+    std::memcpy(dst + to * elem, src + from * elem, row);
+    for (int i = rank - 2; i >= 0 && ++idx[i] == corner[i]; --i)
+      idx[i] = 0;
+  }
+}
+
 } // namespace pccrt
 
 #endif // PCCRT_SHARDLAYOUT_H

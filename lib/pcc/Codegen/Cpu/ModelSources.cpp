@@ -4,6 +4,7 @@
 
 #include "pcc/Autodiff/TrainStep.h"
 #include "pcc/Dialect/PCC/Transforms/Precision.h"
+#include "llvm/ADT/StringExtras.h"
 
 using namespace mlir;
 
@@ -92,6 +93,22 @@ std::string Emitter::modelTables() {
         << "};\nconst int64_t trainedStrides[] = {" << joinInts(strides)
         << "};\nconst int32_t trainedStages[] = {" << joinInts(stages)
         << "};\n";
+  }
+  // Padded weights (a vocabulary padded for tp) are saved and resumed at
+  // their initializers' shapes.
+  if (llvm::any_of(trained, [](WeightOp w) { return w.getUnpaddedAttr(); })) {
+    SmallVector<std::string> refs;
+    for (auto [k, w] : llvm::enumerate(trained)) {
+      if (!w.getUnpaddedAttr()) {
+        refs.push_back("nullptr");
+        continue;
+      }
+      refs.push_back("trainedUnpadded" + std::to_string(k));
+      out << "const int64_t " << refs.back() << "[] = {"
+          << joinInts(w.getUnpaddedAttr().asArrayRef()) << "};\n";
+    }
+    out << "const int64_t *const trainedUnpadded[] = {"
+        << llvm::join(refs, ", ") << "};\n";
   }
   out << "const int64_t meshShape[] = {" << joinInts(mesh.shape) << "};\n"
       << "const char *const meshAxes[] = {";
@@ -209,6 +226,9 @@ Emitter::assembleSources(const std::string &tables) {
   bool trains = module && module->hasAttr(kTrainStepAttr);
   auto assigns = fn.getOps<AssignOp>();
   int64_t numTrained = std::distance(assigns.begin(), assigns.end());
+  bool trainsPadded = llvm::any_of(assigns, [](AssignOp a) {
+    return a.getTarget().getDefiningOp<WeightOp>().getUnpaddedAttr();
+  });
   llvm::raw_string_ostream m(main);
   m << "}\n\n";
   if (staged) {
@@ -237,7 +257,8 @@ Emitter::assembleSources(const std::string &tables) {
     << (numTrained && staged ? ", trainedStages" : ", nullptr") << ", "
     << (firstPass ? "true" : "false") << ", "
     << (phased && staged ? "true" : "false") << ", "
-    << int64_t(stageParts.size()) / pipelineDevices() << "};\n"
+    << int64_t(stageParts.size()) / pipelineDevices() << ", "
+    << (trainsPadded ? "trainedUnpadded" : "nullptr") << "};\n"
     << "  return &info;\n}\n";
   units[0] = {"model" + ext, std::move(main)};
   return units;

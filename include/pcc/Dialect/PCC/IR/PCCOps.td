@@ -90,7 +90,10 @@ def PCC_WeightOp : PCC_Op<"weight", [Pure]> {
     `from`, the initializer holds another float type (a model converted by
     --precision) and the weights file holds its values rounded to nearest even.
     With `zeros`, it is not in the model: a training step's state (optimizer
-    moments, the step count) that starts at zero.
+    moments, the step count) that starts at zero. With `unpadded`, the
+    initializer has that (smaller) shape and the rest is zeros: a vocabulary
+    padded so tensor parallelism splits it (pcc-pad-vocabulary); a saved
+    training run holds the unpadded part.
 
     Example:
     ```mlir
@@ -98,14 +101,16 @@ def PCC_WeightOp : PCC_Op<"weight", [Pure]> {
     %e = pcc.weight "wte" external <"gpt.bin", offset = 0, length = 65536> : tensor<128x128xf32>
     %h = pcc.weight "fc2.weight" from f32 : tensor<64x64xbf16>
     %m = pcc.weight "fc1.weight.exp_avg" zeros : tensor<128x64xf32>
+    %v = pcc.weight "wte" unpadded [50257, 64] : tensor<50304x64xf32>
     ```
   }];
   let arguments = (ins StrAttr:$name, OptionalAttr<PCC_ExternalDataAttr>:$external,
-                       OptionalAttr<TypeAttr>:$source_type, UnitAttr:$zeros);
+                       OptionalAttr<TypeAttr>:$source_type, UnitAttr:$zeros,
+                       OptionalAttr<DenseI64ArrayAttr>:$unpadded);
   let results = (outs PCC_Tensor:$result);
   let assemblyFormat = [{
     $name (`external` $external^)? (`from` $source_type^)? (`zeros` $zeros^)?
-    attr-dict `:` type($result)
+    (`unpadded` $unpadded^)? attr-dict `:` type($result)
   }];
   let hasVerifier = 1;
 }

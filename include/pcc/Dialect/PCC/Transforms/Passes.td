@@ -74,4 +74,26 @@ def ConvertPrecision : Pass<"pcc-convert-precision", "mlir::ModuleOp"> {
   let dependentDialects = ["::pcc::PCCDialect"];
 }
 
+def PadVocabulary : Pass<"pcc-pad-vocabulary", "mlir::func::FuncOp"> {
+  let summary = "Pad the vocabulary with zero rows so tensor parallelism splits it";
+  let description = [{
+    When the rows of the largest embedding table do not divide by
+    `tensor-degree`, that table and the heads that produce logits over it
+    (tied or not, with their biases) get zero rows up to a multiple of
+    `multiple` x `tensor-degree` (Megatron-LM's padding: 128 x tp). The pad
+    columns of the logits are hidden (lowest float, or 0 for a sum) before
+    every softmax, maximum and sum over the vocabulary and sliced off before
+    any other reader, so results are those of the unpadded model. Padded
+    weights record their initializer's shape (`unpadded`); the function
+    records `pcc.padded_vocabulary = [rows, padded rows]`.
+  }];
+  let options = [
+    Option<"tensorDegree", "tensor-degree", "int64_t", /*default=*/"1",
+           "the tensor-parallel degree the vocabulary must divide by">,
+    Option<"multiple", "multiple", "int64_t", /*default=*/"128",
+           "pad to a multiple of this times the degree">
+  ];
+  let dependentDialects = ["::pcc::PCCDialect"];
+}
+
 #endif // PCC_DIALECT_PCC_TRANSFORMS_PASSES_TD

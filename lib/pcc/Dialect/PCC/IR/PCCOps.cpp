@@ -31,6 +31,13 @@ LogicalResult WeightOp::verify() {
       return emitOpError() << "converts only between f32, f16 and bf16, not "
                            << source << " to " << type.getElementType();
   }
+  // (A device's block of a padded weight can be smaller than the
+  // initializer: only the rank is checked.)
+  if (auto unpadded = getUnpaddedAttr())
+    if (unpadded.size() != type.getRank() ||
+        llvm::any_of(unpadded.asArrayRef(), [](int64_t d) { return d < 1; }))
+      return emitOpError() << "unpadded shape must have the rank of " << type
+                           << " and positive dimensions";
   if (getZeros() && (getExternalAttr() || getSourceTypeAttr()))
     return emitOpError() << "with zeros is not in the model, so it has no "
                             "external data or source type";
@@ -39,7 +46,10 @@ LogicalResult WeightOp::verify() {
       return emitOpError() << "external data offset and length must be "
                               "non-negative";
     int64_t bits = source.getIntOrFloatBitWidth();
-    int64_t expected = (type.getNumElements() * bits + 7) / 8;
+    int64_t elements = type.getNumElements();
+    if (auto unpadded = getUnpaddedAttr())
+      elements = llvm::product_of(unpadded.asArrayRef());
+    int64_t expected = (elements * bits + 7) / 8;
     if (ext.getLength() != expected)
       return emitOpError() << "external data length " << ext.getLength()
                            << " does not match the " << expected
