@@ -5,7 +5,7 @@
 // columns hidden; the one-hot's constant repeats its last column; the
 // logits returned are sliced back to 37.
 // CHECK-LABEL: func.func @tied
-// CHECK-SAME: pcc.padded_vocabulary = array<i64: 37, 40>
+// CHECK-SAME: pcc.padded_vocabulary = array<i64: 37, 40, 8>
 // CHECK: %[[W:.*]] = pcc.weight "wte" unpadded [37, 16] : tensor<40x16xf32>
 // CHECK: %[[B:.*]] = pcc.weight "bias" unpadded [37] : tensor<40xf32>
 // CHECK: pcc.gather %[[W]], %{{.*}} : (tensor<40x16xf32>, tensor<2x4xi64>) -> tensor<2x4x16xf32>

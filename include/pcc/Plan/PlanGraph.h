@@ -122,6 +122,12 @@ struct PlanGraph {
   bool couplesBatch() const {
     return llvm::any_of(batchSums, [](const BatchSum &s) { return s.coupled; });
   }
+  /// A vocabulary pcc-pad-vocabulary padded: its rows, the padded rows
+  /// (what the graph holds and the plan prices) and the multiple padded to
+  /// (all 0 when not padded).
+  struct Vocabulary {
+    int64_t rows = 0, padded = 0, multiple = 0;
+  } vocabulary;
   /// Leading dimension of the first input (what data parallelism splits).
   int64_t batch = 1;
   /// Second dimension of the first input when it has rank >= 2 (tokens of

@@ -11,6 +11,8 @@
 
 #include "mlir/IR/Matchers.h"
 
+#include <cmath>
+
 using namespace mlir;
 
 namespace pcc::import {
@@ -115,6 +117,9 @@ Results convertRange(NodeContext &c) {
   if (*delta == 0)
     return c.error() << "Range delta is zero";
   double n = std::ceil((*limit - *start) / *delta);
+  if (!std::isfinite(n))
+    return c.error() << "Range start, limit and delta must be finite, got "
+                     << *start << ", " << *limit << ", " << *delta;
   if (n > (1 << 24))
     return c.error() << "Range of " << n << " elements is too large to fold";
   int64_t count = std::max<int64_t>(0, int64_t(n));

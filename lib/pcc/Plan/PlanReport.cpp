@@ -382,7 +382,15 @@ void printPlanText(raw_ostream &os, const PlanGraph &g,
     os << formatv(" (layers 0-{0}: {1} copies of a {2}-op block from op {3})",
                   g.block.count - 1, g.block.count, g.block.period,
                   g.block.begin);
-  os << "\n\n";
+  os << "\n";
+  if (g.vocabulary.padded)
+    os << formatv("vocabulary: {0} tokens padded to {1} (zero rows to a "
+                  "multiple of {2}, as Megatron-LM pads: 128 x the tensor "
+                  "degree; --vocab-multiple) so tensor parallelism splits "
+                  "it\n",
+                  g.vocabulary.rows, g.vocabulary.padded,
+                  g.vocabulary.multiple);
+  os << "\n";
   os << formatv("plan: {0}\n", b.label());
   os << formatv("mesh: dp={0} pp={1} tp={2} ({3}", b.dp, b.pp, b.tp,
                 tensorModeName(b.mode));
@@ -542,6 +550,11 @@ void printPlanJSON(raw_ostream &os, const PlanGraph &g,
                                {"dtype", g.dtype},
                                {"batch", g.batch},
                                {"ops", int64_t(g.nodes.size())}};
+  if (g.vocabulary.padded)
+    root["model"].getAsObject()->try_emplace(
+        "vocabulary", json::Object{{"rows", g.vocabulary.rows},
+                                   {"padded", g.vocabulary.padded},
+                                   {"multiple", g.vocabulary.multiple}});
   root["cluster"] = cluster.name;
   root["devices"] = o.devices;
   root["train"] = o.train;

@@ -326,6 +326,16 @@ def main(argv):
         [vi("x", [1, 2, 3]), vi("w", []), vi("r", [1, 9, 3])],
         [vi("y", [1, 1, 2, 3])], name="gru_scalar_weight"),
         "gru input w has shape [], expected [1, 9, 3]")
+    # A Range whose bounds are not finite (found by libFuzzer: counting its
+    # elements converted NaN to an integer, undefined behaviour).
+    write_model("range_nan.onnx", model(
+        [helper.make_node("Range", ["start", "limit", "delta"], ["y"],
+                          name="range0")],
+        [], [vi("y", [None])],
+        [helper.make_tensor("start", TensorProto.FLOAT, [], [0.0]),
+         helper.make_tensor("limit", TensorProto.FLOAT, [], [float("nan")]),
+         helper.make_tensor("delta", TensorProto.FLOAT, [], [1.0])],
+        name="range_nan"), "range start, limit and delta must be finite")
     # ONNX's text parser throws on malformed numbers instead of failing.
     write_bytes("bad_number.onnxtxt",
                 b"<ir_version: 8, opset_import: [\"\" : 14]>\n"

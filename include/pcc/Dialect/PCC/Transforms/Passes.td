@@ -85,7 +85,7 @@ def PadVocabulary : Pass<"pcc-pad-vocabulary", "mlir::func::FuncOp"> {
     every softmax, maximum and sum over the vocabulary and sliced off before
     any other reader, so results are those of the unpadded model. Padded
     weights record their initializer's shape (`unpadded`); the function
-    records `pcc.padded_vocabulary = [rows, padded rows]`.
+    records `pcc.padded_vocabulary = [rows, padded rows, multiple]`.
   }];
   let options = [
     Option<"tensorDegree", "tensor-degree", "int64_t", /*default=*/"1",

@@ -64,8 +64,10 @@ int64_t reshapedAxis(ArrayRef<int64_t> in, ArrayRef<int64_t> out, int64_t axis,
 
 class Padder {
 public:
-  Padder(func::FuncOp fn, int64_t rows, int64_t padded)
-      : fn(fn), b(fn.getContext()), rows(rows), padded(padded) {}
+  Padder(func::FuncOp fn, int64_t rows, int64_t multiple)
+      : fn(fn), b(fn.getContext()), rows(rows),
+        padded((rows + multiple - 1) / multiple * multiple),
+        multiple(multiple) {}
 
   void run(WeightOp table);
 
@@ -96,7 +98,7 @@ private:
 
   func::FuncOp fn;
   OpBuilder b;
-  int64_t rows, padded;
+  int64_t rows, padded, multiple;
   /// Values carrying pad columns, and on which axis.
   llvm::DenseMap<Value, int64_t> axisOf;
 };
@@ -415,7 +417,8 @@ void Padder::run(WeightOp table) {
            llvm::reverse(fn.getBody().front().getOperations())))
     if (isOpTriviallyDead(&op))
       op.erase();
-  fn->setAttr("pcc.padded_vocabulary", b.getDenseI64ArrayAttr({rows, padded}));
+  fn->setAttr("pcc.padded_vocabulary",
+              b.getDenseI64ArrayAttr({rows, padded, multiple}));
 }
 
 struct PadVocabularyPass : pcc::impl::PadVocabularyBase<PadVocabularyPass> {
@@ -442,8 +445,7 @@ struct PadVocabularyPass : pcc::impl::PadVocabularyBase<PadVocabularyPass> {
     int64_t rows = typeOf(table.getResult()).getDimSize(0);
     if (rows % tensorDegree == 0)
       return;
-    int64_t step = multiple * tensorDegree;
-    Padder(fn, rows, (rows + step - 1) / step * step).run(table);
+    Padder(fn, rows, multiple * tensorDegree).run(table);
   }
 };
 
