@@ -5,6 +5,7 @@
 // columns hidden; the one-hot's constant repeats its last column; the
 // logits returned are sliced back to 37.
 // CHECK-LABEL: func.func @tied
+// CHECK-SAME: -> (tensor<2x4x40xf32> {pcc.unpadded = array<i64: 2, 4, 37>}, tensor<f32>)
 // CHECK-SAME: pcc.padded_vocabulary = array<i64: 37, 40, 8>
 // CHECK: %[[W:.*]] = pcc.weight "wte" unpadded [37, 16] : tensor<40x16xf32>
 // CHECK: %[[B:.*]] = pcc.weight "bias" unpadded [37] : tensor<40xf32>
@@ -24,8 +25,7 @@
 // CHECK: %[[ZERO:.*]] = pcc.constant dense<0.000000e+00> : tensor<1x1xf32>
 // CHECK: %[[HP:.*]] = pcc.where %{{.*}}, %[[P]], %[[ZERO]]
 // CHECK: %[[S:.*]] = pcc.reduce_sum %[[HP]]
-// CHECK: %[[OUT:.*]] = pcc.slice %[[LB]] {sizes = array<i64: 2, 4, 37>, starts = array<i64: 0, 0, 0>, steps = array<i64: 1, 1, 1>}
-// CHECK: return %[[OUT]], %[[S]]
+// CHECK: return %[[LB]], %[[S]] : tensor<2x4x40xf32>, tensor<f32>
 func.func @tied(%ids: tensor<2x4xi64>, %labels: tensor<8xi64>) -> (tensor<2x4x37xf32>, tensor<f32>) {
   %w = pcc.weight "wte" : tensor<37x16xf32>
   %b = pcc.weight "bias" : tensor<37xf32>
@@ -51,6 +51,7 @@ func.func @tied(%ids: tensor<2x4xi64>, %labels: tensor<8xi64>) -> (tensor<2x4x37
 // back (a mean of pad columns would divide by 40); a softmax over
 // another axis carries them; a sum over the batch keeps them apart.
 // CHECK-LABEL: func.func @gemm_head
+// CHECK-SAME: -> (tensor<8x1xf32>, tensor<40xf32> {pcc.unpadded = array<i64: 37>}, tensor<8x16xf32>)
 // CHECK: %[[W:.*]] = pcc.weight "head" unpadded [37, 16] : tensor<40x16xf32>
 // CHECK: %[[B:.*]] = pcc.weight "head_bias" unpadded [37] : tensor<40xf32>
 // CHECK: %[[L:.*]] = pcc.gemm %{{.*}}, %[[W]], %[[B]] {transB = true} {{.*}} -> tensor<8x40xf32>
@@ -58,7 +59,7 @@ func.func @tied(%ids: tensor<2x4xi64>, %labels: tensor<8xi64>) -> (tensor<2x4x37
 // CHECK: pcc.reduce_mean %[[C]] {axes = array<i64: 1>
 // CHECK: %[[SM:.*]] = pcc.softmax %[[L]] {axis = 0 : i64} : tensor<8x40xf32>
 // CHECK: %[[SUM:.*]] = pcc.reduce_sum %[[SM]] {axes = array<i64: 0>, keepdims = false} {{.*}} -> tensor<40xf32>
-// CHECK: pcc.slice %[[SUM]] {{.*}} -> tensor<37xf32>
+// CHECK: return %{{.*}}, %[[SUM]], %{{.*}} : tensor<8x1xf32>, tensor<40xf32>, tensor<8x16xf32>
 func.func @gemm_head(%ids: tensor<8xi64>, %h: tensor<8x16xf32>) -> (tensor<8x1xf32>, tensor<37xf32>, tensor<8x16xf32>) {
   %e = pcc.weight "wte" : tensor<37x16xf32>
   %w = pcc.weight "head" : tensor<37x16xf32>

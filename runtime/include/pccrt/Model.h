@@ -127,6 +127,10 @@ struct ModelInfo {
   /// holds it padded (a vocabulary padded for tensor parallelism), else
   /// null; null when none is: --save and --resume use that shape.
   const int64_t *const *trainedUnpadded;
+  /// Per output, the shape it is written and checked at when the program
+  /// returns it padded (logits over a padded vocabulary, split over tp),
+  /// else null; null when none is.
+  const int64_t *const *outputUnpadded;
 };
 
 } // namespace pccrt

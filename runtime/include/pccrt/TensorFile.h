@@ -18,6 +18,10 @@ struct HostTensor {
   std::vector<char> bytes;
 
   int64_t numElements() const;
+  /// Takes `shape`, keeping the leading corner both shapes hold: padding
+  /// cut off, or added as zeros (a vocabulary padded for tensor
+  /// parallelism).
+  void resizeCorner(const std::vector<int64_t> &shape);
 };
 
 /// Reads an ONNX TensorProto (.pb) file, accepting raw_data or typed fields.

@@ -39,20 +39,6 @@ std::vector<int64_t> savedShape(const ModelInfo &model, int k) {
   return shapeOf(d);
 }
 
-/// `t` (whole, at the program's shape) at `shape`: the padding cut off, or
-/// added as zeros.
-void reshapeCorner(HostTensor &t, const std::vector<int64_t> &shape) {
-  if (t.shape == shape)
-    return;
-  HostTensor out;
-  out.dtype = t.dtype;
-  out.shape = shape;
-  out.bytes.assign(out.numElements() * dtypeSize(t.dtype), 0);
-  copyCorner(t.bytes.data(), t.shape.data(), out.bytes.data(), shape.data(),
-             int(shape.size()), dtypeSize(t.dtype));
-  t = std::move(out);
-}
-
 /// Bytes of one device's block of trained tensor `d`.
 size_t blockBytes(const TensorDesc &d, const int64_t *meshShape) {
   size_t n = dtypeSize(d.dtype);
@@ -110,7 +96,7 @@ std::string saveTrained(const ModelInfo &model, const Mesh &mesh,
       if (!d.split)
         break;
     }
-    reshapeCorner(t, savedShape(model, k));
+    t.resizeCorner(savedShape(model, k));
     Status s = writeTensorFile(fileOf(dir, d.name), d.name, t);
     if (!s.isOk())
       error = s.message();
@@ -141,7 +127,7 @@ std::string resumeTrained(const ModelInfo &model, const Mesh &mesh,
       return "'" + path + "' holds another tensor than '" + d.name +
              "' of this program (" + dtypeName(t.dtype) + " vs " +
              dtypeName(d.dtype) + ", or another shape)";
-    reshapeCorner(t, shapeOf(d));
+    t.resizeCorner(shapeOf(d));
     copyBlock(/*toLocal=*/true, t.bytes.data(),
               blockOf(model, mesh, weights, k), d.rank, d.shape, d.split,
               model.meshShape, mesh.coords(), dtypeSize(d.dtype));

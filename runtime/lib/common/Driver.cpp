@@ -332,6 +332,15 @@ std::vector<int64_t> localShape(const TensorDesc &d, const Mesh &mesh) {
   return s;
 }
 
+/// Output `k` whole, at the shape the model returns it (the program may
+/// return it padded).
+HostTensor unpadded(const ModelInfo &model, int k, HostTensor t) {
+  if (model.outputUnpadded && model.outputUnpadded[k])
+    t.resizeCorner(std::vector<int64_t>(
+        model.outputUnpadded[k], model.outputUnpadded[k] + t.shape.size()));
+  return t;
+}
+
 /// Rank 0 gets the global tensor of output `k` from every device's blocks,
 /// one per microbatch (`blocks`), taken from the devices of the stage that
 /// returns it; a tensor whole on every device comes from its first device.
@@ -366,13 +375,13 @@ HostTensor assemble(const ModelInfo &model, int k,
       if (!d.split) {
         std::memcpy(t.bytes.data(), all.data() + (r * m + m - 1) * bytes,
                     t.bytes.size());
-        return t;
+        return unpadded(model, k, std::move(t));
       }
       copyBlock(/*toLocal=*/false, t.bytes.data(), block, d.rank, d.shape,
                 d.split, model.meshShape, coords.data(), dtypeSize(d.dtype));
     }
   }
-  return t;
+  return unpadded(model, k, std::move(t));
 }
 
 /// ONNX's own test data (1.12 and before) stores bfloat16 tensors as

@@ -2,6 +2,8 @@
 
 #include "pccrt/TensorFile.h"
 
+#include "pccrt/ShardLayout.h"
+
 #include "onnx/onnx_pb.h"
 
 #include <cstdio>
@@ -44,6 +46,20 @@ int64_t HostTensor::numElements() const {
   for (int64_t d : shape)
     n *= d;
   return n;
+}
+
+void HostTensor::resizeCorner(const std::vector<int64_t> &to) {
+  if (shape == to)
+    return;
+  size_t elem = dtypeSize(dtype);
+  int64_t n = 1;
+  for (int64_t d : to)
+    n *= d;
+  std::vector<char> out(n * elem, 0);
+  copyCorner(bytes.data(), shape.data(), out.data(), to.data(), int(to.size()),
+             elem);
+  bytes = std::move(out);
+  shape = to;
 }
 
 template <typename Field, typename To>

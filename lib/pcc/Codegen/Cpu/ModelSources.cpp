@@ -3,6 +3,7 @@
 #include "CpuEmitter.h"
 
 #include "pcc/Autodiff/TrainStep.h"
+#include "pcc/Dialect/PCC/Transforms/Passes.h"
 #include "pcc/Dialect/PCC/Transforms/Precision.h"
 #include "llvm/ADT/StringExtras.h"
 
@@ -94,6 +95,23 @@ std::string Emitter::modelTables() {
         << "};\nconst int32_t trainedStages[] = {" << joinInts(stages)
         << "};\n";
   }
+  // Outputs returned padded (logits over a padded vocabulary) are written
+  // and checked at the model's shapes.
+  SmallVector<std::string> outputRefs;
+  for (unsigned i = 0; i < fnType.getNumResults(); ++i) {
+    auto shape =
+        fn.getResultAttrOfType<DenseI64ArrayAttr>(i, kUnpaddedResultAttr);
+    if (!shape) {
+      outputRefs.push_back("nullptr");
+      continue;
+    }
+    outputRefs.push_back("outputUnpadded" + std::to_string(i));
+    out << "const int64_t " << outputRefs.back() << "[] = {"
+        << joinInts(shape.asArrayRef()) << "};\n";
+  }
+  if (llvm::any_of(outputRefs, [](StringRef r) { return r != "nullptr"; }))
+    out << "const int64_t *const outputUnpadded[] = {"
+        << llvm::join(outputRefs, ", ") << "};\n";
   // Padded weights (a vocabulary padded for tp) are saved and resumed at
   // their initializers' shapes.
   if (llvm::any_of(trained, [](WeightOp w) { return w.getUnpaddedAttr(); })) {
@@ -226,6 +244,9 @@ Emitter::assembleSources(const std::string &tables) {
   bool trains = module && module->hasAttr(kTrainStepAttr);
   auto assigns = fn.getOps<AssignOp>();
   int64_t numTrained = std::distance(assigns.begin(), assigns.end());
+  bool returnsPadded = false;
+  for (unsigned i = 0; i < fnType.getNumResults(); ++i)
+    returnsPadded |= bool(fn.getResultAttr(i, kUnpaddedResultAttr));
   bool trainsPadded = llvm::any_of(assigns, [](AssignOp a) {
     return a.getTarget().getDefiningOp<WeightOp>().getUnpaddedAttr();
   });
@@ -258,7 +279,8 @@ Emitter::assembleSources(const std::string &tables) {
     << (firstPass ? "true" : "false") << ", "
     << (phased && staged ? "true" : "false") << ", "
     << int64_t(stageParts.size()) / pipelineDevices() << ", "
-    << (trainsPadded ? "trainedUnpadded" : "nullptr") << "};\n"
+    << (trainsPadded ? "trainedUnpadded" : "nullptr") << ", "
+    << (returnsPadded ? "outputUnpadded" : "nullptr") << "};\n"
     << "  return &info;\n}\n";
   units[0] = {"model" + ext, std::move(main)};
   return units;

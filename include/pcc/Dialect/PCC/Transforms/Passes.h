@@ -9,6 +9,10 @@
 
 namespace pcc {
 
+/// On a function result returned padded (logits over a vocabulary
+/// pcc-pad-vocabulary padded): the model's shape of that result.
+inline constexpr llvm::StringLiteral kUnpaddedResultAttr = "pcc.unpadded";
+
 #define GEN_PASS_DECL
 #include "pcc/Dialect/PCC/Transforms/Passes.h.inc"
 

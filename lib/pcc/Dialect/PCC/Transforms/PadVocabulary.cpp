@@ -277,6 +277,19 @@ void Padder::visit(Operation *op) {
   b.setInsertionPoint(op);
   bool alone = in.size() == 1;
 
+  if (isa<func::ReturnOp>(op)) {
+    // Returned padded, as split as they are: the runtime cuts the pad
+    // columns off the whole result (slicing here would gather them).
+    SmallVector<Type> results(fn.getResultTypes());
+    for (auto [i, axis] : in) {
+      fn.setResultAttr(i, kUnpaddedResultAttr,
+                       b.getDenseI64ArrayAttr(
+                           cast<RankedTensorType>(results[i]).getShape()));
+      results[i] = op->getOperand(i).getType();
+    }
+    fn.setType(b.getFunctionType(fn.getArgumentTypes(), results));
+    return;
+  }
   if (auto g = dyn_cast<GatherOp>(op)) {
     // Token ids pick rows of the table, never its pad rows.
     int64_t rank = typeOf(g.getInput()).getRank();
