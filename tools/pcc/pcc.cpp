@@ -849,7 +849,7 @@ int main(int argc, char **argv) {
     chosen->plan.zero = zeroStage;
     pcc::writePlan(*module, chosen->plan);
   }
-  if (chosen->plan.devices() > 1 &&
+  if (chosen->plan.partitions() &&
       mlir::failed(pcc::applyPlan(*module, emit != Emit::Mlir)))
     return diagnostics.printed ? 1 : fail("partitioning failed");
   if (emit != Emit::None)

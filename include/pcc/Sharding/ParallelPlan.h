@@ -98,6 +98,9 @@ struct ParallelPlan {
   /// The degree of `role` ("pp", "dp", "sp", "tp"): 1 when absent.
   int64_t degree(llvm::StringRef role) const;
   int64_t devices() const { return mesh.numDevices(); }
+  /// Whether the program is partitioned at all: several devices, or one
+  /// running its batch in microbatches (gradient accumulation).
+  bool partitions() const { return devices() > 1 || microbatches > 1; }
   /// "dp 2 x tp 4" (roles above 1; "1 device" when none).
   std::string describe() const;
 };

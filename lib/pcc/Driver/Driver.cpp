@@ -423,8 +423,9 @@ Expected<ChosenPlan> choosePlan(mlir::ModuleOp module, PlanOptions o,
   chosen.plan.tensorLayouts = plannedLayouts ? TensorLayouts::Planned
                               : searched    ? TensorLayouts::Megatron
                                             : layouts;
-  // One device needs no plan on the module: nothing is split.
-  if (chosen.plan.devices() > 1)
+  // One device needs no plan on the module unless it runs microbatches:
+  // nothing is split.
+  if (chosen.plan.partitions())
     writePlan(module, chosen.plan);
   return chosen;
 }
