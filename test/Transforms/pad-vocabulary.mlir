@@ -83,3 +83,19 @@ func.func @divides(%ids: tensor<8xi64>) -> tensor<8x16xf32> {
   %x = pcc.gather %e, %ids {axis = 0 : i64} : (tensor<38x16xf32>, tensor<8xi64>) -> tensor<8x16xf32>
   return %x : tensor<8x16xf32>
 }
+
+// -----
+
+// A maximum over the batch (keepdims by default) keeps the columns apart:
+// returned padded.
+// CHECK-LABEL: func.func @max_over_batch
+// CHECK-SAME: -> (tensor<1x40xf32> {pcc.unpadded = array<i64: 1, 37>}, tensor<8x16xf32>)
+// CHECK: pcc.reduce_max %{{.*}} {axes = array<i64: 0>} : (tensor<8x40xf32>) -> tensor<1x40xf32>
+func.func @max_over_batch(%ids: tensor<8xi64>, %h: tensor<8x16xf32>) -> (tensor<1x37xf32>, tensor<8x16xf32>) {
+  %e = pcc.weight "wte" : tensor<37x16xf32>
+  %w = pcc.weight "head" : tensor<37x16xf32>
+  %x = pcc.gather %e, %ids {axis = 0 : i64} : (tensor<37x16xf32>, tensor<8xi64>) -> tensor<8x16xf32>
+  %l = pcc.gemm %h, %w {transB = true} : (tensor<8x16xf32>, tensor<37x16xf32>) -> tensor<8x37xf32>
+  %s = pcc.reduce_max %l {axes = array<i64: 0>} : (tensor<8x37xf32>) -> tensor<1x37xf32>
+  return %s, %x : tensor<1x37xf32>, tensor<8x16xf32>
+}

@@ -332,7 +332,8 @@ void Padder::visit(Operation *op) {
   } else if (isa<ReduceSumOp, ReduceMaxOp, ReduceMinOp, ReduceMeanOp,
                  ReduceProdOp>(op)) {
     auto axes = op->getAttrOfType<DenseI64ArrayAttr>("axes").asArrayRef();
-    bool keep = op->getAttrOfType<BoolAttr>("keepdims").getValue();
+    auto keepdims = op->getAttrOfType<BoolAttr>("keepdims");
+    bool keep = !keepdims || keepdims.getValue(); // ONNX's default
     if (!llvm::is_contained(axes, axis)) {
       int64_t to = keep ? axis : axis - llvm::count_if(axes, [&](int64_t a) {
                                    return a < axis;
