@@ -197,6 +197,93 @@ class Bert(nn.Module):
         return self.ln(self.enc(x, src_key_padding_mask=padding))
 
 
+class T5Norm(nn.Module):
+    """T5's RMS norm: a scale, no mean, no bias."""
+
+    def __init__(self, d):
+        super().__init__()
+        self.weight = nn.Parameter(1 + 0.1 * torch.randn(d))
+
+    def forward(self, x):
+        return self.weight * x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True)
+                                             + 1e-6)
+
+
+class T5Attention(nn.Module):
+    """T5's attention: no biases, no 1/sqrt(d) scaling, and in the first
+    layer of each stack a learned bias per head and relative distance
+    (clamped int64 distances: an integer Clip) that every layer adds."""
+
+    def __init__(self, d, heads, relative=False):
+        super().__init__()
+        self.heads = heads
+        self.q, self.k, self.v, self.o = (nn.Linear(d, d, bias=False)
+                                          for _ in range(4))
+        self.relative = nn.Embedding(16, heads) if relative else None
+
+    def position_bias(self, n):
+        distance = torch.arange(n)[None, :] - torch.arange(n)[:, None]
+        buckets = distance.abs().clamp(max=15)
+        return self.relative(buckets).permute(2, 0, 1).unsqueeze(0)
+
+    def forward(self, x, kv, bias):
+        b, s, _ = x.shape
+        t = kv.shape[1]
+        q = self.q(x).view(b, s, self.heads, -1).transpose(1, 2)
+        k = self.k(kv).view(b, t, self.heads, -1).transpose(1, 2)
+        v = self.v(kv).view(b, t, self.heads, -1).transpose(1, 2)
+        scores = q @ k.transpose(-1, -2) + bias
+        y = scores.softmax(-1) @ v
+        return self.o(y.transpose(1, 2).reshape(b, s, -1))
+
+
+class T5Layer(nn.Module):
+    def __init__(self, d, heads, cross, first):
+        super().__init__()
+        self.norm1, self.attn = T5Norm(d), T5Attention(d, heads, first)
+        self.cross = T5Attention(d, heads) if cross else None
+        self.norm2 = T5Norm(d) if cross else None
+        self.norm3 = T5Norm(d)
+        self.wi = nn.Linear(d, 4 * d, bias=False)
+        self.wo = nn.Linear(4 * d, d, bias=False)
+
+    def forward(self, x, bias, memory=None):
+        y = self.norm1(x)
+        x = x + self.attn(y, y, bias)
+        if self.cross is not None:
+            x = x + self.cross(self.norm2(x), memory, 0.0)
+        return x + self.wo(F.relu(self.wi(self.norm3(x))))
+
+
+class T5(nn.Module):
+    """A T5-style encoder-decoder: shared tied embedding, RMS norms,
+    relative position biases made by each stack's first layer, a causal
+    decoder with cross-attention."""
+
+    def __init__(self, vocab=128, d=32, heads=4, layers=2):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, d)
+        self.encoder = nn.ModuleList(T5Layer(d, heads, False, i == 0)
+                                     for i in range(layers))
+        self.decoder = nn.ModuleList(T5Layer(d, heads, True, i == 0)
+                                     for i in range(layers))
+        self.enc_norm, self.dec_norm = T5Norm(d), T5Norm(d)
+
+    def forward(self, source, target):
+        x = self.embed(source)
+        bias = self.encoder[0].attn.position_bias(source.shape[1])
+        for layer in self.encoder:
+            x = layer(x, bias)
+        memory = self.enc_norm(x)
+        n = target.shape[1]
+        causal = torch.triu(torch.full((n, n), float("-inf")), 1)
+        bias = self.decoder[0].attn.position_bias(n) + causal
+        y = self.embed(target)
+        for layer in self.decoder:
+            y = layer(y, bias, memory)
+        return self.dec_norm(y) @ self.embed.weight.t()
+
+
 class PadNorm(nn.Module):
     """Ops composed at import: reflect, replicate and constant Pad,
     GroupNorm (Reshape -> InstanceNormalization -> Reshape), InstanceNorm,
@@ -402,6 +489,8 @@ MODELS = {
     # constant-folded [d, vocab] initializer.
     "gpt_odd_vocab": (lambda: GPT(vocab=101), "tokens",
                       ("tokens", (8, 16), 101), None, True),
+    "t5": (T5, ("source", "target"), ("tokens+tokens", (8, 16), 128), None,
+           True),
     "gpt_bf16": (GPT, "tokens", ("tokens", (8, 16), 128), None, True),
     "gpt_fp16": (GPT, "tokens", ("tokens", (8, 16), 128), None, True),
     "vit": (make_vit, "input", ("float", (8, 3, 32, 32)), None, True),
@@ -479,6 +568,9 @@ def make_input(spec):
     torch.manual_seed(0)
     if spec[0] == "tokens":
         return (torch.randint(0, spec[2], spec[1], dtype=torch.int64),)
+    if spec[0] == "tokens+tokens":
+        return (torch.randint(0, spec[2], spec[1], dtype=torch.int64),
+                torch.randint(0, spec[2], spec[1], dtype=torch.int64))
     if spec[0] == "tokens+padding":
         # Sequences of different lengths: row b pads its last b % 5 tokens.
         tokens = torch.randint(0, spec[2], spec[1], dtype=torch.int64)

@@ -109,6 +109,27 @@ Results convertClip(NodeContext &c) {
       hi = *v;
     }
   }
+  // Integers (opset 12; T5's relative positions clamp int64 distances):
+  // a maximum and a minimum with the bounds, as pcc.clip is float only.
+  if (auto it = dyn_cast<IntegerType>(c.inputType(0).getElementType())) {
+    Value x = c.input(0);
+    auto bound = [&](double v) {
+      auto type = RankedTensorType::get({}, it);
+      return c.constant(DenseElementsAttr::get(
+          type, APInt(it.getWidth(), int64_t(v), /*isSigned=*/true)));
+    };
+    for (auto [given, v, isMin] : {std::tuple{bool(c.input(1)), lo, true},
+                                   {bool(c.input(2)), hi, false}}) {
+      if (!given)
+        continue;
+      auto next = isMin ? c.build1<MaxOp>({x, bound(v)})
+                        : c.build1<MinOp>({x, bound(v)});
+      if (failed(next))
+        return failure();
+      x = *next;
+    }
+    return SmallVector<Value>{x};
+  }
   return one(c.build1<ClipOp>(c.input(0), {c.f32("min", lo), c.f32("max", hi)}));
 }
 

@@ -33,6 +33,7 @@
 
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SmallBitVector.h"
@@ -50,11 +51,25 @@ namespace {
 
 bool isParameter(Operation *op) { return isa<WeightOp, ConstantOp>(op); }
 
+/// Computed from constants alone by side-effect-free pcc ops (T5's
+/// clamped relative distances, which both stacks read): as cheap to make
+/// again as to receive, and the planner prices it made where it is read.
+bool isConstantDerived(Operation *op) {
+  if (!isa<PCCDialect>(op->getDialect()) || !isMemoryEffectFree(op) ||
+      op->getNumResults() != 1 || op->getNumOperands() == 0 ||
+      isa<WeightOp>(op))
+    return false;
+  return llvm::all_of(op->getOperands(), [](Value v) {
+    Operation *def = v.getDefiningOp();
+    return def && (isa<ConstantOp>(def) || isConstantDerived(def));
+  });
+}
+
 /// A weight or constant, or a device's block of one or of a model input (an
-/// all_slice moves no data): each stage makes its own instead of receiving
-/// it.
+/// all_slice moves no data), or a value made from constants alone: each
+/// stage makes its own instead of receiving it.
 bool isLocalParameter(Operation *op) {
-  if (isParameter(op))
+  if (isParameter(op) || isConstantDerived(op))
     return true;
   if (!isa<shard::AllSliceOp>(op))
     return false;
