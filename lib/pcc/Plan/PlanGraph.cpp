@@ -122,26 +122,40 @@ RepeatedBlock findRepeatedBlock(const PlanGraph &g) {
 }
 
 /// The compute ops in the order the planner sees them: program order, but
-/// an op computed from weights and constants alone that several ops read
-/// goes first (with what it reads), and one read once goes right before its
-/// reader. Exporters put such ops wherever tracing met them (a mask inside
-/// the first layer, a folded weight transpose at the top), which would
-/// break the layer pattern.
+/// a side value that several ops read goes first (with what it reads), and
+/// one read once goes right before its reader. Side values do not depend on
+/// the model's first input (the one whose batch and tokens flow through the
+/// layers): ops computed from weights and constants alone (`derived`: a
+/// causal mask, a folded weight transpose) and from constants and the other
+/// inputs alone (BERT's padding mask, which nn.TransformerEncoder makes in
+/// its first layer and every layer reads; not a decoder's embedded tokens,
+/// which read weights). Exporters put such ops wherever tracing met them,
+/// which would break the layer pattern.
 std::vector<Operation *> planOrder(func::FuncOp fn,
                                    llvm::DenseSet<Operation *> &derived) {
   std::vector<Operation *> ops;
+  llvm::DenseSet<Operation *> side, maskLike;
+  Value mainInput = fn.getNumArguments() ? fn.getArgument(0) : Value();
   for (Operation &op : fn.getBody().front().without_terminator()) {
     if (isa<WeightOp, ConstantOp>(op))
       continue;
     ops.push_back(&op);
-    bool fromParameters =
-        op.getNumOperands() > 0 &&
-        llvm::all_of(op.getOperands(), [&](Value v) {
-          Operation *def = v.getDefiningOp();
-          return def && (isa<WeightOp, ConstantOp>(def) || derived.count(def));
-        });
+    if (op.getNumOperands() == 0)
+      continue;
+    bool fromParameters = true, fromOtherInputs = true;
+    for (Value v : op.getOperands()) {
+      Operation *def = v.getDefiningOp();
+      fromParameters &=
+          def && (isa<WeightOp, ConstantOp>(def) || derived.count(def));
+      fromOtherInputs &=
+          def ? isa<ConstantOp>(def) || maskLike.count(def) : v != mainInput;
+    }
     if (fromParameters)
       derived.insert(&op);
+    if (fromOtherInputs && !fromParameters)
+      maskLike.insert(&op);
+    if (fromParameters || fromOtherInputs)
+      side.insert(&op);
   }
   std::vector<Operation *> order;
   llvm::DenseSet<Operation *> placed;
@@ -149,25 +163,25 @@ std::vector<Operation *> planOrder(func::FuncOp fn,
     if (!placed.insert(op).second)
       return;
     for (Value v : op->getOperands())
-      if (Operation *def = v.getDefiningOp(); def && derived.count(def))
+      if (Operation *def = v.getDefiningOp(); def && side.count(def))
         place(def);
     order.push_back(op);
   };
   for (Operation *op : ops) {
-    if (!derived.count(op))
+    if (!side.count(op))
       continue;
     llvm::SmallPtrSet<Operation *, 4> readers;
     for (Operation *user : op->getUsers())
-      if (!derived.count(user) && !isa<func::ReturnOp>(user))
+      if (!side.count(user) && !isa<func::ReturnOp>(user))
         readers.insert(user);
     if (readers.size() >= 2)
       place(op);
   }
   for (Operation *op : ops)
-    if (!derived.count(op))
+    if (!side.count(op))
       place(op);
   for (Operation *op : ops)
-    place(op); // derived ops only the function's results read
+    place(op); // side ops only the function's results read
   return order;
 }
 
