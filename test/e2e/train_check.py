@@ -41,6 +41,9 @@ import torch.nn.functional as F
 from onnx import numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "models"))
+from export_models import T5  # noqa: E402
 from run_strategies import strategy_flags  # noqa: E402
 
 OPTIMIZERS = {
@@ -185,6 +188,22 @@ class GptOddVocab(Gpt):
     def __init__(self):
         super().__init__(vocab=37)
         self.logit_bias = nn.Parameter(0.1 * torch.randn(37))
+
+
+class T5Loss(nn.Module):
+    """The test models' T5-style encoder-decoder (relative position
+    biases, RMS norms, cross-attention, tied embedding) returning its
+    cross-entropy of the source tokens read from the target side (a copy
+    through the cross-attention)."""
+
+    def __init__(self):
+        super().__init__()
+        self.t5 = T5(vocab=32, d=32, heads=2, layers=2)
+
+    def forward(self, source, target):
+        logits = self.t5(source, target)
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]),
+                               source.reshape(-1))
 
 
 # pcc.dropout's generator (runtime/include/pccrt/Dropout.h), for PyTorch to
@@ -373,6 +392,7 @@ MODELS = {"mlp": (Mlp, mlp_batches), "gpt": (Gpt, gpt_batches),
           "mobile": (Mobile, cnn_batches), "resnet": (ResNet, cnn_batches),
           "gpt-dropout": (GptDropout, gpt_batches),
           "gpt-odd-vocab": (GptOddVocab, odd_vocab_batches),
+          "t5": (T5Loss, gpt_batches),
           "classifier": (Classifier, classifier_batches),
           "regressor": (Regressor, regressor_batches)}
 # Models exported without their loss: the loss pcc adds (--loss).
