@@ -55,14 +55,23 @@ bool isParameter(Operation *op) { return isa<WeightOp, ConstantOp>(op); }
 /// clamped relative distances, which both stacks read): as cheap to make
 /// again as to receive, and the planner prices it made where it is read.
 bool isConstantDerived(Operation *op) {
-  if (!isa<PCCDialect>(op->getDialect()) || !isMemoryEffectFree(op) ||
-      op->getNumResults() != 1 || op->getNumOperands() == 0 ||
-      isa<WeightOp>(op))
-    return false;
-  return llvm::all_of(op->getOperands(), [](Value v) {
-    Operation *def = v.getDefiningOp();
-    return def && (isa<ConstantOp>(def) || isConstantDerived(def));
-  });
+  // Each op of the chain once (chains may share operands).
+  SmallVector<Operation *> work = {op};
+  llvm::SmallPtrSet<Operation *, 8> seen = {op};
+  while (!work.empty()) {
+    Operation *o = work.pop_back_val();
+    if (!isa<PCCDialect>(o->getDialect()) || !isMemoryEffectFree(o) ||
+        o->getNumResults() != 1 || o->getNumOperands() == 0 || isa<WeightOp>(o))
+      return false;
+    for (Value v : o->getOperands()) {
+      Operation *def = v.getDefiningOp();
+      if (!def)
+        return false;
+      if (!isa<ConstantOp>(def) && seen.insert(def).second)
+        work.push_back(def);
+    }
+  }
+  return true;
 }
 
 /// A weight or constant, or a device's block of one or of a model input (an

@@ -91,6 +91,7 @@ private:
   Value constantOf(RankedTensorType type, Attribute value);
   Value hidePadColumns(Value x, int64_t axis, Attribute fill);
   FailureOr<Value> padOperand(Value y, int64_t axis, Operation *at);
+  FailureOr<Value> padCopy(Value y, int64_t axis, Operation *at);
   bool padPointwise(Operation *op, int64_t axis);
   void visit(Operation *op);
   void cut(Operation *op);
@@ -101,6 +102,9 @@ private:
   int64_t rows, padded, multiple;
   /// Values carrying pad columns, and on which axis.
   llvm::DenseMap<Value, int64_t> axisOf;
+  /// Padded copies made of values read unpadded elsewhere, by (value,
+  /// axis).
+  llvm::DenseMap<std::pair<Value, int64_t>, Value> copies;
 };
 
 void Padder::padWeight(WeightOp w, int64_t axis) {
@@ -158,6 +162,18 @@ FailureOr<Value> Padder::padOperand(Value y, int64_t axis, Operation *at) {
     padWeight(w, axis);
     return y;
   }
+  // One padded copy per value: later readers come after it.
+  if (Value copy = copies.lookup({y, axis}))
+    return copy;
+  auto copy = padCopy(y, axis, at);
+  if (succeeded(copy))
+    copies[{y, axis}] = *copy;
+  return copy;
+}
+
+/// padOperand's copy of a constant, a view or a pointwise op's result.
+FailureOr<Value> Padder::padCopy(Value y, int64_t axis, Operation *at) {
+  Operation *def = y.getDefiningOp();
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(at);
   if (auto c = dyn_cast<ConstantOp>(def)) {
