@@ -806,8 +806,8 @@ int main(int argc, char **argv) {
   }
 
   // Padded before planning, so the plan prices the split vocabulary.
-  if (vocabMultiple < 0)
-    return fail("--vocab-multiple must be 0 or more, got " +
+  if (vocabMultiple < 0 || vocabMultiple > 65536)
+    return fail("--vocab-multiple must be from 0 to 65536, got " +
                 std::to_string(vocabMultiple));
   if (vocabMultiple &&
       mlir::failed(pcc::padVocabulary(*module, pcc::vocabularyDegree(*planOpts),
