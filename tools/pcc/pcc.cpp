@@ -773,6 +773,9 @@ int main(int argc, char **argv) {
   auto trainOpts = trainOptions();
   if (!trainOpts)
     return fail(toString(trainOpts.takeError()));
+  if (vocabMultiple < 0 || vocabMultiple > 65536)
+    return fail("--vocab-multiple must be from 0 to 65536, got " +
+                std::to_string(vocabMultiple));
   std::optional<int64_t> deviceMemoryBytes;
   if (!deviceMemory.empty()) {
     deviceMemoryBytes = parseBytes(deviceMemory);
@@ -806,9 +809,6 @@ int main(int argc, char **argv) {
   }
 
   // Padded before planning, so the plan prices the split vocabulary.
-  if (vocabMultiple < 0 || vocabMultiple > 65536)
-    return fail("--vocab-multiple must be from 0 to 65536, got " +
-                std::to_string(vocabMultiple));
   if (vocabMultiple &&
       mlir::failed(pcc::padVocabulary(*module, pcc::vocabularyDegree(*planOpts),
                                       vocabMultiple)))

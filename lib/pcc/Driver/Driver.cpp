@@ -81,14 +81,30 @@ mlir::LogicalResult convertPrecision(mlir::ModuleOp module,
   return pm.run(module);
 }
 
+namespace {
+
+/// The degrees a compile runs when some are forced: the devices the forced
+/// ones leave go to dp, else (dp forced) to tp.
+struct ForcedDegrees {
+  int64_t dp, tp, pp, sp;
+};
+ForcedDegrees forcedDegrees(const PlanOptions &o) {
+  ForcedDegrees d{orOne(o.dp), orOne(o.tp), orOne(o.pp), orOne(o.sp)};
+  int64_t rest = o.devices / (d.dp * d.tp * d.pp * d.sp);
+  if (!o.dp)
+    d.dp = rest;
+  else if (!o.tp)
+    d.tp = rest;
+  return d;
+}
+
+bool anyForced(const PlanOptions &o) { return o.dp || o.tp || o.pp || o.sp; }
+
+} // namespace
+
 int64_t vocabularyDegree(const PlanOptions &o) {
-  if (o.tp)
-    return o.tp;
-  if (o.dp || o.pp || o.sp) {
-    // As choosePlan gives out the devices forced degrees leave.
-    int64_t rest = o.devices / (orOne(o.dp) * orOne(o.pp) * orOne(o.sp));
-    return o.dp ? std::max<int64_t>(rest, 1) : 1;
-  }
+  if (anyForced(o))
+    return std::max<int64_t>(forcedDegrees(o).tp, 1);
   int64_t degree = 1;
   while (degree < 8 && o.devices % (degree * 2) == 0)
     degree *= 2;
@@ -339,17 +355,9 @@ Expected<ChosenPlan> choosePlan(mlir::ModuleOp module, PlanOptions o,
       return cluster.takeError();
 
   ChosenPlan chosen;
-  int64_t dp = orOne(o.dp), tp = orOne(o.tp), pp = orOne(o.pp),
-          sp = orOne(o.sp);
-  bool forced = o.dp || o.tp || o.pp || o.sp;
-  if (forced) {
-    // The devices the forced degrees leave go to dp, else to tp.
-    int64_t rest = o.devices / (dp * tp * pp * sp);
-    if (!o.dp)
-      dp = rest;
-    else if (!o.tp)
-      tp = rest;
-  }
+  bool forced = anyForced(o);
+  ForcedDegrees degrees = forced ? forcedDegrees(o) : ForcedDegrees{1, 1, 1, 1};
+  int64_t dp = degrees.dp, tp = degrees.tp, pp = degrees.pp, sp = degrees.sp;
   if (forced && dp * tp * pp * sp != o.devices) {
     std::string degrees;
     for (auto [flag, d] :

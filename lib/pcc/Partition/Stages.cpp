@@ -51,34 +51,28 @@ namespace {
 
 bool isParameter(Operation *op) { return isa<WeightOp, ConstantOp>(op); }
 
-/// Computed from constants alone by side-effect-free pcc ops (T5's
-/// clamped relative distances, which both stacks read): as cheap to make
-/// again as to receive, and the planner prices it made where it is read.
-bool isConstantDerived(Operation *op) {
-  // Each op of the chain once (chains may share operands).
-  SmallVector<Operation *> work = {op};
-  llvm::SmallPtrSet<Operation *, 8> seen = {op};
-  while (!work.empty()) {
-    Operation *o = work.pop_back_val();
-    if (!isa<PCCDialect>(o->getDialect()) || !isMemoryEffectFree(o) ||
-        o->getNumResults() != 1 || o->getNumOperands() == 0 || isa<WeightOp>(o))
-      return false;
-    for (Value v : o->getOperands()) {
-      Operation *def = v.getDefiningOp();
-      if (!def)
-        return false;
-      if (!isa<ConstantOp>(def) && seen.insert(def).second)
-        work.push_back(def);
-    }
-  }
-  return true;
+/// The ops that compute from constants alone (side-effect-free pcc ops:
+/// T5's clamped relative distances, which both stacks read), found in one
+/// pass in program order: as cheap to make again in a stage as to receive,
+/// and the planner prices them made where they are read.
+llvm::DenseSet<Operation *> madeOfConstants(func::FuncOp fn) {
+  llvm::DenseSet<Operation *> made;
+  for (Operation &op : fn.getBody().front().without_terminator())
+    if (isa<PCCDialect>(op.getDialect()) && !isParameter(&op) &&
+        isMemoryEffectFree(&op) && op.getNumResults() == 1 &&
+        op.getNumOperands() > 0 && llvm::all_of(op.getOperands(), [&](Value v) {
+          Operation *def = v.getDefiningOp();
+          return def && (isa<ConstantOp>(def) || made.contains(def));
+        }))
+      made.insert(&op);
+  return made;
 }
 
 /// A weight or constant, or a device's block of one or of a model input (an
-/// all_slice moves no data), or a value made from constants alone: each
-/// stage makes its own instead of receiving it.
+/// all_slice moves no data): each stage makes its own instead of receiving
+/// it.
 bool isLocalParameter(Operation *op) {
-  if (isParameter(op) || isConstantDerived(op))
+  if (isParameter(op))
     return true;
   if (!isa<shard::AllSliceOp>(op))
     return false;
@@ -265,6 +259,11 @@ private:
   Value received(Value v, int64_t from, int64_t to);
   /// Stage `to`'s own copy of the weight or constant `def`.
   Value ownCopy(Operation *def, int64_t to, Operation *user);
+  /// Whether each stage makes its own `op` (a local parameter, or a value
+  /// made of constants) rather than receiving it.
+  bool madeInEachStage(Operation *op) const {
+    return isLocalParameter(op) || constantValues.contains(op);
+  }
   void placeTransfers();
   LogicalResult checkVirtualOrder();
 
@@ -286,6 +285,7 @@ private:
   };
   std::vector<Transfer> transfers;
   llvm::DenseMap<std::pair<void *, int64_t>, Value> receivedAt, copiedAt;
+  llvm::DenseSet<Operation *> constantValues;
 };
 
 LogicalResult StageCutter::findSegments() {
@@ -339,7 +339,7 @@ Value StageCutter::ownCopy(Operation *def, int64_t to, Operation *user) {
   Operation *copy = b.clone(*def);
   setStage(copy, to);
   for (OpOperand &use : copy->getOpOperands())
-    if (Operation *d = use.get().getDefiningOp(); d && isLocalParameter(d))
+    if (Operation *d = use.get().getDefiningOp(); d && madeInEachStage(d))
       use.set(ownCopy(d, to, copy));
   copiedAt[key] = copy->getResult(0);
   return copy->getResult(0);
@@ -431,6 +431,7 @@ LogicalResult StageCutter::checkVirtualOrder() {
 LogicalResult StageCutter::run() {
   if (failed(findSegments()))
     return failure();
+  constantValues = madeOfConstants(fn);
   Block &block = fn.getBody().front();
   SmallVector<Operation *> ops;
   for (Operation &op : block.without_terminator())
@@ -442,7 +443,7 @@ LogicalResult StageCutter::run() {
       Operation *def = use.get().getDefiningOp();
       if (!def)
         continue; // model inputs: every device has them
-      if (isParameter(def) || (isLocalParameter(def) && *stageOf(def) != to))
+      if (isParameter(def) || (madeInEachStage(def) && *stageOf(def) != to))
         use.set(ownCopy(def, to, op));
       else if (*stageOf(def) != to && def->hasAttr(kPrologueAttr))
         return op->emitError("pipeline training: a sum over the batch that "

@@ -13,6 +13,30 @@ namespace pcc::cpu {
 
 /// The model's tables: shapes and layouts of inputs and outputs, the mesh
 /// and its communication groups.
+namespace {
+
+/// Per function result, the model's shape of a result returned padded
+/// (pcc-pad-vocabulary), else null.
+SmallVector<DenseI64ArrayAttr> outputUnpaddedShapes(func::FuncOp fn) {
+  SmallVector<DenseI64ArrayAttr> shapes;
+  for (unsigned i = 0; i < fn.getNumResults(); ++i)
+    shapes.push_back(
+        fn.getResultAttrOfType<DenseI64ArrayAttr>(i, kUnpaddedResultAttr));
+  return shapes;
+}
+
+/// Per stored weight a training step assigns, in assign order, its
+/// initializer's shape when held padded, else null.
+SmallVector<DenseI64ArrayAttr> trainedUnpaddedShapes(func::FuncOp fn) {
+  SmallVector<DenseI64ArrayAttr> shapes;
+  for (auto assign : fn.getOps<AssignOp>())
+    shapes.push_back(
+        assign.getTarget().getDefiningOp<WeightOp>().getUnpaddedAttr());
+  return shapes;
+}
+
+} // namespace
+
 std::string Emitter::modelTables() {
   std::string text;
   llvm::raw_string_ostream out(text);
@@ -96,38 +120,23 @@ std::string Emitter::modelTables() {
         << "};\n";
   }
   // Outputs returned padded (logits over a padded vocabulary) are written
-  // and checked at the model's shapes.
-  SmallVector<std::string> outputRefs;
-  for (unsigned i = 0; i < fnType.getNumResults(); ++i) {
-    auto shape =
-        fn.getResultAttrOfType<DenseI64ArrayAttr>(i, kUnpaddedResultAttr);
-    if (!shape) {
-      outputRefs.push_back("nullptr");
-      continue;
-    }
-    outputRefs.push_back("outputUnpadded" + std::to_string(i));
-    out << "const int64_t " << outputRefs.back() << "[] = {"
-        << joinInts(shape.asArrayRef()) << "};\n";
-  }
-  if (llvm::any_of(outputRefs, [](StringRef r) { return r != "nullptr"; }))
-    out << "const int64_t *const outputUnpadded[] = {"
-        << llvm::join(outputRefs, ", ") << "};\n";
-  // Padded weights (a vocabulary padded for tp) are saved and resumed at
-  // their initializers' shapes.
-  if (llvm::any_of(trained, [](WeightOp w) { return w.getUnpaddedAttr(); })) {
+  // and checked at the model's shapes; padded weights are saved and
+  // resumed at their initializers'.
+  auto shapeTable = [&](StringRef name, ArrayRef<DenseI64ArrayAttr> shapes) {
+    if (llvm::all_of(shapes, [](DenseI64ArrayAttr s) { return !s; }))
+      return;
     SmallVector<std::string> refs;
-    for (auto [k, w] : llvm::enumerate(trained)) {
-      if (!w.getUnpaddedAttr()) {
-        refs.push_back("nullptr");
-        continue;
-      }
-      refs.push_back("trainedUnpadded" + std::to_string(k));
-      out << "const int64_t " << refs.back() << "[] = {"
-          << joinInts(w.getUnpaddedAttr().asArrayRef()) << "};\n";
+    for (auto [k, shape] : llvm::enumerate(shapes)) {
+      refs.push_back(shape ? (name + Twine(k)).str() : "nullptr");
+      if (shape)
+        out << "const int64_t " << refs.back() << "[] = {"
+            << joinInts(shape.asArrayRef()) << "};\n";
     }
-    out << "const int64_t *const trainedUnpadded[] = {"
-        << llvm::join(refs, ", ") << "};\n";
-  }
+    out << "const int64_t *const " << name << "[] = {" << llvm::join(refs, ", ")
+        << "};\n";
+  };
+  shapeTable("outputUnpadded", outputUnpaddedShapes(fn));
+  shapeTable("trainedUnpadded", trainedUnpaddedShapes(fn));
   out << "const int64_t meshShape[] = {" << joinInts(mesh.shape) << "};\n"
       << "const char *const meshAxes[] = {";
   for (const std::string &n : mesh.axisNames)
@@ -244,12 +253,11 @@ Emitter::assembleSources(const std::string &tables) {
   bool trains = module && module->hasAttr(kTrainStepAttr);
   auto assigns = fn.getOps<AssignOp>();
   int64_t numTrained = std::distance(assigns.begin(), assigns.end());
-  bool returnsPadded = false;
-  for (unsigned i = 0; i < fnType.getNumResults(); ++i)
-    returnsPadded |= bool(fn.getResultAttr(i, kUnpaddedResultAttr));
-  bool trainsPadded = llvm::any_of(assigns, [](AssignOp a) {
-    return a.getTarget().getDefiningOp<WeightOp>().getUnpaddedAttr();
-  });
+  auto anyShape = [](ArrayRef<DenseI64ArrayAttr> shapes) {
+    return llvm::any_of(shapes, [](DenseI64ArrayAttr s) { return bool(s); });
+  };
+  bool returnsPadded = anyShape(outputUnpaddedShapes(fn));
+  bool trainsPadded = anyShape(trainedUnpaddedShapes(fn));
   llvm::raw_string_ostream m(main);
   m << "}\n\n";
   if (staged) {
