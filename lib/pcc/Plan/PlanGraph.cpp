@@ -499,7 +499,7 @@ PlanGraph buildPlanGraph(func::FuncOp fn, bool gpuKernels,
     if (auto p = module->getAttrOfType<StringAttr>(kPrecisionAttr);
         p && p.getValue() == "tf32" && g.dtype == "fp32")
       g.dtype = "tf32";
-  if (auto v = fn->getAttrOfType<DenseI64ArrayAttr>("pcc.padded_vocabulary");
+  if (auto v = fn->getAttrOfType<DenseI64ArrayAttr>(kPaddedVocabularyAttr);
       v && v.size() == 3)
     g.vocabulary = {v[0], v[1], v[2]};
   if (fn.getNumArguments()) {

@@ -12,6 +12,10 @@ namespace pcc {
 /// On a function result returned padded (logits over a vocabulary
 /// pcc-pad-vocabulary padded): the model's shape of that result.
 inline constexpr llvm::StringLiteral kUnpaddedResultAttr = "pcc.unpadded";
+/// On a function whose vocabulary pcc-pad-vocabulary padded: [rows, padded
+/// rows, multiple].
+inline constexpr llvm::StringLiteral kPaddedVocabularyAttr =
+    "pcc.padded_vocabulary";
 
 #define GEN_PASS_DECL
 #include "pcc/Dialect/PCC/Transforms/Passes.h.inc"

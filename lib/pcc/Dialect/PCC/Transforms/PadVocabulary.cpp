@@ -21,6 +21,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "pcc/Dialect/PCC/IR/PCCOps.h"
+#include "pcc/Dialect/PCC/IR/TensorUtils.h"
 #include "pcc/Dialect/PCC/Transforms/Passes.h"
 
 #include "mlir/IR/Builders.h"
@@ -36,8 +37,6 @@ using namespace mlir;
 using namespace pcc;
 
 namespace {
-
-RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
 
 /// The axis of a `rank`-dimensional operand that meets `axis` of a result
 /// of rank `outRank` under numpy broadcasting, or -1 when it has none.
@@ -447,7 +446,7 @@ void Padder::run(WeightOp table) {
            llvm::reverse(fn.getBody().front().getOperations())))
     if (isOpTriviallyDead(&op))
       op.erase();
-  fn->setAttr("pcc.padded_vocabulary",
+  fn->setAttr(kPaddedVocabularyAttr,
               b.getDenseI64ArrayAttr({rows, padded, multiple}));
 }
 
