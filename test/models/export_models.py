@@ -256,7 +256,8 @@ class T5Layer(nn.Module):
 
 
 class T5(nn.Module):
-    """A T5-style encoder-decoder: shared tied embedding, RMS norms,
+    """A T5-style encoder-decoder written with T5's own parts (the model
+    zoo's T5Style is nn.Transformer): shared tied embedding, RMS norms,
     relative position biases made by each stack's first layer, a causal
     decoder with cross-attention."""
 
