@@ -83,6 +83,37 @@ TEST(StageBalance, MorePartsThanUnits) {
   EXPECT_EQ(balanceStages(zeros, 3).size(), 3u);
 }
 
+// Two repeated blocks (an encoder's layers, then a decoder's): each block's
+// copies after the second share the second's slots; every other node has a
+// slot of its own.
+TEST(NodeCosts, FoldsEachBlockOntoItsSecondCopy) {
+  // Nodes 0-1 before; block A: 4 copies of 2 nodes [2, 10); node 10
+  // between; block B: 3 copies of 3 nodes [11, 20); nodes 20-21 after.
+  std::vector<RepeatedBlock> blocks = {{2, 2, 4, 0}, {11, 3, 3, 4}};
+  NodeCosts costs(22, blocks, /*fold=*/true);
+  for (int i = 0; i < 22; ++i) {
+    bool folded = (i >= 6 && i < 10) || (i >= 17 && i < 20);
+    EXPECT_EQ(costs.owns(i), !folded) << "node " << i;
+    if (!folded)
+      costs[i].compute = i;
+  }
+  for (int i = 0; i < 22; ++i) {
+    int expected = i;
+    if (i >= 6 && i < 10)
+      expected = 4 + (i - 6) % 2;
+    else if (i >= 17 && i < 20)
+      expected = 14 + (i - 17);
+    EXPECT_EQ(costs[i].compute, expected) << "node " << i;
+  }
+  NodeCosts unfolded(22, blocks, /*fold=*/false);
+  for (int i = 0; i < 22; ++i) {
+    EXPECT_TRUE(unfolded.owns(i));
+    unfolded[i].compute = i;
+  }
+  for (int i = 0; i < 22; ++i)
+    EXPECT_EQ(unfolded[i].compute, i);
+}
+
 class LayoutSearch : public ::testing::Test {
 protected:
   LayoutSearch() {

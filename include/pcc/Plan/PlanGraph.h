@@ -5,11 +5,12 @@
 // that ops computed from weights and constants alone which several ops read
 // (a causal mask the exporter built inside the first layer) come first, as
 // inputs of every layer. Models
-// built from a repeated block (transformer layers) are recognised: nodes
-// [begin, begin + period * count) are `count` copies of one block, each
-// reading the previous copy's outputs where the first reads the prefix. The
-// search then decides one block and replicates the decision, which is what
-// lets GPT-3-sized graphs plan in seconds.
+// built from repeated blocks (transformer layers; an encoder's, then a
+// decoder's) are recognised: nodes [begin, begin + period * count) are
+// `count` copies of one block, each reading the previous copy's outputs
+// where the first reads what comes before. The search then decides one
+// copy per block and replicates the decision, which is what lets GPT-3-sized
+// graphs plan in seconds.
 //
 //===----------------------------------------------------------------------===//
 
@@ -88,17 +89,20 @@ struct PlanNode {
   bool epilogueBias = false;
 };
 
-/// Nodes [begin, begin + period * count) are `count` copies of one block.
+/// Nodes [begin, begin + period * count) are `count` copies of one block:
+/// layers firstLayer .. firstLayer + count - 1 of the model.
 struct RepeatedBlock {
-  int begin = 0, period = 0, count = 0;
-  bool present() const { return count >= 2; }
+  int begin = 0, period = 0, count = 0, firstLayer = 0;
   int end() const { return begin + period * count; }
+  bool contains(int i) const { return i >= begin && i < end(); }
 };
 
 struct PlanGraph {
   mlir::func::FuncOp fn;
   std::vector<PlanNode> nodes;
-  RepeatedBlock block;
+  /// The repeated blocks, in node order, disjoint; each has 2 copies or
+  /// more. Layers are numbered across them.
+  std::vector<RepeatedBlock> blocks;
   /// The model's results that nodes compute: (node, result number).
   std::vector<std::pair<int, int>> outputs;
   /// Element type of the model's float tensors ("fp32", "bf16", "fp16")
@@ -134,8 +138,14 @@ struct PlanGraph {
   /// a sequence model; what sequence parallelism splits).
   int64_t sequence = 1;
 
-  /// The block copy and offset of node `i`, mapped to the first copy; nodes
-  /// outside the block map to themselves.
+  /// The block that holds node `i`, or null.
+  const RepeatedBlock *blockOf(int i) const;
+  /// The layer (block copy, numbered across blocks) node `i` is in, or -1.
+  int layerOf(int i) const;
+  /// Layers in all blocks.
+  int layers() const;
+  /// Node `i`'s block copy and offset mapped to its block's first copy;
+  /// nodes outside blocks map to themselves.
   int representative(int i) const;
 };
 
@@ -150,7 +160,7 @@ inline int backwardGathers(const PlanNode &node, bool recomputed) {
 
 /// Full recompute runs each repeated layer's forward again in its
 /// backward, from the layer's input up to the values that backward reads:
-/// per node, whether it runs again (none without repeated layers).
+/// per node, whether it runs again (none outside repeated layers).
 std::vector<bool> recomputedNodes(const PlanGraph &graph);
 
 /// `gpuKernels`: price what GPU ranks compile a 16-bit program to as well
@@ -160,9 +170,9 @@ std::vector<bool> recomputedNodes(const PlanGraph &graph);
 PlanGraph buildPlanGraph(mlir::func::FuncOp fn, bool gpuKernels = false,
                          llvm::ArrayRef<std::string> frozen = {});
 
-/// Marks the ops of each copy of `fn`'s repeated block with kLayerAttr (the
-/// copy's number), the layers activation recompute checkpoints, and returns
-/// how many there are (0 when the model repeats no block).
+/// Marks the ops of each copy of `fn`'s repeated blocks with kLayerAttr (the
+/// layer's number), the layers activation recompute checkpoints, and
+/// returns how many there are (0 when the model repeats no block).
 int markRepeatedLayers(mlir::func::FuncOp fn);
 
 /// Forward FLOPs and bytes of `op` when its operands and results have the

@@ -8,9 +8,10 @@
 // turn one layout into the other (exactly those pcc-partition inserts). The
 // choice minimising the total is an integer linear program (Alpa's
 // intra-operator pass), solved exactly with COIN-OR CBC. For a model built
-// from a repeated block only the prefix, one copy and the suffix are
-// variables; the copy is costed `count` times and the edge from one copy to
-// the next `count - 1` times, so every copy runs the same layouts.
+// from repeated blocks only the first copy of each block and the ops
+// outside blocks are variables; a copy is costed `count` times and the edge
+// from one copy to the next `count - 1` times, so every copy of a block
+// runs the same layouts.
 //
 //===----------------------------------------------------------------------===//
 
@@ -56,39 +57,56 @@ struct NodeCost {
   double gradSync = 0;
 };
 
-/// Per-node costs. Copies of the repeated block after the second cost what
+/// Per-node costs. Copies of a repeated block after the second cost what
 /// the second does (they are wired alike) and share its slots: a 96-layer
 /// model keeps about two layers' worth for each of the thousands of
 /// candidates priced.
 class NodeCosts {
 public:
   NodeCosts() = default;
-  /// `nodes` costs; with `fold`, the block's copies after the second share
+  /// `nodes` costs; with `fold`, each block's copies after the second share
   /// the second's.
-  NodeCosts(int nodes, const RepeatedBlock &block, bool fold) : nodes(nodes) {
-    if (fold && block.present() && block.count > 2) {
-      foldBegin = block.begin + 2 * block.period;
-      foldEnd = block.end();
-      period = block.period;
-    }
-    stored.resize(nodes - (foldEnd - foldBegin));
+  NodeCosts(int nodes, llvm::ArrayRef<RepeatedBlock> blocks, bool fold)
+      : nodes(nodes) {
+    int removed = 0;
+    if (fold)
+      for (const RepeatedBlock &b : blocks)
+        if (b.count > 2) {
+          int begin = b.begin + 2 * b.period;
+          folds.push_back({begin, b.end(), b.period, removed});
+          removed += b.end() - begin;
+        }
+    stored.resize(nodes - removed);
   }
   const NodeCost &operator[](int i) const { return stored[slot(i)]; }
   NodeCost &operator[](int i) { return stored[slot(i)]; }
   int size() const { return nodes; }
   /// Whether node `i` has a slot of its own.
-  bool owns(int i) const { return i < foldBegin || i >= foldEnd; }
+  bool owns(int i) const {
+    return llvm::none_of(
+        folds, [&](const Fold &f) { return i >= f.begin && i < f.end; });
+  }
 
 private:
+  /// Nodes [begin, end) take the slots of the copy before `begin`; `shift`
+  /// slots are folded away before them.
+  struct Fold {
+    int begin, end, period, shift;
+  };
   int slot(int i) const {
-    if (i < foldBegin)
-      return i;
-    if (i < foldEnd)
-      return foldBegin - period + (i - foldBegin) % period;
-    return i - (foldEnd - foldBegin);
+    int shift = 0;
+    for (const Fold &f : folds) {
+      if (i < f.begin)
+        return i - f.shift;
+      if (i < f.end)
+        return f.begin - f.period + (i - f.begin) % f.period - f.shift;
+      shift = f.shift + (f.end - f.begin);
+    }
+    return i - shift;
   }
   std::vector<NodeCost> stored;
-  int nodes = 0, foldBegin = 0, foldEnd = 0, period = 1;
+  llvm::SmallVector<Fold, 2> folds;
+  int nodes = 0;
 };
 
 /// How one node runs: its layout and the collectives it inserts (what the
@@ -162,7 +180,7 @@ SearchResult searchTensorParallel(const PlanGraph &graph,
 bool layoutsStackOnBatch(const PlanGraph &graph,
                          llvm::ArrayRef<OpSharding> layouts, int64_t degree);
 
-/// Whether per-node `layouts` are the same in every copy of the repeated
+/// Whether per-node `layouts` are the same in every copy of each repeated
 /// block (then SearchInput::fixedPerCopy is not needed: each block op is
 /// priced once).
 bool copiesAlike(const PlanGraph &graph, llvm::ArrayRef<OpSharding> layouts);

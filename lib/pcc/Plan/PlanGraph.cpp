@@ -64,12 +64,27 @@ bool wiredAlike(const PlanGraph &g, RepeatedBlock b) {
   return true;
 }
 
-/// Finds the most nodes covered by back-to-back copies of one block of node
-/// signatures that are wired alike (ties: more copies, then the earliest).
-/// A periodic run can be entered at any of its `period` phases; only some
-/// start where a layer starts (the others break the residual wiring), so
-/// each phase is tried. `count` stays 0 when there is no block.
-RepeatedBlock findRepeatedBlock(const PlanGraph &g) {
+/// Whether the block looks like a layer: more than one op, one of which
+/// reads a weight; not a run of weightless ops that happen to repeat (two
+/// slices of a fused QKV) nor two norms in a row (a layer's last and the
+/// stack's final one).
+bool isLayer(const PlanGraph &g, const RepeatedBlock &b) {
+  if (b.period < 2)
+    return false;
+  for (int i = b.begin; i < b.begin + b.period; ++i)
+    if (g.nodes[i].params > 0 || !g.nodes[i].sharedWeights.empty())
+      return true;
+  return false;
+}
+
+/// Finds repeated blocks: back-to-back copies of a run of node signatures
+/// that are wired alike and look like layers. The one covering the most nodes
+/// first (ties: more copies, then the earliest), then, greedily, others
+/// outside those (an encoder's layers beside a decoder's). A periodic
+/// run can be entered at any of its `period` phases; only some start where
+/// a layer starts (the others break the residual wiring), so each phase is
+/// tried.
+std::vector<RepeatedBlock> findRepeatedBlocks(const PlanGraph &g) {
   int n = g.nodes.size();
   std::vector<llvm::hash_code> sig(n);
   for (int i = 0; i < n; ++i) {
@@ -115,10 +130,24 @@ RepeatedBlock findRepeatedBlock(const PlanGraph &g) {
     return std::tuple(a.period * a.count, a.count, -a.begin) >
            std::tuple(b.period * b.count, b.count, -b.begin);
   });
-  for (const RepeatedBlock &b : candidates)
-    if (wiredAlike(g, b))
-      return b;
-  return {};
+  std::vector<RepeatedBlock> blocks;
+  for (const RepeatedBlock &b : candidates) {
+    bool overlaps = llvm::any_of(blocks, [&](const RepeatedBlock &o) {
+      return b.begin < o.end() && o.begin < b.end();
+    });
+    if (overlaps || !isLayer(g, b) || !wiredAlike(g, b))
+      continue;
+    blocks.push_back(b);
+  }
+  llvm::sort(blocks, [](const RepeatedBlock &a, const RepeatedBlock &b) {
+    return a.begin < b.begin;
+  });
+  int layer = 0;
+  for (RepeatedBlock &b : blocks) {
+    b.firstLayer = layer;
+    layer += b.count;
+  }
+  return blocks;
 }
 
 /// The compute ops in the order the planner sees them: program order, but
@@ -258,21 +287,34 @@ void markBatchDims(PlanGraph &g) {
 
 } // namespace
 
+const RepeatedBlock *PlanGraph::blockOf(int i) const {
+  for (const RepeatedBlock &b : blocks)
+    if (b.contains(i))
+      return &b;
+  return nullptr;
+}
+
+int PlanGraph::layerOf(int i) const {
+  const RepeatedBlock *b = blockOf(i);
+  return b ? b->firstLayer + (i - b->begin) / b->period : -1;
+}
+
+int PlanGraph::layers() const {
+  return blocks.empty() ? 0 : blocks.back().firstLayer + blocks.back().count;
+}
+
 int PlanGraph::representative(int i) const {
-  if (!block.present() || i < block.begin || i >= block.end())
-    return i;
-  return block.begin + (i - block.begin) % block.period;
+  const RepeatedBlock *b = blockOf(i);
+  return b ? b->begin + (i - b->begin) % b->period : i;
 }
 
 int markRepeatedLayers(func::FuncOp fn) {
   PlanGraph g = buildPlanGraph(fn);
-  if (!g.block.present())
-    return 0;
   Builder b(fn.getContext());
-  for (int i = g.block.begin; i < g.block.end(); ++i)
-    g.nodes[i].op->setAttr(
-        kLayerAttr, b.getI64IntegerAttr((i - g.block.begin) / g.block.period));
-  return g.block.count;
+  for (const RepeatedBlock &blk : g.blocks)
+    for (int i = blk.begin; i < blk.end(); ++i)
+      g.nodes[i].op->setAttr(kLayerAttr, b.getI64IntegerAttr(g.layerOf(i)));
+  return g.layers();
 }
 
 OpWork opWork(Operation *op, ArrayRef<SmallVector<int64_t>> operandShapes,
@@ -548,31 +590,31 @@ PlanGraph buildPlanGraph(func::FuncOp fn, bool gpuKernels,
     g.totalFlops += node.flops;
   }
   markBatchDims(g);
-  g.block = findRepeatedBlock(g);
+  g.blocks = findRepeatedBlocks(g);
   return g;
 }
 
 std::vector<bool> recomputedNodes(const PlanGraph &g) {
   int n = g.nodes.size();
   std::vector<bool> again(n, false);
-  const RepeatedBlock &b = g.block;
-  if (!b.present())
+  if (g.blocks.empty())
     return again;
   std::vector<llvm::SmallVector<int, 2>> consumers(n);
   for (int i = 0; i < n; ++i)
     for (int p : g.nodes[i].producers)
       if (p >= 0)
         consumers[p].push_back(i);
-  for (int copy = 0; copy < b.count; ++copy) {
-    int begin = b.begin + copy * b.period, end = begin + b.period;
-    for (int i = end - 1; i >= begin; --i) {
-      // The layer's output is the next layer's input: kept.
-      if (llvm::any_of(consumers[i], [&](int c) { return c >= end; }))
-        continue;
-      again[i] = g.nodes[i].savedForBackward ||
-                 llvm::any_of(consumers[i], [&](int c) { return again[c]; });
+  for (const RepeatedBlock &b : g.blocks)
+    for (int copy = 0; copy < b.count; ++copy) {
+      int begin = b.begin + copy * b.period, end = begin + b.period;
+      for (int i = end - 1; i >= begin; --i) {
+        // The layer's output is the next layer's input: kept.
+        if (llvm::any_of(consumers[i], [&](int c) { return c >= end; }))
+          continue;
+        again[i] = g.nodes[i].savedForBackward ||
+                   llvm::any_of(consumers[i], [&](int c) { return again[c]; });
+      }
     }
-  }
   return again;
 }
 

@@ -47,7 +47,7 @@ SearchResult gridLayout(const PlanGraph &g, const CostModel &cost,
                         const ClusterSpec &cluster, bool layouts) {
   SearchResult r;
   r.optimal = true;
-  r.costs = NodeCosts(g.nodes.size(), g.block, /*fold=*/true);
+  r.costs = NodeCosts(g.nodes.size(), g.blocks, /*fold=*/true);
   if (layouts)
     r.layouts.resize(g.nodes.size());
   double eb = g.elementBytes;
@@ -57,16 +57,15 @@ SearchResult gridLayout(const PlanGraph &g, const CostModel &cost,
   bool crossDepth = groupCrossesNodes(q * q, grid.depth, cluster);
   double weightShare =
       grid.mode == TensorMode::ThreeD ? double(q * q * q) : double(q * q);
-  int firstCopy =
-      g.block.present() ? g.block.begin + g.block.period : int(g.nodes.size());
   for (auto [i, node] : llvm::enumerate(g.nodes)) {
     NodeCost &c = r.costs[i];
     // Block copies cost what the first copy costs.
-    if (int(i) >= firstCopy && int(i) < g.block.end()) {
+    if (const RepeatedBlock *b = g.blockOf(i);
+        b && int(i) >= b->begin + b->period) {
       if (r.costs.owns(i))
-        c = r.costs[i - g.block.period];
+        c = r.costs[i - b->period];
       if (layouts)
-        r.layouts[i] = r.layouts[i - g.block.period];
+        r.layouts[i] = r.layouts[i - b->period];
       continue;
     }
     Operation *op = node.op;
@@ -143,14 +142,14 @@ std::vector<Unit> makeUnits(const PlanGraph &g) {
   std::vector<Unit> units;
   int n = g.nodes.size();
   for (int i = 0; i < n;) {
-    if (g.block.present() && i == g.block.begin) {
-      for (int j = 0; j < g.block.count; ++j)
-        units.push_back(
-            {i + j * g.block.period, i + (j + 1) * g.block.period - 1});
-      i = g.block.end();
+    if (const RepeatedBlock *b = g.blockOf(i)) {
+      for (int j = 0; j < b->count; ++j)
+        units.push_back({i + j * b->period, i + (j + 1) * b->period - 1,
+                         int(b - g.blocks.data())});
+      i = b->end();
       continue;
     }
-    units.push_back({i, i});
+    units.push_back({i, i, -1});
     ++i;
   }
   return units;
@@ -258,16 +257,15 @@ stageTransfers(const TransferEdges &t, const SearchResult &layout,
   return out;
 }
 
-/// Bytes each block copy passes to the next (the residual stream).
-double blockBoundaryBytes(const PlanGraph &g, const SearchResult &layout) {
-  if (!g.block.present())
-    return 0;
+/// Bytes each copy of block `b` passes to the next (the residual stream).
+double blockBoundaryBytes(const PlanGraph &g, const RepeatedBlock &b,
+                          const SearchResult &layout) {
   double bytes = 0;
   llvm::SmallDenseSet<int> seen;
-  int second = g.block.begin + g.block.period;
-  for (int i = second; i < second + g.block.period; ++i)
+  int second = b.begin + b.period;
+  for (int i = second; i < second + b.period; ++i)
     for (int p : g.nodes[i].producers)
-      if (p >= g.block.begin && p < second && seen.insert(p).second)
+      if (p >= b.begin && p < second && seen.insert(p).second)
         bytes += layout.costs[p].resultBytes;
   return bytes;
 }

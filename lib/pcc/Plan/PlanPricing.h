@@ -30,6 +30,7 @@ int64_t headCount(const PlanGraph &g);
 /// Units pipeline stages are made of: single nodes, or whole block copies.
 struct Unit {
   int first, last; // nodes [first, last]
+  int block;       // index in PlanGraph::blocks of a copy's block, or -1
 };
 
 std::vector<Unit> makeUnits(const PlanGraph &g);
@@ -69,8 +70,9 @@ std::vector<PlanCandidate::StageTransfer>
 stageTransfers(const TransferEdges &t, const SearchResult &layout,
                llvm::ArrayRef<int> stageBegin);
 
-/// Bytes each block copy passes to the next (the residual stream).
-double blockBoundaryBytes(const PlanGraph &g, const SearchResult &layout);
+/// Bytes each copy of block `b` passes to the next (the residual stream).
+double blockBoundaryBytes(const PlanGraph &g, const RepeatedBlock &b,
+                          const SearchResult &layout);
 
 } // namespace pcc::planning
 

@@ -17,38 +17,55 @@ namespace pcc {
 namespace {
 
 /// What pipeline stage [begin, end) of the ops holds: whole layers (copies
-/// of the repeated block) by number, and the ops before, between or after.
+/// of the repeated blocks) by number, and the ops before, between or after.
 std::string stageContents(const PlanGraph &g, int begin, int end) {
   std::string ops = end - begin == 1
                         ? formatv("op {0}", begin).str()
                         : formatv("ops {0}-{1}", begin, end - 1).str();
-  const RepeatedBlock &blk = g.block;
-  if (!blk.present())
+  if (g.blocks.empty())
     return ops;
   int first = -1, last = -1;
-  for (int k = 0; k < blk.count; ++k) {
-    int a = blk.begin + k * blk.period, z = a + blk.period;
-    if (a >= begin && z <= end) {
-      if (first < 0)
-        first = k;
-      last = k;
+  for (const RepeatedBlock &b : g.blocks)
+    for (int k = 0; k < b.count; ++k) {
+      int a = b.begin + k * b.period, z = a + b.period;
+      if (a >= begin && z <= end) {
+        if (first < 0)
+          first = b.firstLayer + k;
+        last = b.firstLayer + k;
+      }
     }
-  }
+  int layersBegin = g.blocks.front().begin, layersEnd = g.blocks.back().end();
   std::string what;
   if (first >= 0)
     what = first == last ? formatv("layer {0}", first).str()
                          : formatv("layers {0}-{1}", first, last).str();
-  else if (end <= blk.begin)
+  else if (end <= layersBegin)
     what = "before the layers";
-  else if (begin >= blk.end())
+  else if (begin >= layersEnd)
     what = "after the layers";
+  else if (g.layerOf(begin) >= 0)
+    what = formatv("part of layer {0}", g.layerOf(begin)).str();
   else
-    what = formatv("part of layer {0}", (begin - blk.begin) / blk.period).str();
-  if (first >= 0 && begin < blk.begin)
+    what = "between layers";
+  if (first >= 0 && begin < layersBegin)
     what = "inputs + " + what;
-  if (first >= 0 && end > blk.end())
+  if (first >= 0 && end > layersEnd)
     what += " + outputs";
   return what + " (" + ops + ")";
+}
+
+/// The repeated blocks, as "layers 0-23: 24 copies of a 30-op block from op
+/// 5", joined by "; ".
+std::string layersSummary(const PlanGraph &g) {
+  std::string out;
+  for (const RepeatedBlock &b : g.blocks) {
+    if (!out.empty())
+      out += "; ";
+    out += formatv("layers {0}-{1}: {2} copies of a {3}-op block from op {4}",
+                   b.firstLayer, b.firstLayer + b.count - 1, b.count, b.period,
+                   b.begin);
+  }
+  return out;
 }
 
 constexpr double kGiB = 1073741824.0;
@@ -197,16 +214,12 @@ std::vector<CollectiveSummary> collectives(const PlanGraph &g,
   std::vector<bool> again = o.train && c.recompute == Recompute::Full
                                 ? recomputedNodes(g)
                                 : std::vector<bool>(g.nodes.size(), false);
-  auto copyOf = [&](int j) {
-    const RepeatedBlock &b = g.block;
-    return j >= b.begin && j < b.end() ? (j - b.begin) / b.period : -1;
-  };
   auto forwardTimes = [&](int i, const PlannedCollective &pc) -> int64_t {
     if (!spelled)
       return perStep;
     // A reshard of the layer's input (made outside it) is not repeated.
     bool repeated =
-        again[i] && (pc.producer < 0 || copyOf(pc.producer) == copyOf(i));
+        again[i] && (pc.producer < 0 || g.layerOf(pc.producer) == g.layerOf(i));
     return c.microbatches * (repeated ? 2 : 1);
   };
   for (auto [i, nc] : llvm::enumerate(c.layout->layouts))
@@ -378,10 +391,8 @@ void printPlanText(raw_ostream &os, const PlanGraph &g,
                 "{3} ops",
                 count(g.totalParams), count(g.totalFlops), g.batch,
                 g.nodes.size());
-  if (g.block.present())
-    os << formatv(" (layers 0-{0}: {1} copies of a {2}-op block from op {3})",
-                  g.block.count - 1, g.block.count, g.block.period,
-                  g.block.begin);
+  if (!g.blocks.empty())
+    os << " (" << layersSummary(g) << ")";
   os << "\n";
   if (g.vocabulary.padded)
     os << formatv("vocabulary: {0} tokens padded to {1} (zero rows to a "
@@ -456,9 +467,11 @@ void printPlanText(raw_ostream &os, const PlanGraph &g,
 
   if (b.tp > 1) {
     os << "\nlayouts on the tensor axis";
-    if (g.block.present())
+    if (g.blocks.size() == 1)
       os << formatv(" (block ops shown once, all {0} copies alike)",
-                    g.block.count);
+                    g.blocks[0].count);
+    else if (!g.blocks.empty())
+      os << " (each block's ops shown once, all its copies alike)";
     os << ":\n";
     int shownCount = 0;
     for (size_t i = 0; i < g.nodes.size(); ++i) {
@@ -613,8 +626,7 @@ void printPlanDot(raw_ostream &os, const PlanGraph &g, const Plan &plan) {
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     if (!shown(g, i))
       continue;
-    bool inBlock = g.block.present() && int(i) >= g.block.begin &&
-                   int(i) < g.block.end();
+    bool inBlock = g.blockOf(i) != nullptr;
     os << formatv("  n{0} [label=\"{1}\\n{2}\\n{3}{4}\"{5}];\n", i,
                   esc(g.nodes[i].name),
                   g.nodes[i].op->getName().stripDialect(),
@@ -635,10 +647,9 @@ void printPlanDot(raw_ostream &os, const PlanGraph &g, const Plan &plan) {
                     comm ? " [color=red, penwidth=2]" : "");
     }
   }
-  if (g.block.present())
-    os << formatv("  note [shape=note, label=\"yellow ops: one of {0} "
-                  "identical copies\"];\n",
-                  g.block.count);
+  if (!g.blocks.empty())
+    os << "  note [shape=note, label=\"yellow ops: the first of a repeated "
+          "block's identical copies\"];\n";
   os << "}\n";
 }
 

@@ -350,9 +350,8 @@ private:
     /// Every unit's time per microbatch, added up: no cut of it into pp
     /// devices runs a microbatch faster than this / pp.
     double totalTime = 0;
-    /// Bytes a block copy passes to the next, and the largest per-stage
-    /// gradient sync.
-    double boundary = 0, maxGradSync = 0;
+    /// The largest per-stage gradient sync.
+    double maxGradSync = 0;
     /// Every pipeline device's stages together (for the gradient sync ZeRO
     /// prices per device).
     std::vector<StageSummary> all;
@@ -579,7 +578,7 @@ SmallVector<int64_t, 4> PlanSearch::virtualChoices(int64_t pp,
       return {opt.ppVirtual};
     return {};
   }
-  int64_t layers = g.block.present() ? g.block.count : 0;
+  int64_t layers = g.layers();
   SmallVector<int64_t, 4> out;
   for (int64_t v : {1, 2, 4})
     if (fits(v, layers))
@@ -877,8 +876,7 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
     }
     unitTime[u] = cw * sums[u].compute + cc * sums[u].comm;
     // Selective recompute repeats a layer's ops between its products once.
-    if (c.recompute == Recompute::Selective && opt.train &&
-        unit.first != unit.last)
+    if (c.recompute == Recompute::Selective && opt.train && unit.block >= 0)
       unitTime[u] += sums[u].otherCompute;
   }
   double totalTime = 0;
@@ -889,7 +887,10 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
   std::vector<int> starts = balanceStages(unitTime, stages);
   Stages out;
   out.totalTime = totalTime;
-  out.boundary = blockBoundaryBytes(g, layout);
+  // Per block, the bytes a copy passes to the next.
+  SmallVector<double, 2> boundary;
+  for (const RepeatedBlock &b : g.blocks)
+    boundary.push_back(blockBoundaryBytes(g, b, layout));
   out.all.assign(pp, StageSummary());
   std::vector<double> deviceTime(pp, 0);
   const std::vector<std::vector<int64_t>> &inFlight =
@@ -919,10 +920,10 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
       double unitBytes = opt.train ? sum.savedBytes : sum.resultBytes;
       st.resultBytes += unitBytes;
       // A copy of the repeated layer: what recompute keeps and repeats.
-      bool isCopy = units[u].first != units[u].last;
-      st.inputBytes += isCopy ? out.boundary : unitBytes;
-      st.selectiveBytes +=
-          isCopy ? out.boundary + sum.savedProductBytes : unitBytes;
+      bool isCopy = units[u].block >= 0;
+      double input = isCopy ? boundary[units[u].block] : 0;
+      st.inputBytes += isCopy ? input : unitBytes;
+      st.selectiveBytes += isCopy ? input + sum.savedProductBytes : unitBytes;
       if (isCopy) {
         st.largestLayerBytes = std::max(st.largestLayerBytes, unitBytes);
         st.largestRecomputedBytes = std::max(st.largestRecomputedBytes,
@@ -1210,8 +1211,8 @@ void PlanSearch::enumerate() {
         pp > int64_t(units.size()))
       continue;
     // Unless forced, a pipeline cuts between layers: no more stages than
-    // copies of the repeated block.
-    if (!opt.pp && g.block.present() && pp > g.block.count)
+    // copies of the repeated blocks.
+    if (!opt.pp && g.layers() && pp > g.layers())
       continue;
     depths.push_back(pp);
   }

@@ -391,49 +391,45 @@ private:
 };
 
 void LayoutProblem::collectOptions() {
-  const RepeatedBlock &b = g.block;
-  double copies = b.present() ? b.count : 1;
   for (int i = 0; i < n; ++i) {
     if (!isVariable(i))
       continue;
     options[i] = in.fixed ? std::vector<Choice>{costOption(
                                 g.nodes[i], (*in.fixed)[i], mesh, cost, in)}
                           : enumerateOptions(g.nodes[i], mesh, cost, in);
-    bool inBlock = b.present() && i >= b.begin && i < b.end() &&
-                   !in.fixedPerCopy;
-    nodeMult[i] = inBlock ? copies : 1;
+    const RepeatedBlock *b = in.fixedPerCopy ? nullptr : g.blockOf(i);
+    nodeMult[i] = b ? b->count : 1;
   }
 }
 
 void LayoutProblem::collectEdges() {
-  const RepeatedBlock &b = g.block;
-  double copies = b.present() ? b.count : 1;
   for (int i = 0; i < n; ++i) {
     if (!isVariable(i))
       continue;
     Operation *op = g.nodes[i].op;
-    bool inBlock = nodeMult[i] > 1;
+    const RepeatedBlock *b = in.fixedPerCopy ? nullptr : g.blockOf(i);
     for (auto [k, p] : llvm::enumerate(g.nodes[i].producers)) {
       if (p < 0)
         continue;
       int ri = cast<OpResult>(op->getOperand(k)).getResultNumber();
       int rp = rep(p);
-      if (!inBlock) {
+      if (!b) {
         edges.push_back({rp, i, int(k), ri, 1});
         continue;
       }
-      if (p >= b.begin) { // inside the first copy
+      double copies = b->count;
+      if (p >= b->begin) { // inside the first copy
         edges.push_back({p, i, int(k), ri, copies});
         continue;
       }
-      // From the prefix: shared by every copy, or the first copy's input
-      // that later copies take from their predecessor.
-      int next = g.nodes[i + b.period].producers[k];
+      // From before the block: shared by every copy, or the first copy's
+      // input that later copies take from their predecessor.
+      int next = g.nodes[i + b->period].producers[k];
       if (next == p) {
-        edges.push_back({p, i, int(k), ri, copies});
+        edges.push_back({rp, i, int(k), ri, copies});
       } else {
-        edges.push_back({p, i, int(k), ri, 1});
-        edges.push_back({p + b.period, i, int(k), ri, copies - 1});
+        edges.push_back({rp, i, int(k), ri, 1});
+        edges.push_back({p + b->period, i, int(k), ri, copies - 1});
       }
     }
   }
@@ -593,27 +589,25 @@ void LayoutProblem::solveProgram(SearchResult &result) {
 }
 
 void LayoutProblem::spellOut(SearchResult &result) const {
-  const RepeatedBlock &b = g.block;
-  result.costs = NodeCosts(n, b, !in.fixedPerCopy);
+  result.costs = NodeCosts(n, g.blocks, !in.fixedPerCopy);
   if (in.layouts)
     result.layouts.resize(n);
-  // Copies after the second are wired like the second: they cost what it
-  // does.
-  int copiedFrom =
-      b.present() && !in.fixedPerCopy ? b.begin + 2 * b.period : n;
   llvm::DenseMap<Value, SmallVector<TensorSharding, 1>> resharded;
   for (int i = 0; i < n; ++i) {
-    if (i >= copiedFrom && i < b.end()) {
+    // Copies after the second are wired like the second: they cost what it
+    // does.
+    const RepeatedBlock *b = in.fixedPerCopy ? nullptr : g.blockOf(i);
+    if (b && i >= b->begin + 2 * b->period) {
       if (!in.layouts)
         continue;
       // Collectives only: layouts are read from the first copy.
       auto &to = result.layouts[i].collectives;
-      to = result.layouts[i - b.period].collectives;
+      to = result.layouts[i - b->period].collectives;
       for (PlannedCollective &pc : to) {
         pc.node = i;
         // Wired like the copy before: its producers one copy later.
-        if (pc.producer >= b.begin)
-          pc.producer += b.period;
+        if (pc.producer >= b->begin)
+          pc.producer += b->period;
       }
       continue;
     }
@@ -705,12 +699,10 @@ bool layoutsStackOnBatch(const PlanGraph &g, ArrayRef<OpSharding> layouts,
 }
 
 bool copiesAlike(const PlanGraph &g, ArrayRef<OpSharding> layouts) {
-  const RepeatedBlock &b = g.block;
-  if (!b.present())
-    return true;
-  for (int i = b.begin + b.period; i < b.end(); ++i)
-    if (!(layouts[i] == layouts[i - b.period]))
-      return false;
+  for (const RepeatedBlock &b : g.blocks)
+    for (int i = b.begin + b.period; i < b.end(); ++i)
+      if (!(layouts[i] == layouts[i - b.period]))
+        return false;
   return true;
 }
 
