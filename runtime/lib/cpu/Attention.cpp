@@ -13,9 +13,11 @@
 #include "pccrt/Kernels.h"
 #include "pccrt/Mesh.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 namespace pccrt {
 namespace {
@@ -36,12 +38,113 @@ struct Problem {
   float *scores, *rowMax, *rowSum;
 };
 
-/// Whether every score of the tile is hidden and adds exactly nothing to
-/// rows that have already seen a larger one (so the tile can be skipped).
-bool tileAddsNothing(const Problem &p, int64_t b, int64_t i0, int64_t rows,
-                     int64_t col0, int64_t cols) {
+/// The Euclidean norm of each of `n` vectors of `d` floats into `norms`; a
+/// NaN among them makes the norm infinite, so no bound built on it lets a
+/// tile be skipped.
+void norms(const float *x, int64_t n, int64_t d, float *norms) {
+  for (int64_t i = 0; i < n; ++i) {
+    float sq = 0;
+    for (int64_t c = 0; c < d; ++c)
+      sq += x[i * d + c] * x[i * d + c];
+    norms[i] =
+        std::isnan(sq) ? std::numeric_limits<float>::infinity() : std::sqrt(sq);
+  }
+}
+
+/// Under an additive mask, a score of row i is at most |scale| ||q_i||
+/// max_j ||k_j|| (Cauchy-Schwarz) plus its mask value (its fill where
+/// hidden). The norms are found once per problem and row block, and only
+/// for tiles whose mask values are low enough to need them.
+struct ScoreBounds {
+  std::vector<float> keyTiles; // per key tile of the problem, max ||k_j||
+  float rows[kBlock];          // ||q_i|| of the row block
+  bool rowsKnown = false;
+
+  /// Starts problem `b` (its keys `k`: [sk, d]).
+  void startProblem(const Problem &p, const float *k) {
+    keyTiles.assign((p.sk + kBlock - 1) / kBlock, -1.0f);
+    keysOf = k;
+    rowsKnown = false;
+  }
+  float keyTile(const Problem &p, int64_t j0, int64_t cols) {
+    float &top = keyTiles[j0 / kBlock];
+    if (top < 0) {
+      float n[kBlock];
+      norms(keysOf + j0 * p.d, cols, p.d, n);
+      top = *std::max_element(n, n + cols);
+    }
+    return top;
+  }
+  float row(const Problem &p, int64_t b, int64_t i0, int64_t i,
+            int64_t rowsInBlock) {
+    if (!rowsKnown)
+      norms(p.q + (b * p.sq + i0) * p.d, rowsInBlock, p.d, rows);
+    rowsKnown = true;
+    return rows[i];
+  }
+
+private:
+  const float *keysOf = nullptr;
+};
+
+/// tileAddsNothing under an additive mask: the tile adds exactly nothing to
+/// rows whose maximum so far is that far above all of its bounded scores.
+/// Megatron's -10000 triangle passes for the keys past the diagonal unless
+/// scores reach the hundreds. The bound is widened for the rounding of the
+/// products and norms.
+bool boundedTileAddsNothing(const Problem &p, ScoreBounds &bounds, int64_t b,
+                            int64_t i0, int64_t rows, int64_t j0, int64_t col0,
+                            int64_t cols) {
   const AttentionMasks &m = p.masks;
-  if (!(m.hide || m.band) || (m.add && !std::isinf(m.fill)))
+  bool fillHides = std::isinf(m.fill) && m.fill < 0;
+  float factor = std::fabs(p.divide ? 1.0f / p.scale : p.scale);
+  const float lowest = -std::numeric_limits<float>::infinity();
+  for (int64_t i = 0; i < rows; ++i) {
+    float best = p.rowMax[b * p.sq + i0 + i];
+    const float *a = m.add + m.addBatch[b] + (i0 + i) * m.addRow;
+    const bool *h =
+        m.hide ? m.hide + m.hideBatch[b] + (i0 + i) * m.hideRow : nullptr;
+    float shownTop = lowest, hiddenTop = lowest;
+    if (!h && !m.band) {
+      for (int64_t j = 0; j < cols; ++j) {
+        float x = a[(col0 + j) * m.addCol];
+        shownTop = x > shownTop ? x : shownTop;
+      }
+    } else {
+      for (int64_t j = 0; j < cols; ++j) {
+        bool hidden =
+            h ? h[(col0 + j) * m.hideCol] : col0 + j - (i0 + i) >= m.hideFrom;
+        float x = a[(col0 + j) * m.addCol];
+        float &top = hidden ? hiddenTop : shownTop;
+        top = x > top ? x : top;
+      }
+    }
+    if (!fillHides && !(m.fill + hiddenTop - best < kNoContribution))
+      return false;
+    if (shownTop == lowest)
+      continue;
+    // The bound is not negative: a mask value this close rules it out.
+    if (!(shownTop - best < kNoContribution))
+      return false;
+    float bound =
+        factor * bounds.row(p, b, i0, i, rows) * bounds.keyTile(p, j0, cols);
+    if (!(bound * 1.001f + 1.0f + shownTop - best < kNoContribution))
+      return false;
+  }
+  return true;
+}
+
+/// Whether every score of the tile adds exactly nothing to rows that have
+/// already seen a larger one (so the tile can be skipped, bit for bit):
+/// hidden under an -inf fill or a fill far under the rows' maxima, or
+/// bounded that far under them with an additive mask.
+bool tileAddsNothing(const Problem &p, ScoreBounds &bounds, int64_t b,
+                     int64_t i0, int64_t rows, int64_t j0, int64_t col0,
+                     int64_t cols) {
+  const AttentionMasks &m = p.masks;
+  if (m.add)
+    return boundedTileAddsNothing(p, bounds, b, i0, rows, j0, col0, cols);
+  if (!(m.hide || m.band))
     return false;
   // A band hides the tile from every row if it does from the last.
   if (m.band && col0 - (i0 + rows - 1) < m.hideFrom)
@@ -114,17 +217,22 @@ void foldTile(const Problem &p, const float *k, const float *v, int64_t b,
 /// dv]) whose first key is global key `col0` into every row.
 void foldKeys(const Problem &p, int64_t batch, const float *k, const float *v,
               int64_t col0) {
-  for (int64_t b = 0; b < batch; ++b)
+  ScoreBounds bounds;
+  for (int64_t b = 0; b < batch; ++b) {
+    const float *kb = k + b * p.sk * p.d, *vb = v + b * p.sk * p.dv;
+    if (p.masks.add)
+      bounds.startProblem(p, kb);
     for (int64_t i0 = 0; i0 < p.sq; i0 += kBlock) {
       int64_t rows = p.sq - i0 < kBlock ? p.sq - i0 : kBlock;
+      bounds.rowsKnown = false;
       for (int64_t j0 = 0; j0 < p.sk; j0 += kBlock) {
         int64_t cols = p.sk - j0 < kBlock ? p.sk - j0 : kBlock;
-        if (tileAddsNothing(p, b, i0, rows, col0 + j0, cols))
+        if (tileAddsNothing(p, bounds, b, i0, rows, j0, col0 + j0, cols))
           continue;
-        foldTile(p, k + b * p.sk * p.d, v + b * p.sk * p.dv, b, i0, rows, j0,
-                 col0 + j0, cols);
+        foldTile(p, kb, vb, b, i0, rows, j0, col0 + j0, cols);
       }
     }
+  }
 }
 
 } // namespace

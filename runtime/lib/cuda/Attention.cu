@@ -6,8 +6,9 @@
 // Sq x Sk scores exist anywhere. For head dimensions up to 128 (foldTiles)
 // D / 32 threads share a query row, each holding 32 of its query and output
 // features in registers and reading the tile as float4 (four FMAs per
-// shared load); tiles a mask hides entirely for the block's rows are
-// skipped, as the CPU kernel skips them. Wider heads take a thread per row
+// shared load); tiles a mask hides entirely for the block's rows (or an
+// additive mask puts far under their maxima) are skipped, as the CPU kernel
+// skips them. Wider heads take a thread per row
 // (foldKeys).
 // Around a ring (ring attention) the same kernel folds each device's block
 // of keys as it arrives, keeping the rows' state in scratch between blocks,
@@ -153,13 +154,41 @@ __global__ void __launch_bounds__(kThreads, 4) foldTiles(Fold f, DeviceMasks m) 
   const bool *hide = active ? m.hiddenIn(b, i) : nullptr;
   const float *add = active ? m.addedIn(b, i) : nullptr;
   bool fillNothing = isinf(m.fill) && m.fill < 0;
+  // Under an additive mask every score of the row is at most `bound` plus
+  // its mask value (or its fill where hidden): |scale| ||q|| max ||k||,
+  // widened for rounding (Megatron's -10000 triangle then hides the keys
+  // past the diagonal as a causal band does).
+  float bound = INFINITY;
+  if (m.add) {
+    float qq = 0;
+    for (int c = 0; c < C; ++c)
+      qq +=
+          q[c].x * q[c].x + q[c].y * q[c].y + q[c].z * q[c].z + q[c].w * q[c].w;
+    for (int off = 1; off < P; off *= 2)
+      qq += __shfl_xor_sync(0xffffffffu, qq, off);
+    float keyNorm = largestRowNorm(
+        f.sk, f.d, [&](int64_t j, int64_t c) { return kb[j * f.d + c]; });
+    float factor = fabsf(f.divide ? 1.0f / f.scale : f.scale);
+    if (!isnan(qq))
+      bound = factor * sqrtf(qq) * keyNorm * 1.001f + 1.0f;
+  }
   for (int64_t j0 = 0; j0 < f.sk; j0 += kTileKeys) {
     int keys = int(f.sk - j0 < kTileKeys ? f.sk - j0 : kTileKeys);
-    // Skip the tile when its scores are hidden in every row of the block
-    // and add exactly nothing (an -inf fill, or one far under the maxima).
+    // Skip the tile when its scores add exactly nothing to every row of the
+    // block: hidden under an -inf fill or one far under the maxima, or,
+    // with an additive mask, bounded that far under them.
     bool nothing = !active;
-    if (active && m.hides() && (!m.add || fillNothing) &&
-        (fillNothing || m.fill - best < kNoContribution)) {
+    if (active && m.add) {
+      nothing = true;
+      for (int j = 0; j < keys && nothing; ++j) {
+        int64_t col = f.col0 + j0 + j;
+        float top = !m.hidden(hide, i, col) ? bound
+                    : fillNothing           ? -INFINITY
+                                            : m.fill;
+        nothing = top + add[col * m.addCol] - best < kNoContribution;
+      }
+    } else if (active && m.hides() &&
+               (fillNothing || m.fill - best < kNoContribution)) {
       nothing = true;
       for (int j = 0; j < keys && nothing; ++j)
         nothing = m.hidden(hide, i, f.col0 + j0 + j);

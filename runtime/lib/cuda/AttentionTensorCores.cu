@@ -12,7 +12,8 @@
 // with the row's four threads combining maxima by shuffles. Probabilities
 // are rounded to the 16-bit type before the product with V, as
 // FlashAttention does. Tiles a mask hides for all 64 rows are skipped (by
-// index under a band mask, pcc.attention's hide_from), tiles no mask or
+// index under a band mask, pcc.attention's hide_from; by a bound on the
+// scores under an additive one), tiles no mask or
 // bound touches take a path without mask arithmetic, and row tiles run
 // from the last (the longest under a causal mask) to the first. No Sq x Sk
 // scores exist anywhere.
@@ -39,6 +40,7 @@ template <typename T> struct Native;
 template <> struct Native<Half> {
   using type = __half;
   static __device__ type narrow(float x) { return __float2half_rn(x); }
+  static __device__ float wide(type x) { return __half2float(x); }
   /// Two values as one 32-bit operand register, `lo` in the low half.
   static __device__ uint32_t pack(float lo, float hi) {
     __half2 h = __floats2half2_rn(lo, hi);
@@ -48,6 +50,7 @@ template <> struct Native<Half> {
 template <> struct Native<BFloat16> {
   using type = __nv_bfloat16;
   static __device__ type narrow(float x) { return __float2bfloat16_rn(x); }
+  static __device__ float wide(type x) { return __bfloat162float(x); }
   static __device__ uint32_t pack(float lo, float hi) {
     __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
     return *reinterpret_cast<uint32_t *>(&h);
@@ -247,7 +250,28 @@ __global__ void __launch_bounds__(32 * kWarps, D == 64 ? 3 : 2)
   // units.
   float scaleLog2 = (divide ? 1.0f / scale : scale) * kLog2e;
   float fill2 = m.fill * kLog2e;
-  bool skippable = m.hides() && (!m.add || fillNothing);
+  bool skippable = m.hides() || m.add;
+  // Under an additive mask every score of a row is at most bound2 plus its
+  // mask value (or its fill where hidden), in those units: |scale| ||q||
+  // max ||k||, widened for rounding (Megatron's -10000 triangle then hides
+  // the keys past the diagonal as a causal band does). The query rows are
+  // still in the key tile.
+  float bound2[2] = {INFINITY, INFINITY};
+  if (m.add) {
+    float keyNorm = largestRowNorm(sk, D, [&](int64_t j, int64_t c) {
+      return Native<T>::wide(kb[j * pitch.k + c]);
+    });
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float qq = 0;
+      for (int c = 0; c < D; ++c) {
+        float e = Native<T>::wide(t.k[warp * 16 + quadRow + 8 * h][c]);
+        qq += e * e;
+      }
+      if (!isnan(qq))
+        bound2[h] = fabsf(scaleLog2) * sqrtf(qq) * keyNorm * 1.001f + 2.0f;
+    }
+  }
   // Under a band with an -inf fill, the keys some row of the block sees
   // are [0, bandEnd): the last row's.
   int lastRow = (i0 + kRows < sq ? i0 + kRows : sq) - 1;
@@ -312,6 +336,30 @@ __global__ void __launch_bounds__(32 * kWarps, D == 64 ? 3 : 2)
     }
     return nothing;
   };
+  // Whether all of this thread's scores of the tile at j0 are bounded far
+  // enough under their rows' maxima to add exactly nothing (additive mask).
+  auto boundedFromMine = [&](uint32_t bits, int j0, int keys) {
+    bool nothing = true;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      if (row[h] >= sq)
+        continue; // a row past the end
+#pragma unroll
+      for (int n = 0; n < kKeys / 8; ++n)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          int j = 8 * n + quadCol + e;
+          if (j >= keys)
+            continue;
+          float top = !(bits >> (4 * n + 2 * h + e) & 1) ? bound2[h]
+                      : fillNothing                      ? -INFINITY
+                                                         : fill2;
+          float a = added[h][(j0 + j) * m.addCol] * kLog2e;
+          nothing = nothing && top + a - best[h] < kNoContribution * kLog2e;
+        }
+    }
+    return nothing;
+  };
   auto tileKeys = [&](int j0) { return sk - j0 < kKeys ? sk - j0 : kKeys; };
   // Whether no mask and no bound touches the tile at j0: every score is
   // visible, every row and key exists (the same for the whole block).
@@ -330,7 +378,9 @@ __global__ void __launch_bounds__(32 * kWarps, D == 64 ? 3 : 2)
     }
     for (; j0 < sk; j0 += kKeys) {
       bits = maskBits(j0, tileKeys(j0));
-      if (!skippable || !__syncthreads_and(hiddenFromMine(bits, tileKeys(j0))))
+      bool nothing = m.add ? boundedFromMine(bits, j0, tileKeys(j0))
+                           : hiddenFromMine(bits, tileKeys(j0));
+      if (!skippable || !__syncthreads_and(nothing))
         break;
     }
     return j0;

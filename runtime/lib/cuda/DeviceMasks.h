@@ -60,6 +60,31 @@ inline DeviceMasks toDevice(const AttentionMasks &masks, int64_t batch) {
 /// row's maximum adds nothing (as in the CPU kernel).
 constexpr float kNoContribution = -104.0f;
 
+/// The largest Euclidean norm of `n` rows of `d` elements, `element(j, c)`
+/// giving element c of row j, found by the whole block (every thread calls
+/// it, with the same arguments). A NaN makes it infinite, so no bound built
+/// on it lets a tile be skipped. Under an additive mask, |score| <=
+/// |scale| ||q|| max ||k|| bounds a tile's scores (as in the CPU kernel).
+template <typename Element>
+__device__ float largestRowNorm(int64_t n, int64_t d, Element element) {
+  __shared__ int top; // a non-negative float's bits order as the float
+  if (threadIdx.x == 0)
+    top = 0;
+  __syncthreads();
+  float mine = 0;
+  for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
+    float sq = 0;
+    for (int64_t c = 0; c < d; ++c) {
+      float e = element(j, c);
+      sq += e * e;
+    }
+    mine = isnan(sq) ? INFINITY : fmaxf(mine, sq);
+  }
+  atomicMax(&top, __float_as_int(mine));
+  __syncthreads();
+  return sqrtf(__int_as_float(top));
+}
+
 } // namespace pccrt::cuda
 
 #endif // PCCRT_LIB_CUDA_DEVICEMASKS_H

@@ -73,25 +73,10 @@ bool isOne(Attribute a) {
   return false;
 }
 
-/// A constant's band: a splat is everywhere or nowhere; otherwise every
-/// row of every leading index must be the same band.
-std::optional<Band> constantBand(ElementsAttr attr) {
-  auto type = cast<ShapedType>(attr.getType());
-  if (attr.isSplat()) {
-    Attribute e = attr.getSplatValue<Attribute>();
-    return isNonZero(e) ? Band::everywhere(isOne(e)) : Band::nowhere();
-  }
-  if (type.getRank() < 2)
-    return std::nullopt;
-  int64_t rows = type.getDimSize(type.getRank() - 2);
-  int64_t cols = type.getDimSize(type.getRank() - 1);
-  SmallVector<bool> nz;
-  nz.reserve(type.getNumElements());
-  bool unit = true;
-  for (Attribute e : attr.getValues<Attribute>()) {
-    nz.push_back(isNonZero(e));
-    unit &= !nz.back() || isOne(e);
-  }
+/// The band of a non-zero pattern `nz` over [..., rows, cols]: every row of
+/// every leading index must be the same band.
+std::optional<Band> patternBand(ArrayRef<bool> nz, int64_t rows, int64_t cols,
+                                bool unit) {
   // Row 0 decides the direction and k: a suffix of non-zeros from column k
   // (upper) or a prefix up to column k (lower); an all-zero or all-non-zero
   // row 0 takes the direction row 1 shows.
@@ -126,6 +111,27 @@ std::optional<Band> constantBand(ElementsAttr attr) {
       return band;
   }
   return std::nullopt;
+}
+
+/// A constant's band: a splat is everywhere or nowhere; otherwise every
+/// row of every leading index must be the same band.
+std::optional<Band> constantBand(ElementsAttr attr) {
+  auto type = cast<ShapedType>(attr.getType());
+  if (attr.isSplat()) {
+    Attribute e = attr.getSplatValue<Attribute>();
+    return isNonZero(e) ? Band::everywhere(isOne(e)) : Band::nowhere();
+  }
+  if (type.getRank() < 2)
+    return std::nullopt;
+  SmallVector<bool> nz;
+  nz.reserve(type.getNumElements());
+  bool unit = true;
+  for (Attribute e : attr.getValues<Attribute>()) {
+    nz.push_back(isNonZero(e));
+    unit &= !nz.back() || isOne(e);
+  }
+  return patternBand(nz, type.getDimSize(type.getRank() - 2),
+                     type.getDimSize(type.getRank() - 1), unit);
 }
 
 /// The band of `v` by its definition, if the ops defining it keep one.
@@ -238,6 +244,71 @@ bool fillHides(AttentionOp op, int64_t k) {
   return fill <= -1e30 && k >= 1;
 }
 
+/// Mask values at or under this hide a key as the kernels skip it: they
+/// bound a row's scores by |scale| ||q|| max ||k|| and skip a tile whose
+/// bounded scores plus mask stay 104 under the row's maximum, which a mask
+/// of -1000 or less does for scores under ~450 in magnitude (softmax inputs
+/// of trained models are far smaller).
+constexpr double kHidingAddend = -1000;
+
+/// The band of an additive mask whose non-zero values are all at most
+/// kHidingAddend: a constant holding them, or a band of ones times such a
+/// scalar (torch's `triu(ones, 1) * -10000`, which the exporter leaves
+/// unfolded).
+std::optional<Band> hidingAddendBand(Value mask) {
+  ArrayRef<int64_t> m = shapeOf(mask);
+  if (m.size() < 2)
+    return std::nullopt;
+  ElementsAttr attr;
+  if (matchPattern(mask, m_Constant(&attr))) {
+    auto dense = dyn_cast<DenseElementsAttr>(attr);
+    if (!dense || dense.isSplat())
+      return std::nullopt;
+    SmallVector<bool> nz;
+    nz.reserve(dense.getNumElements());
+    for (const APFloat &v : dense.getValues<APFloat>()) {
+      nz.push_back(!v.isZero());
+      if (nz.back() && !(v.convertToDouble() <= kHidingAddend))
+        return std::nullopt;
+    }
+    return patternBand(nz, m[m.size() - 2], m.back(), /*unit=*/false);
+  }
+  auto mul = mask.getDefiningOp<MulOp>();
+  if (!mul)
+    return std::nullopt;
+  for (auto [x, c] : {std::pair{mul.getLhs(), mul.getRhs()},
+                      std::pair{mul.getRhs(), mul.getLhs()}}) {
+    if (numElements(shapeOf(c)) != 1 || shapeOf(x) != m ||
+        !matchPattern(c, m_Constant(&attr)))
+      continue;
+    auto value = dyn_cast<FloatAttr>(attr.getSplatValue<Attribute>());
+    std::optional<Band> band = bandOf(x);
+    if (value && value.getValueAsDouble() <= kHidingAddend && band &&
+        band->unit)
+      return band;
+  }
+  return std::nullopt;
+}
+
+/// The band c - r >= k (k >= 1: every row keeps a key) that an additive
+/// mask hides by adding kHidingAddend or less: Megatron's -10000 triangle,
+/// which the kernels skip as they skip a causal band.
+std::optional<int64_t> additiveBand(AttentionOp op) {
+  Value mask = op.getMask();
+  if (!mask || op.getHide() || op.getHideFromAttr() || op.getRingAxes())
+    return std::nullopt;
+  ArrayRef<int64_t> q = shapeOf(op.getQuery()), k = shapeOf(op.getKey()),
+                    m = shapeOf(mask);
+  if (m.size() < 2 || m[m.size() - 2] != q[q.size() - 2] ||
+      m.back() != k[k.size() - 2])
+    return std::nullopt;
+  std::optional<Band> band = hidingAddendBand(mask);
+  if (!band || !band->upper || band->isEverywhere() || band->isNowhere() ||
+      band->k < 1)
+    return std::nullopt;
+  return band->k;
+}
+
 /// Replaces `op`'s hide operand by hide_from where it is a band; whether
 /// it did. A fill that hides as -inf does becomes -inf: the kernels then
 /// skip the hidden pairs.
@@ -288,8 +359,11 @@ double visibleScoreFraction(Operation *attention) {
   else if (std::optional<Band> band = hideBand(op))
     from = band->isNowhere() ? kFar : band->k;
   // Hidden scores under another fill still count in the softmax: the
-  // kernels skip them only when it hides as -inf (raiseCausalMask).
+  // kernels skip them only when it hides as -inf (raiseCausalMask), or when
+  // an additive mask puts them far under the rows' maxima.
   if (!from || !fillHides(op, *from))
+    from = additiveBand(op);
+  if (!from)
     return 1;
   // Row r sees the keys c < r + k: none for r < a, r + k for a <= r < b,
   // all of them from b on.
