@@ -192,6 +192,31 @@ TEST_F(LayoutSearch, MlpFindsColumnThenRow) {
   EXPECT_EQ(allReduces, 1);
 }
 
+// A training export keeps nn.Linear's weight transpose: the product reads
+// the weight through it and is still a linear layer (ZB-H1's weight-gradient
+// work, the grids' SUMMA products); a product of two activations is not.
+TEST_F(LayoutSearch, TransposedWeightIsALinearLayer) {
+  func::FuncOp fn = parse(R"mlir(
+    func.func @main(%x: tensor<8x64xf32>) -> tensor<8x8xf32> {
+      %w = pcc.weight "fc.weight" : tensor<32x64xf32>
+      %t = pcc.transpose %w {perm = array<i64: 1, 0>} : (tensor<32x64xf32>) -> tensor<64x32xf32>
+      %h = pcc.matmul %x, %t : (tensor<8x64xf32>, tensor<64x32xf32>) -> tensor<8x32xf32>
+      %ht = pcc.transpose %h {perm = array<i64: 1, 0>} : (tensor<8x32xf32>) -> tensor<32x8xf32>
+      %s = pcc.matmul %h, %ht : (tensor<8x32xf32>, tensor<32x8xf32>) -> tensor<8x8xf32>
+      return %s : tensor<8x8xf32>
+    })mlir");
+  PlanGraph g = buildPlanGraph(fn);
+  int products = 0;
+  for (const PlanNode &node : g.nodes) {
+    if (!isa<MatMulOp>(node.op))
+      continue;
+    bool readsWeight = ++products == 1;
+    EXPECT_EQ(node.linear, readsWeight) << node.name;
+    EXPECT_EQ(node.activationMatmul, !readsWeight) << node.name;
+  }
+  EXPECT_EQ(products, 2);
+}
+
 // Attention with a fused QKV projection and a residual: whatever the search
 // picks, it is never worse than Megatron's layouts under the same costs.
 TEST_F(LayoutSearch, AttentionNoWorseThanMegatron) {

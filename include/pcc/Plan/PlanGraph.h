@@ -72,8 +72,10 @@ struct PlanNode {
   /// Per operand, the dimensions that carry the batch (split by data
   /// parallelism, so a tensor axis must not split them again).
   llvm::SmallVector<llvm::SmallVector<bool, 4>, 4> batchDims;
-  /// A contraction with a weight (linear layer) or between two activations
-  /// (attention scores and context).
+  /// A contraction with a weight (linear layer: the weight read directly or
+  /// through ops of weights alone, as a training export's transposed
+  /// nn.Linear weight) or between two activations (attention scores and
+  /// context).
   bool linear = false, activationMatmul = false;
   /// Computed from weights and constants alone (a mask, a transposed
   /// weight): the compiled program runs it in the pipeline stage of its

@@ -476,6 +476,7 @@ PlanGraph buildPlanGraph(func::FuncOp fn, bool gpuKernels,
   llvm::DenseMap<Operation *, int> firstReader;
   bool dtypeSet = false;
   llvm::DenseSet<Operation *> derived;
+  std::vector<bool> weightDerived;
   for (Operation *opPtr : planOrder(fn, derived)) {
     Operation &op = *opPtr;
     PlanNode node;
@@ -516,6 +517,12 @@ PlanGraph buildPlanGraph(func::FuncOp fn, bool gpuKernels,
         }
       } else if (def && isa<ConstantOp>(def)) {
         activationOperands = false;
+      } else if (it != index.end() && weightDerived[it->second] &&
+                 isa<FloatType>(type.getElementType())) {
+        // A weight through ops of weights alone (a training export's
+        // transposed Linear weight): still a linear layer.
+        weightOperand = true;
+        activationOperands = false;
       }
     }
     bool contraction = isa<ContractionOpInterface>(op);
@@ -528,6 +535,14 @@ PlanGraph buildPlanGraph(func::FuncOp fn, bool gpuKernels,
       dtypeSet = true;
     }
     g.totalParams += node.params;
+    // Made from a weight by ops of weights and constants alone.
+    weightDerived.push_back(
+        node.derived && llvm::any_of(op.getOperands(), [&](Value v) {
+          Operation *def = v.getDefiningOp();
+          auto it = def ? index.find(def) : index.end();
+          return (def && isa<WeightOp>(def)) ||
+                 (it != index.end() && weightDerived[it->second]);
+        }));
     index[&op] = g.nodes.size();
     g.nodes.push_back(std::move(node));
   }
