@@ -13,7 +13,6 @@ in processes limited to the same thread count; medians of medians.
 usage: bench_masks.py PCC WORK_DIR [--seq 1024] [--threads 1] [--repeats 3]
 """
 import argparse
-import json
 import os
 import statistics
 import subprocess
@@ -23,7 +22,9 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "plan"))
 sys.path.insert(0, os.path.join(HERE, "..", "test", "models"))
+sys.path.insert(0, HERE)
 import torch_gpt  # noqa: E402
+from bench_cpu import pcc_median, thread_env  # noqa: E402
 
 STYLES = ("megatron", "nanogpt", "hf")
 
@@ -34,24 +35,11 @@ def shape(style, seq, out):
             "2", "-o", out]
 
 
-def env(threads):
-    e = dict(os.environ)
-    e["OPENBLAS_NUM_THREADS"] = e["OMP_NUM_THREADS"] = str(threads)
-    return e
-
-
-def pcc_median(exe, data, threads, iters):
-    out = subprocess.run([exe, "--inputs", data, "--bench", str(iters),
-                          "--threads", str(threads)], env=env(threads),
-                         check=True, capture_output=True, text=True).stdout
-    return json.loads(out.strip().splitlines()[-1])["median_ms"]
-
-
 def torch_median(style, seq, threads, iters):
     out = subprocess.run([sys.executable, __file__, "--worker", style,
                           "--seq", str(seq), "--threads", str(threads),
                           "--iters", str(iters), "unused", "unused"],
-                         env=env(threads), check=True, capture_output=True,
+                         env=thread_env(threads), check=True, capture_output=True,
                          text=True).stdout
     return float(out.strip().splitlines()[-1])
 

@@ -214,18 +214,20 @@ std::optional<Band> bandOf(Value v, int depth = 0) {
   return std::nullopt;
 }
 
+/// Whether `mask`'s last two dimensions are `op`'s score rows and key
+/// columns, not broadcast: a band over them is one over the scores.
+bool spansScores(AttentionOp op, Value mask) {
+  ArrayRef<int64_t> q = shapeOf(op.getQuery()), k = shapeOf(op.getKey()),
+                    m = shapeOf(mask);
+  return m.size() >= 2 && m[m.size() - 2] == q[q.size() - 2] &&
+         m.back() == k[k.size() - 2];
+}
+
 /// The band `op`'s hide operand hides, where it is one the kernels compute
 /// by index: c - r >= k (or nothing).
 std::optional<Band> hideBand(AttentionOp op) {
   Value hide = op.getHide();
-  if (!hide || op.getRingAxes())
-    return std::nullopt;
-  ArrayRef<int64_t> q = shapeOf(op.getQuery()), k = shapeOf(op.getKey()),
-                    h = shapeOf(hide);
-  // The band is over the mask's own last two dimensions: they must be the
-  // scores' rows and key columns, not broadcast.
-  if (h.size() < 2 || h[h.size() - 2] != q[q.size() - 2] ||
-      h.back() != k[k.size() - 2])
+  if (!hide || op.getRingAxes() || !spansScores(op, hide))
     return std::nullopt;
   auto band = bandOf(hide);
   if (!band || (!band->upper && !band->isNowhere()) || band->isEverywhere())
@@ -295,12 +297,8 @@ std::optional<Band> hidingAddendBand(Value mask) {
 /// which the kernels skip as they skip a causal band.
 std::optional<int64_t> additiveBand(AttentionOp op) {
   Value mask = op.getMask();
-  if (!mask || op.getHide() || op.getHideFromAttr() || op.getRingAxes())
-    return std::nullopt;
-  ArrayRef<int64_t> q = shapeOf(op.getQuery()), k = shapeOf(op.getKey()),
-                    m = shapeOf(mask);
-  if (m.size() < 2 || m[m.size() - 2] != q[q.size() - 2] ||
-      m.back() != k[k.size() - 2])
+  if (!mask || op.getHide() || op.getHideFromAttr() || op.getRingAxes() ||
+      !spansScores(op, mask))
     return std::nullopt;
   std::optional<Band> band = hidingAddendBand(mask);
   if (!band || !band->upper || band->isEverywhere() || band->isNowhere() ||
