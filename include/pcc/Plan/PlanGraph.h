@@ -69,6 +69,12 @@ struct PlanNode {
   /// written to memory, and that operand never read back.
   bool fusedResult = false;
   llvm::SmallVector<bool, 4> fusedOperands;
+  /// GPU ranks: an add a GEMM runs in its epilogue (`epilogue`, no kernel
+  /// of its own), and that GEMM (`epilogueAdds`: it writes the add's
+  /// result, in its own kernel, reading the add's other operand, of
+  /// `epilogueReadBytes` global bytes; its product is never written).
+  bool epilogue = false, epilogueAdds = false;
+  double epilogueReadBytes = 0;
   /// Per operand, the dimensions that carry the batch (split by data
   /// parallelism, so a tensor axis must not split them again).
   llvm::SmallVector<llvm::SmallVector<bool, 4>, 4> batchDims;

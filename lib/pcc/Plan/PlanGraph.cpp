@@ -330,9 +330,13 @@ OpWork opWork(Operation *op, ArrayRef<SmallVector<int64_t>> operandShapes,
     double bytes = shapeBytes(shape, elementTypeOf(v));
     w.bytes += v.getDefiningOp<WeightOp>() ? bytes : bytes * activationScale;
   }
-  if (!(fusion && fusion->fusedResult))
+  // A GEMM that runs an add in its epilogue writes the add's result (the
+  // same shape) and reads the add's other operand.
+  if (!(fusion && fusion->fusedResult) || (fusion && fusion->epilogueAdds))
     for (auto [v, shape] : llvm::zip(op->getResults(), resultShapes))
       w.bytes += shapeBytes(shape, elementTypeOf(v)) * activationScale;
+  if (fusion && fusion->epilogueAdds)
+    w.bytes += fusion->epilogueReadBytes * activationScale;
   double out = resultShapes.empty() ? 0 : double(numElements(resultShapes.front()));
   if (auto contraction = dyn_cast<ContractionOpInterface>(op)) {
     GemmShape s = contraction.gemmShapeFor(operandShapes, resultShapes.front());
@@ -406,9 +410,13 @@ void gpuFusions(PlanGraph &g, const llvm::DenseMap<Operation *, int> &index) {
         if (isa<MatMulOp, GemmOp>(prod.op) && add->getOperand(k).hasOneUse() &&
             cast<RankedTensorType>(add->getOperand(k).getType()).getShape() ==
                 shape &&
-            addsToProduct(other, shape)) {
+            addsToProduct(other, shape) && !prod.epilogueAdds) {
           prod.fusedResult = true;
+          prod.epilogueAdds = true;
+          prod.epilogueReadBytes = tensorBytes(other);
           node.fusedOperands[k] = true;
+          node.epilogue = true;
+          break;
         }
       }
     }

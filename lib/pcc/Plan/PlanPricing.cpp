@@ -71,12 +71,13 @@ SearchResult gridLayout(const PlanGraph &g, const CostModel &cost,
     Operation *op = node.op;
     double weightBytes = node.params * eb;
     double actBytes = std::max(0.0, node.bytes - weightBytes);
-    c.compute = node.view ? 0
-                          : cost.kernelTime(node.flops * scale / grid.size,
-                                            actBytes * scale / grid.size +
-                                                weightBytes / weightShare,
-                                            node.fusedResult, 0, node.launches,
-                                            node.viaBlas);
+    c.compute = node.view || node.epilogue
+                    ? 0
+                    : cost.kernelTime(node.flops * scale / grid.size,
+                                      actBytes * scale / grid.size +
+                                          weightBytes / weightShare,
+                                      node.fusedResult && !node.epilogueAdds, 0,
+                                      node.launches, node.viaBlas);
     c.weightBytes = weightBytes / weightShare;
     for (auto [operand, first] : node.sharedWeights)
       c.sharedWeightBytes += tensorBytes(op->getOperand(operand)) / weightShare;

@@ -171,12 +171,13 @@ Choice costOption(const PlanNode &node, OpSharding sharding, const Mesh &mesh,
     c.scratchBytes += 2 * bytes;
   }
   OpWork w = opWork(op, local, localOut, in.scale, &node);
-  c.compute = node.view ? 0
-                        : double(summaSteps) *
-                              cost.kernelTime(w.flops, w.bytes,
-                                              /*fused=*/node.fusedResult,
-                                              w.gemmMinDim, w.launches,
-                                              w.viaBlas);
+  c.compute = node.view || node.epilogue
+                  ? 0
+                  : double(summaSteps) *
+                        cost.kernelTime(w.flops, w.bytes,
+                                        /*fused=*/node.fusedResult &&
+                                            !node.epilogueAdds,
+                                        w.gemmMinDim, w.launches, w.viaBlas);
   c.comm += std::max(0.0, ringComm - c.compute);
   if (!sharding.reduceBeforeBias.empty()) {
     double bytes = tensorBytes(op->getResult(0)) * in.scale;
