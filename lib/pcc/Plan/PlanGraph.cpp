@@ -421,8 +421,7 @@ void gpuFusions(PlanGraph &g, const llvm::DenseMap<Operation *, int> &index) {
       }
     }
     auto attn = dyn_cast<AttentionOp>(node.op);
-    if (!attn || !hasTensorCoreAttention(attn) || attn.getMask() ||
-        (attn.getHide() && node.visibleScores >= 1))
+    if (!attn || !hasTensorCoreAttention(attn))
       continue;
     Operation *user = attn->hasOneUse() ? *attn->user_begin() : nullptr;
     auto merge = user && user->getNumResults() == 1

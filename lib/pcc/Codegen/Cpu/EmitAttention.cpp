@@ -67,7 +67,7 @@ LogicalResult Emitter::emitAttention(AttentionOp op) {
     return op->emitError("seq_first attention needs the tensor-core kernel");
   ArrayRef<int64_t> q = typeOf(op.getQuery()).getShape(),
                     k = typeOf(op.getKey()).getShape();
-  ArrayRef<int64_t> batchDims = q.drop_back(2);
+  SmallVector<int64_t, 4> batchDims(q.drop_back(2));
   int64_t batch = numElements(batchDims);
   int64_t sq = q[q.size() - 2], sk = k[k.size() - 2];
   // [B, S, H, D]: B x H problems of S rows, read in place.
@@ -77,6 +77,9 @@ LogicalResult Emitter::emitAttention(AttentionOp op) {
     batch = q[0] * heads;
     sq = q[1];
     sk = k[1];
+    // Problem b is head b % heads of sequence b / heads: masks index the
+    // scores [B, H, Sq, Sk] in that order.
+    batchDims = {q[0], heads};
   }
   int64_t d = q.back(), dv = typeOf(op.getValue()).getShape().back();
   if (batch * sq * dv == 0)

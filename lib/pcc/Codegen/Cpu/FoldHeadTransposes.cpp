@@ -111,10 +111,9 @@ void foldHeadTransposes(func::FuncOp fn) {
   fn.walk([&](AttentionOp a) {
     auto merge = a->hasOneUse() ? dyn_cast<TransposeOp>(*a->user_begin())
                                 : TransposeOp();
-    if (hasTensorCoreAttention(a) && !a.getSeqFirst() && !a.getMask() &&
-        !a.getHide() && !a.getRingAxes() && headSwap(a.getQuery()) &&
-        headSwap(a.getKey()) && headSwap(a.getValue()) && merge &&
-        headSwap(merge.getResult()))
+    if (hasTensorCoreAttention(a) && !a.getSeqFirst() && !a.getRingAxes() &&
+        headSwap(a.getQuery()) && headSwap(a.getKey()) &&
+        headSwap(a.getValue()) && merge && headSwap(merge.getResult()))
       candidates.push_back(a);
   });
   OpBuilder b(fn.getContext());

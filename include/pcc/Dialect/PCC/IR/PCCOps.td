@@ -390,7 +390,8 @@ def PCC_AttentionOp : PCC_Op<"attention", [PCC_Differentiable, PCC_HasFactorRule
     `seq_first` (set on a GPU rank's program before code generation, where
     the tensor-core kernel reads heads in place): Q, K, V and the result
     are `[B, S, H, D]`, the sequence before the heads, as the projections
-    leave them, instead of `[B, H, S, D]`; no mask operands.
+    leave them, instead of `[B, H, S, D]`; masks still broadcast to the
+    scores `[B, H, Sq, Sk]` (an additive one may be f32: kernels read it so).
 
     `head_offsets` (with `seq_first`, set where Q, K and V are column blocks
     of one projection, such as a fused QKV): `[q, k, v]`, the first of the

@@ -103,11 +103,27 @@ LogicalResult AttentionOp::verify() {
     // head_offsets each operand's heads [offset, offset + H) are the ones
     // read, H the result's.
     ArrayRef<int64_t> r = getResult().getType().getShape();
-    if (q.size() != 4 || r.size() != 4 || getMask() || getHide() ||
-        getRingAxes() || q[0] != k[0] || q[0] != v[0] || q[3] != k[3] ||
-        k[1] != v[1])
+    if (q.size() != 4 || r.size() != 4 || getRingAxes() || q[0] != k[0] ||
+        q[0] != v[0] || q[3] != k[3] || k[1] != v[1])
       return emitOpError("seq_first needs [B, S, H, D] query, key and value "
-                         "of one batch and head count, and no mask operands");
+                         "of one batch and head count");
+    // Masks broadcast to the scores [B, H, Sq, Sk], as before the heads
+    // were read in place (an additive one may be f32: kernels read it so).
+    int64_t scores[] = {q[0], r[2], q[1], k[1]};
+    for (Value m : {getMask(), getHide()}) {
+      if (!m)
+        continue;
+      ArrayRef<int64_t> s = cast<ShapedType>(m.getType()).getShape();
+      if (s.size() > 4)
+        return emitOpError("mask rank exceeds the scores' rank");
+      for (auto [a, b] : llvm::zip(llvm::reverse(s), llvm::reverse(scores)))
+        if (a != b && a != 1)
+          return emitOpError("mask does not broadcast to the scores");
+    }
+    Type maskType = getMask() ? getMask().getType().getElementType() : Type();
+    if (maskType && !maskType.isF32() &&
+        maskType != getQuery().getType().getElementType())
+      return emitOpError("mask element type differs from the query's");
     SmallVector<int64_t, 3> offsets(3, 0);
     if (auto given = getHeadOffsets())
       offsets.assign(given->begin(), given->end());
@@ -118,8 +134,7 @@ LogicalResult AttentionOp::verify() {
     for (auto [x, off] : llvm::zip(shapes, offsets))
       if (off < 0 || off + r[2] > x[2] || (!getHeadOffsets() && x[2] != r[2]))
         return emitOpError("seq_first needs [B, S, H, D] query, key and "
-                           "value of one batch and head count, and no mask "
-                           "operands");
+                           "value of one batch and head count");
     return success();
   }
   if (getHeadOffsets())
