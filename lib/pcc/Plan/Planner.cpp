@@ -3,7 +3,7 @@
 // Invariants: every candidate covers all devices (dp * pp * tensor * sp =
 // N); the batch splits evenly over dp and microbatches and the sequence
 // over sp; each pipeline stage is a contiguous, non-empty run of units
-// (single nodes, or whole copies of the repeated block); a candidate's
+// (single nodes, or whole layers: copies of a repeated block); a candidate's
 // costs are shared by all candidates with the same layouts and per-device
 // share of the batch, so the tens of thousands of candidates of a
 // 1000-GPU search price a few hundred layouts; exact searches run per
@@ -564,7 +564,7 @@ PlanSearch::heldMicrobatches(int64_t pp, int64_t v, int64_t m) {
 SmallVector<int64_t, 4> PlanSearch::virtualChoices(int64_t pp,
                                                    int64_t m) const {
   // Megatron-LM's interleaving needs whole groups of pp microbatches, and
-  // a unit per chunk at least; searched, a layer of the repeated block per
+  // a unit per chunk at least; searched, a layer (a repeated block's copy) per
   // chunk at least (as Megatron's layers per virtual stage).
   auto fits = [&](int64_t v, int64_t most) {
     return v == 1 || (opt.train && pp > 1 && m % pp == 0 && pp * v <= most);
