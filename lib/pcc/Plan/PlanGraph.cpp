@@ -19,6 +19,7 @@
 #include "llvm/ADT/StringSet.h"
 
 #include <functional>
+#include <map>
 #include <tuple>
 
 using namespace mlir;
@@ -484,6 +485,26 @@ PlanGraph buildPlanGraph(func::FuncOp fn, bool gpuKernels,
   bool dtypeSet = false;
   llvm::DenseSet<Operation *> derived;
   std::vector<bool> weightDerived;
+  // The mask analysis reads mask constants (millions of elements at long
+  // sequences), and every layer's attention reads the same masks: each
+  // (masks, shapes, fill, band, ring) is analysed once.
+  std::map<std::tuple<const void *, const void *, const void *, const void *,
+                      const void *, const void *, const void *>,
+           double>
+      visibleByMasks;
+  auto visibleScores = [&](AttentionOp a) {
+    auto ptr = [](auto x) { return x ? x.getAsOpaquePointer() : nullptr; };
+    auto key =
+        std::make_tuple(ptr(a.getMask()), ptr(a.getHide()),
+                        a.getQuery().getType().getAsOpaquePointer(),
+                        a.getKey().getType().getAsOpaquePointer(),
+                        a.getFillAttr().getAsOpaquePointer(),
+                        ptr(a.getHideFromAttr()), ptr(a.getRingAxesAttr()));
+    auto [it, fresh] = visibleByMasks.try_emplace(key, 1.0);
+    if (fresh)
+      it->second = visibleScoreFraction(a);
+    return it->second;
+  };
   for (Operation *opPtr : planOrder(fn, derived)) {
     Operation &op = *opPtr;
     PlanNode node;
@@ -491,8 +512,8 @@ PlanGraph buildPlanGraph(func::FuncOp fn, bool gpuKernels,
     node.name = nodeName(&op);
     node.derived = derived.count(&op);
     node.view = isa<ReshapeOp>(op);
-    if (isa<AttentionOp>(op))
-      node.visibleScores = visibleScoreFraction(&op);
+    if (auto attn = dyn_cast<AttentionOp>(op))
+      node.visibleScores = visibleScores(attn);
     bool weightOperand = false, activationOperands = true;
     for (Value v : op.getOperands()) {
       auto type = cast<RankedTensorType>(v.getType());
