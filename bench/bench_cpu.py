@@ -126,20 +126,25 @@ def torch_median(name, threads, iters):
     return float(out.strip().splitlines()[-1])
 
 
-def torch_worker(name, threads, iters):
-    torch.set_num_threads(threads)
-    torch.manual_seed(0)
-    model, x = MODELS[name]()
-    model.eval()
+def eager_median(model, x, iters, warmup=3):
+    """Median milliseconds of `model(x)` in inference mode, after warm-up."""
     with torch.inference_mode():
-        for _ in range(3):
+        for _ in range(warmup):
             model(x)
         times = []
         for _ in range(iters):
             t0 = time.perf_counter()
             model(x)
             times.append((time.perf_counter() - t0) * 1e3)
-    print(statistics.median(times))
+    return statistics.median(times)
+
+
+def torch_worker(name, threads, iters):
+    torch.set_num_threads(threads)
+    torch.manual_seed(0)
+    model, x = MODELS[name]()
+    model.eval()
+    print(eager_median(model, x, iters))
 
 
 def main():

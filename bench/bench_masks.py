@@ -17,14 +17,13 @@ import os
 import statistics
 import subprocess
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "plan"))
 sys.path.insert(0, os.path.join(HERE, "..", "test", "models"))
 sys.path.insert(0, HERE)
 import torch_gpt  # noqa: E402
-from bench_cpu import pcc_median, thread_env  # noqa: E402
+from bench_cpu import eager_median, pcc_median, thread_env  # noqa: E402
 
 STYLES = ("megatron", "nanogpt", "hf")
 
@@ -51,15 +50,7 @@ def worker(style, seq, threads, iters):
     torch.manual_seed(0)
     model = torch_gpt.GPT(cfg).eval()
     tokens = torch.randint(0, cfg.vocab, (cfg.batch, cfg.seq))
-    times = []
-    with torch.inference_mode():
-        for _ in range(2):
-            model(tokens)
-        for _ in range(iters):
-            start = time.perf_counter()
-            model(tokens)
-            times.append((time.perf_counter() - start) * 1e3)
-    print(statistics.median(times))
+    print(eager_median(model, tokens, iters, warmup=2))
 
 
 def main():
