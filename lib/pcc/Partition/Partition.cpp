@@ -43,6 +43,19 @@ bool isAssigned(Value weight) {
   });
 }
 
+/// Whether backward op `user` reads forward value `v` (stored as `from`)
+/// gathered into `to`.
+bool readsForwardGather(Operation *user, Value v, const TensorSharding &from,
+                        const TensorSharding &to) {
+  Operation *def = v.getDefiningOp();
+  if (!user->hasAttr(kGradientOfAttr) ||
+      (def && (def->hasAttr(kGradientOfAttr) || def->hasAttr(kOptimizerAttr))))
+    return false;
+  return llvm::any_of(planReshard(from, to), [](const ReshardStep &step) {
+    return step.kind == ReshardKind::AllGather;
+  });
+}
+
 SmallVector<int16_t> gridAxes(ArrayRef<int64_t> axes) {
   return SmallVector<int16_t>(axes.begin(), axes.end());
 }
@@ -55,8 +68,8 @@ public:
 
 private:
   LogicalResult partitionOp(Operation *op);
-  FailureOr<Value> operandFor(Value global, const TensorSharding &required,
-                              Location loc);
+  FailureOr<Value> operandFor(Operation *user, Value global,
+                              const TensorSharding &required);
   Value reshard(Location loc, Value v, const TensorSharding &from,
                 const TensorSharding &to);
   Value reshape(Location loc, Value v, ArrayRef<int64_t> shape);
@@ -152,9 +165,9 @@ Value Partitioner::reshard(Location loc, Value v, const TensorSharding &from,
   return v;
 }
 
-FailureOr<Value> Partitioner::operandFor(Value global,
-                                         const TensorSharding &required,
-                                         Location loc) {
+FailureOr<Value> Partitioner::operandFor(Operation *user, Value global,
+                                         const TensorSharding &required) {
+  Location loc = user->getLoc();
   Operation *def = global.getDefiningOp();
   if (auto w = dyn_cast_or_null<WeightOp>(def)) {
     TensorSharding want = required;
@@ -195,9 +208,15 @@ FailureOr<Value> Partitioner::operandFor(Value global,
     return emitError(loc, "internal error: value used before partitioning");
   if (layout[global] == required)
     return it->second;
-  // One reshard per value and layout, however many users need it.
+  // One reshard per value and layout, however many users need it; but a
+  // forward value gathered for the forward is gathered again for the
+  // backward, as Megatron-LM's sequence parallelism does: the backward
+  // keeps the split copy, not the whole one from forward to backward.
+  std::string layoutKey = describe(required, mesh);
+  if (readsForwardGather(user, global, layout[global], required))
+    layoutKey += " (backward)";
   std::pair<void *, std::string> key = {global.getAsOpaquePointer(),
-                                       describe(required, mesh)};
+                                       layoutKey};
   auto done = resharded.find(key);
   if (done != resharded.end())
     return done->second;
@@ -335,7 +354,7 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
   OpSharding s = annotatedOpSharding(op, mesh);
   SmallVector<Value> operands;
   for (auto [v, req] : llvm::zip(op->getOperands(), s.operands)) {
-    auto l = operandFor(v, req, op->getLoc());
+    auto l = operandFor(op, v, req);
     if (failed(l))
       return failure();
     operands.push_back(*l);
@@ -412,7 +431,7 @@ LogicalResult Partitioner::run() {
     want.partial.clear();
     if (!divides(typeOf(v).getShape(), want, mesh))
       want = TensorSharding::replicated(typeOf(v).getRank());
-    auto l = operandFor(v, want, ret->getLoc());
+    auto l = operandFor(ret, v, want);
     if (failed(l))
       return failure();
     results.push_back(*l);
