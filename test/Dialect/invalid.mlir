@@ -216,3 +216,30 @@ func.func @scatter_nd_batch_dims(%x: tensor<4x16xf32>, %at: tensor<2x3x1xi64>, %
   %0 = "pcc.scatter_nd"(%x, %at, %u) {batch_dims = 1 : i64} : (tensor<4x16xf32>, tensor<2x3x1xi64>, tensor<2x3xf32>) -> tensor<4x16xf32>
   return
 }
+
+// -----
+
+func.func @gemm_rows_transposed_b(%x: tensor<2x16x64xf32>, %y: tensor<2x16x8xf32>) {
+  // expected-error @+2 {{gemm with rank > 2 operands takes either A's leading dimensions as rows (transA false, B of rank 2) or contracts them with B's (transA, B's leading dimensions the same): [2,16,64] x [2,16,8]}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = pcc.gemm %x, %y {transA = true, transB = true} : (tensor<2x16x64xf32>, tensor<2x16x8xf32>) -> tensor<64x8xf32>
+  return
+}
+
+// -----
+
+func.func @gemm_rows_differ(%x: tensor<2x16x64xf32>, %y: tensor<4x8x8xf32>) {
+  // expected-error @+2 {{gemm with rank > 2 operands}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = pcc.gemm %x, %y {transA = true} : (tensor<2x16x64xf32>, tensor<4x8x8xf32>) -> tensor<64x8xf32>
+  return
+}
+
+// -----
+
+func.func @gemm_rows_bias_not_along_n(%x: tensor<2x16x64xf32>, %w: tensor<64x8xf32>, %c: tensor<32x8xf32>) {
+  // expected-error @+2 {{gemm bias shape [32,8] does not broadcast to [2,16,8]}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = pcc.gemm %x, %w, %c : (tensor<2x16x64xf32>, tensor<64x8xf32>, tensor<32x8xf32>) -> tensor<2x16x8xf32>
+  return
+}

@@ -43,6 +43,13 @@ func.func @contractions(%x: tensor<2x16x64xf32>, %w: tensor<64x256xf32>, %v: ten
   %1 = pcc.matmul %x, %v : (tensor<2x16x64xf32>, tensor<64xf32>) -> tensor<2x16xf32>
   // CHECK-NEXT: pcc.gemm {{.*}} {transB = true} {{.*}} -> tensor<4x128xf32>
   %2 = pcc.gemm %a, %b, %bias {transB = true} : (tensor<4x64xf32>, tensor<128x64xf32>, tensor<128xf32>) -> tensor<4x128xf32>
+  // Rows kept: A [2, 16, 64] by B [64, 256] (a linear layer's input
+  // gradient, dy W^T, in place).
+  // CHECK-NEXT: pcc.gemm {{.*}} -> tensor<2x16x256xf32>
+  %3 = pcc.gemm %x, %w : (tensor<2x16x64xf32>, tensor<64x256xf32>) -> tensor<2x16x256xf32>
+  // Rows contracted: x^T dy over every token (a weight's gradient).
+  // CHECK-NEXT: pcc.gemm {{.*}} {transA = true} {{.*}} -> tensor<64x256xf32>
+  %4 = pcc.gemm %x, %3 {transA = true} : (tensor<2x16x64xf32>, tensor<2x16x256xf32>) -> tensor<64x256xf32>
   return
 }
 

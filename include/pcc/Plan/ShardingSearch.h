@@ -55,6 +55,10 @@ struct NodeCost {
   /// Training, per step: all-reducing the gradients of weights this op
   /// reads whole while its work is split over the axis.
   double gradSync = 0;
+  /// Training, per microbatch: the backward's collectives that the forward
+  /// has no counterpart of (an input gathered again for a weight's
+  /// gradient: weightGradientGather).
+  double backwardComm = 0;
 };
 
 /// Per-node costs. Copies of a repeated block after the second cost what
@@ -201,6 +205,36 @@ BackwardCollectives backwardCollectives(const PlanGraph &graph,
                                         const Mesh &mesh, const CostModel &cost,
                                         double scale, bool crossNode,
                                         llvm::ArrayRef<NodeLayout> layouts);
+
+/// Training: a product with a trained weight (`node` of `graph`) reads its
+/// activation operand `operand` again in the backward pass, for the
+/// weight's gradient. Where the forward pass gathered it (`stored` split,
+/// read whole as `layout` says), the backward gathers it again rather than
+/// keep the forward's whole copy (Megatron-LM's sequence parallelism) or,
+/// where that moves more bytes, runs on the split rows and sums a partial
+/// weight gradient into the weight's layout, as the partitioner chooses
+/// (gatherCheaperFactor, TrainingPropagation.cpp). `dy`: the output
+/// gradient's layout where known (else taken to be the result's). Per
+/// microbatch: the seconds (0 when nothing is gathered), the collectives
+/// appended to `out`.
+double weightGradientGather(const PlanGraph &graph, int node, unsigned operand,
+                            const OpSharding &layout,
+                            const TensorSharding &stored, const Mesh &mesh,
+                            const CostModel &cost, double scale, bool crossNode,
+                            llvm::SmallVectorImpl<PlannedCollective> *out,
+                            const TensorSharding *dy = nullptr);
+
+/// Training: the backward of an attention laid out as `layout` with its
+/// keys split along the queries' rows (ring attention). The step's
+/// gradient rule rebuilds the forward's chain, so the backward gathers the
+/// keys (twice: two layouts) and values whole and reduce-scatters their
+/// gradients, rather than shifting them around the ring again. Per
+/// microbatch: the seconds, the collectives appended to `out`.
+double ringAttentionBackward(mlir::Operation *attention,
+                             const OpSharding &layout, const Mesh &mesh,
+                             const CostModel &cost, double scale,
+                             bool crossNode,
+                             llvm::SmallVectorImpl<PlannedCollective> *out);
 
 /// Time and collectives of turning layout `from` into `to` for a tensor of
 /// `bytes` (whole) on `mesh`: the steps of planReshard, priced one by one.

@@ -27,14 +27,22 @@ namespace pcc {
 
 namespace {
 
+/// Whether every reader of `v` is an optimizer op, or a scatter of it
+/// (planReshard's next step) that only optimizer ops read.
+bool readByOptimizer(Value v) {
+  return !v.use_empty() && llvm::all_of(v.getUsers(), [](Operation *u) {
+    if (isa<shard::ReduceScatterOp>(u))
+      return readByOptimizer(u->getResult(0));
+    return u->hasAttr(kOptimizerAttr);
+  });
+}
+
 /// An all-reduce that sums a gradient for the optimizer.
 bool sumsGradient(shard::AllReduceOp op) {
   Value in = op.getInput();
   Operation *def = in.getDefiningOp();
-  return def && !def->hasAttr(kOptimizerAttr) && !op.getResult().use_empty() &&
-         llvm::all_of(op.getResult().getUsers(), [](Operation *u) {
-           return u->hasAttr(kOptimizerAttr);
-         }) &&
+  return def && !def->hasAttr(kOptimizerAttr) &&
+         readByOptimizer(op.getResult()) &&
          isa<FloatType>(typeOf(in).getElementType());
 }
 
@@ -129,14 +137,15 @@ struct BucketGradientsPass
     getOperation().walk([&](shard::AllReduceOp op) {
       if (!sumsGradient(op) || accumulatesOnly(op))
         return;
-      // A gradient sliced for a split update (sliced before it is summed:
-      // planReshard) is sliced where it is made, so its sum can wait for
-      // the bucket's other gradients.
-      if (auto slice = op.getInput().getDefiningOp<shard::AllSliceOp>())
-        if (Operation *def = slice.getInput().getDefiningOp();
-            def && def->getBlock() == slice->getBlock() &&
-            def->getAttr(kStageAttr) == slice->getAttr(kStageAttr))
-          slice->moveAfter(def);
+      // A gradient sliced or reduce-scattered for a split update (before
+      // its sum over the other axes: planReshard) is so where it is made,
+      // so its sum can wait for the bucket's other gradients.
+      Operation *split = op.getInput().getDefiningOp();
+      if (isa_and_nonnull<shard::AllSliceOp, shard::ReduceScatterOp>(split))
+        if (Operation *def = split->getOperand(0).getDefiningOp();
+            def && def->getBlock() == split->getBlock() &&
+            def->getAttr(kStageAttr) == split->getAttr(kStageAttr))
+          split->moveAfter(def);
       auto key = std::make_tuple(
           Attribute(op.getGridAttr()), Attribute(op.getGridAxesAttr()),
           Attribute(op.getReductionAttr()),

@@ -135,15 +135,23 @@ struct MegatronHook {
 
   /// Norms, residual adds and other pointwise ops on activations that are
   /// whole (or partial sums) on the tp axis: what Megatron-SP runs on the
-  /// sequence split.
+  /// sequence split. Only [B, S, H] activations: an image's [N, C, H, W]
+  /// (a ViT's patches before they become tokens) has no sequence.
   bool isBetweenLayers(Operation *op,
                        ArrayRef<TensorSharding> in) const {
     if (!isa<LayerNormOp>(op) && !op->hasTrait<pcc::OpTrait::Pointwise>())
       return false;
-    if (op->getNumResults() != 1 || shapeOf(op->getResult(0)).size() < 3)
+    if (op->getNumResults() != 1 || shapeOf(op->getResult(0)).size() != 3)
       return false;
     int64_t seq = sequenceDim(op->getResult(0));
     if (shapeOf(op->getResult(0))[seq] % n)
+      return false;
+    // Partial sums added (a backward's gradients from several products of
+    // one input): summed once, after, not each scattered.
+    if (isa<AddOp, SubOp>(op) &&
+        llvm::all_of(in, [&](const TensorSharding &s) {
+          return llvm::is_contained(s.partial, tp);
+        }))
       return false;
     for (auto [v, s] : llvm::zip(op->getOperands(), in))
       for (auto [d, ds] : llvm::enumerate(s.dims))

@@ -45,6 +45,7 @@ public:
     for (auto [i, name] : llvm::enumerate(mesh.axisNames))
       if (name == "dp" && mesh.shape[i] > 1)
         dpAxis = i;
+    findUpdatedParameters(fn);
   }
 
   /// ZeRO-3 holds a parameter whole only while an op reads it. A value made
@@ -98,14 +99,19 @@ public:
     }
   }
 
-  /// The update reads a gradient once summed (under ZeRO, into each
-  /// device's part: a reduce-scatter), not a partial sum per formula.
+  /// The update reads a gradient once summed, into the layout of the
+  /// parameter it updates (a reduce-scatter where that is split: a tied
+  /// embedding's vocabulary over tp; under ZeRO, each device's part over
+  /// dp), not a partial sum per formula.
   void sumGradients(Operation &op, SmallVectorImpl<TensorSharding> &in) {
     if (!op.hasAttr(kOptimizerAttr))
       return;
     bool summed = false;
     for (auto [v, s] : llvm::zip(op.getOperands(), in))
       if (!s.partial.empty()) {
+        Value param = updated.lookup(v);
+        if (param && shapeOf(param) == shapeOf(v))
+          s = shardingOf(param);
         s = splitOverDp(v, s);
         summed = true;
       }
@@ -114,6 +120,30 @@ public:
   }
 
 private:
+  /// Maps each gradient the update reads (a value from outside the
+  /// optimizer's ops that an assignment to a parameter is computed from)
+  /// to that parameter.
+  void findUpdatedParameters(func::FuncOp fn) {
+    for (auto assign : fn.getOps<AssignOp>()) {
+      auto w = assign.getTarget().getDefiningOp<WeightOp>();
+      if (!w || w.getZeros())
+        continue;
+      SmallVector<Value> work = {assign.getValue()};
+      llvm::DenseSet<Value> seen;
+      while (!work.empty()) {
+        Value v = work.pop_back_val();
+        Operation *def = v.getDefiningOp();
+        if (!seen.insert(v).second || !def || isa<WeightOp, ConstantOp>(def))
+          continue;
+        if (!def->hasAttr(kOptimizerAttr)) {
+          updated.try_emplace(v, assign.getTarget());
+          continue;
+        }
+        llvm::append_range(work, def->getOperands());
+      }
+    }
+  }
+
   /// `s` (partial sums dropped) split over dp too, under ZeRO.
   TensorSharding splitOverDp(Value v, TensorSharding s) const {
     s.partial.clear();
@@ -170,6 +200,8 @@ private:
   int64_t zero = 0;
   std::optional<int64_t> dpAxis;
   llvm::DenseSet<Value> placed;
+  /// Gradient -> the parameter its update assigns.
+  llvm::DenseMap<Value, Value> updated;
 };
 
 /// A partial sum over tp that several ops read is summed where it is first
@@ -223,11 +255,92 @@ private:
   llvm::DenseMap<Value, TensorSharding> first;
 };
 
+/// An embedding's gradient (GatherOp's rule: a one-hot [idx..., rows] of
+/// the indices contracted with the gradient's rows) where the table is
+/// stored split by rows, as Megatron-LM's vocabulary-parallel embedding
+/// runs it: each device makes the one-hot of its own rows from every index
+/// (integers, gathered) and contracts it with the whole gradient (gathered
+/// once), so its rows' gradient needs no sum over the table's axes. Left to
+/// their rules, the one-hot would follow the indices' split and every
+/// device would sum a whole table's partial gradient.
+class TableGradients {
+public:
+  explicit TableGradients(func::FuncOp fn) {
+    llvm::DenseMap<Attribute, GatherOp> gathers;
+    for (auto g : fn.getOps<GatherOp>())
+      if (Attribute id = g->getAttr(kForwardIdAttr))
+        gathers[id] = g;
+    for (auto gemm : fn.getOps<GemmOp>()) {
+      GatherOp gather = gathers.lookup(gemm->getAttr(kGradientOfAttr));
+      auto cast = gemm.getA().getDefiningOp<CastOp>();
+      auto eq = cast ? cast.getInput().getDefiningOp<EqualOp>() : nullptr;
+      if (!gather || !eq || !gemm.getTransA() || gemm.getTransB() ||
+          normalizeAxis(gather.getAxis(), shapeOf(gather.getInput()).size()) ||
+          !eq.getLhs().getDefiningOp<ConstantOp>() || !cast->hasOneUse())
+        continue;
+      tableOf[gemm] = tableOf[eq] = gather.getInput();
+      // The indices' own ops (wrapping negative ones) run on all of them,
+      // as the forward lookup read them (a strategy would split them like
+      // the activations between layers).
+      SmallVector<Value> work = {eq.getRhs()};
+      while (!work.empty()) {
+        Operation *def = work.pop_back_val().getDefiningOp();
+        if (!def || def->getAttr(kGradientOfAttr) != gemm->getAttr(kGradientOfAttr) ||
+            isa<ConstantOp>(def) || !tableOf.try_emplace(def, gather.getInput()).second)
+          continue;
+        llvm::append_range(work, def->getOperands());
+      }
+    }
+  }
+
+  /// Pins `op`'s operands where it is part of such a gradient; whether it
+  /// did.
+  bool place(Operation &op, SmallVectorImpl<TensorSharding> &in,
+             const Mesh &mesh) {
+    Value table = tableOf.lookup(&op);
+    if (!table)
+      return false;
+    const DimSharding rows = shardingOf(table).dims.front();
+    int64_t classes = shapeOf(table).front();
+    if (!rows.isSplit() || rows.groups != 1 ||
+        classes % mesh.size(rows.axes))
+      return false;
+    auto whole = [&](TensorSharding &t) {
+      for (DimSharding &d : t.dims) {
+        llvm::erase_if(d.axes, [&](int64_t a) {
+          return llvm::is_contained(rows.axes, a);
+        });
+        if (d.axes.empty())
+          d.groups = 1;
+      }
+    };
+    if (isa<EqualOp>(op)) {
+      // The table's rows of the classes; every index.
+      if (in[0].usesAxis(rows.axes.front()))
+        return false;
+      in[0].dims.back() = rows;
+      whole(in[1]);
+    } else if (isa<GemmOp>(op)) {
+      whole(in[1]);
+    } else {
+      for (TensorSharding &t : in)
+        whole(t);
+    }
+    setOperandShardings(&op, kOperandShardingAttr, mesh, in);
+    return true;
+  }
+
+private:
+  llvm::DenseMap<Operation *, Value> tableOf;
+};
+
 /// Bytes one device sends and receives to run `op` as `s` on operands laid
-/// out as `in`, its partial result summed after (ring collectives: an
-/// all-reduce moves twice its buffer).
+/// out as `in`, its partial result summed over the axes `isTp` picks after
+/// (ring collectives: an all-reduce moves twice its buffer). Partial sums
+/// over other axes (dp: the gradient's bucket) cost every choice alike.
 double movedBytes(Operation *op, ArrayRef<TensorSharding> in,
-                  const OpSharding &s, const Mesh &mesh) {
+                  const OpSharding &s, const Mesh &mesh,
+                  function_ref<bool(int64_t)> isTp) {
   double bytes = 0;
   auto add = [&](const TensorSharding &from, const TensorSharding &to,
                  Value v) {
@@ -238,10 +351,10 @@ double movedBytes(Operation *op, ArrayRef<TensorSharding> in,
   for (auto [v, from, to] : llvm::zip(op->getOperands(), in, s.operands))
     add(from, to, v);
   for (auto [v, r] : llvm::zip(op->getResults(), s.results))
-    if (!r.partial.empty()) {
-      TensorSharding whole = r;
-      whole.partial.clear();
-      add(r, whole, v);
+    if (llvm::any_of(r.partial, isTp)) {
+      TensorSharding summed = r;
+      llvm::erase_if(summed.partial, isTp);
+      add(r, summed, v);
     }
   return bytes;
 }
@@ -266,7 +379,8 @@ void gatherCheaperFactor(Operation &op, SmallVectorImpl<TensorSharding> &in,
     return;
   auto isTp = [&](int64_t a) { return mesh.axisNames[a] == "tp"; };
   SmallVector<TensorSharding> best(in.begin(), in.end());
-  double bestBytes = movedBytes(&op, in, inferOpSharding(&op, in, mesh), mesh);
+  double bestBytes =
+      movedBytes(&op, in, inferOpSharding(&op, in, mesh), mesh, isTp);
   for (unsigned k = 0; k < in.size(); ++k) {
     SmallVector<TensorSharding> other(in.begin(), in.end());
     bool changed = false;
@@ -281,7 +395,7 @@ void gatherCheaperFactor(Operation &op, SmallVectorImpl<TensorSharding> &in,
       continue;
     OpSharding s = inferOpSharding(&op, other, mesh);
     // Moved from the operands as they are to what this choice reads.
-    double bytes = movedBytes(&op, in, s, mesh);
+    double bytes = movedBytes(&op, in, s, mesh, isTp);
     if (bytes < bestBytes) {
       bestBytes = bytes;
       best = std::move(other);
@@ -316,11 +430,12 @@ llvm::DenseSet<Value> valuesMadeOfWeights(Block &body) {
 
 struct TrainingPropagation::State {
   State(func::FuncOp fn, const Mesh &mesh)
-      : mesh(mesh), layouts(fn, mesh), sharedPartials(mesh),
+      : mesh(mesh), layouts(fn, mesh), sharedPartials(mesh), tables(fn),
         fromWeights(valuesMadeOfWeights(fn.getBody().front())) {}
   const Mesh &mesh;
   TrainingLayouts layouts;
   SharedPartials sharedPartials;
+  TableGradients tables;
   /// Values made from weights alone (remade ones included).
   llvm::DenseSet<Value> fromWeights;
 };
@@ -341,6 +456,8 @@ void TrainingPropagation::adjustOperands(Operation &op,
                                          bool strategyPinned) {
   state->layouts.sumGradients(op, in);
   state->sharedPartials.sum(op, in);
+  if (state->tables.place(op, in, state->mesh))
+    return;
   if (!strategyPinned)
     gatherCheaperFactor(op, in, state->mesh, state->fromWeights);
 }

@@ -6,7 +6,9 @@
 // does not carry (Megatron's f: a column-parallel layer's input gradient).
 // The gradients reaching a value are summed, then resharded to the layout
 // its producer made it in, whole: the steps of planReshard, as the
-// partitioner emits them for the training step.
+// partitioner emits them for the training step. A weight's gradient reads
+// the product's input again: gathered again where the forward gathered it
+// (weightGradientGather).
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,7 +17,9 @@
 #include "pcc/Dialect/PCC/IR/PCCOps.h"
 #include "pcc/Dialect/PCC/IR/TensorUtils.h"
 
+#include <functional>
 #include <map>
+#include <set>
 
 using namespace mlir;
 
@@ -63,6 +67,15 @@ BackwardCollectives backwardCollectives(const PlanGraph &g, const Mesh &mesh,
   std::vector<bool> trained(n, false);
   // The gradients reaching each (producer, result), by layout.
   std::map<std::pair<int, unsigned>, std::vector<TensorSharding>> reaching;
+  // Products' operands read again by the backward: (node, operand,
+  // producer, result).
+  struct Reread {
+    int node;
+    unsigned operand;
+    int producer;
+    unsigned result;
+  };
+  SmallVector<Reread> rereads;
   for (int i = 0; i < n; ++i) {
     const PlanNode &node = g.nodes[i];
     Operation *op = node.op;
@@ -80,6 +93,14 @@ BackwardCollectives backwardCollectives(const PlanGraph &g, const Mesh &mesh,
           trained[i] || (p >= 0 ? bool(trained[p]) : isTrainedWeight(k));
     if (!trained[i])
       continue;
+    if (auto attn = dyn_cast<AttentionOp>(op)) {
+      SmallVector<PlannedCollective, 5> ring;
+      ringAttentionBackward(attn, s, mesh, cost, scale, crossNode, &ring);
+      for (PlannedCollective &pc : ring) {
+        pc.node = i;
+        out.collectives.push_back(pc);
+      }
+    }
     for (auto [k, p] : llvm::enumerate(node.producers)) {
       Value v = op->getOperand(k);
       if (!isFloat(v))
@@ -94,19 +115,130 @@ BackwardCollectives backwardCollectives(const PlanGraph &g, const Mesh &mesh,
         }
         continue;
       }
+      unsigned r = cast<OpResult>(v).getResultNumber();
+      // The input gathered again for the weight's gradient (below, once
+      // the output gradient's layout is known).
+      if (r < layoutOf(p).results.size())
+        rereads.push_back({i, unsigned(k), p, r});
       if (!trained[p])
         continue;
-      unsigned r = cast<OpResult>(v).getResultNumber();
       std::vector<TensorSharding> &to = reaching[{p, r}];
       if (!llvm::is_contained(to, grad))
         to.push_back(grad);
     }
   }
-  for (auto &[where, grads] : reaching) {
-    auto [p, r] = where;
+  // Readers of each node's results: (node, operand).
+  std::vector<SmallVector<std::pair<int, unsigned>, 2>> readers(n);
+  for (int i = 0; i < n; ++i)
+    for (auto [k, p] : llvm::enumerate(g.nodes[i].producers))
+      if (p >= 0)
+        readers[p].push_back({i, unsigned(k)});
+  // Whether every reader of node i's result reads it without the axes its
+  // layout splits it over, directly or through views that keep them: its
+  // gradient then comes back whole (a loss reading logits gathered).
+  std::function<bool(int, const TensorSharding &)> readWhole =
+      [&](int i, const TensorSharding &split) {
+        if (readers[i].empty())
+          return false;
+        for (auto [c, k] : readers[i]) {
+          const OpSharding &sc = layoutOf(c);
+          if (k >= sc.operands.size())
+            return false;
+          bool keeps = llvm::any_of(split.dims, [&](const DimSharding &d) {
+            return llvm::any_of(d.axes, [&](int64_t a) {
+              return sc.operands[k].usesAxis(a);
+            });
+          });
+          if (keeps && !(g.nodes[c].view && readWhole(c, sc.results.front())))
+            return false;
+        }
+        return true;
+      };
+  std::set<std::pair<int, unsigned>> regathered;
+  for (const Reread &rr : rereads) {
+    const OpSharding &s = layoutOf(rr.node);
+    TensorSharding whole =
+        TensorSharding::replicated(s.results.front().dims.size());
+    SmallVector<PlannedCollective, 1> again;
+    weightGradientGather(
+        g, rr.node, rr.operand, s, layoutOf(rr.producer).results[rr.result],
+        mesh, cost, scale, crossNode, &again,
+        readWhole(rr.node, s.results.front()) ? &whole : nullptr);
+    // Readers of one value gathering it again share the gather (the
+    // partitioner reshards a value once per layout in the backward too).
+    bool gathers = llvm::all_of(again, [](const PlannedCollective &pc) {
+      return pc.kind == CollectiveKind::AllGather;
+    });
+    if (gathers && !again.empty() &&
+        !regathered.insert({rr.producer, rr.result}).second)
+      continue;
+    for (PlannedCollective &pc : again) {
+      pc.node = rr.node;
+      out.collectives.push_back(pc);
+    }
+  }
+  // Last node first, so a sum's gradients reach its operands' makers
+  // before those are resharded.
+  for (auto it = reaching.rbegin(); it != reaching.rend(); ++it) {
+    auto [p, r] = it->first;
+    const std::vector<TensorSharding> &grads = it->second;
     const OpSharding &s = layoutOf(p);
     if (r >= s.results.size())
       continue;
+    // A value of weights alone (a transposed weight) whose gradient comes
+    // whole but partial (its readers' work split, the weight not): the
+    // weight's partial gradient, summed in the step's gradient sums.
+    if (g.nodes[p].derived && llvm::all_of(grads, [](const TensorSharding &t) {
+          return !t.partial.empty() &&
+                 llvm::none_of(
+                     t.dims, [](const DimSharding &d) { return d.isSplit(); });
+        })) {
+      out.partialGradientBytes += tensorBytes(g.nodes[p].op->getResult(r));
+      if (!llvm::is_contained(out.partialGradientNodes, p))
+        out.partialGradientNodes.push_back(p);
+      continue;
+    }
+    // A lookup in a table not split by rows (a position embedding under
+    // sequence parallelism): each device's tokens give a partial gradient
+    // of the whole table, summed in the step's gradient sums; a table
+    // split by rows gathers the gradient instead (TableGradients in the
+    // partitioner), the reshard below.
+    if (auto gather = dyn_cast<GatherOp>(g.nodes[p].op);
+        gather && g.nodes[p].producers[0] < 0 && !s.operands.empty() &&
+        !s.operands[0].dims.front().isSplit() &&
+        gather.getInput().getDefiningOp<WeightOp>()) {
+      out.partialGradientBytes += tensorBytes(gather.getInput());
+      if (!llvm::is_contained(out.partialGradientNodes, p))
+        out.partialGradientNodes.push_back(p);
+      continue;
+    }
+    // A sum run on partial operands (two vocabulary-parallel lookups
+    // added, summed once after): its gradient is each operand's, in the
+    // layout it arrives in (reduced over a broadcast operand's dimensions
+    // first), resharded where that operand is made; nothing here.
+    Operation *op = g.nodes[p].op;
+    if (isa<AddOp, SubOp>(op) && !s.results[r].partial.empty()) {
+      for (auto [k, q] : llvm::enumerate(g.nodes[p].producers)) {
+        Value v = op->getOperand(k);
+        if (q < 0 || !trained[q] || !isFloat(v))
+          continue;
+        ArrayRef<int64_t> shape = shapeOf(v);
+        std::vector<TensorSharding> &to =
+            reaching[{q, cast<OpResult>(v).getResultNumber()}];
+        for (const TensorSharding &grad : grads) {
+          // Right-aligned; a broadcast (size-1 or missing) dimension is
+          // summed away whole.
+          TensorSharding mine = TensorSharding::replicated(shape.size());
+          size_t off = grad.dims.size() - shape.size();
+          for (size_t d = 0; d < shape.size(); ++d)
+            if (shape[d] == shapeOf(op->getResult(r))[d + off])
+              mine.dims[d] = grad.dims[d + off];
+          if (!llvm::is_contained(to, mine))
+            to.push_back(mine);
+        }
+      }
+      continue;
+    }
     TensorSharding whole = s.results[r];
     whole.partial.clear();
     double bytes = tensorBytes(g.nodes[p].op->getResult(r)) * scale;

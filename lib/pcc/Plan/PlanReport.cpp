@@ -107,6 +107,15 @@ Mesh tpMesh(const PlanCandidate &c) {
   return m;
 }
 
+/// The one-axis mesh the sequence layouts are priced on (searchTensorParallel
+/// names its one axis tp).
+Mesh spMesh(const PlanCandidate &c) {
+  Mesh m;
+  m.shape = {c.sp};
+  m.axisNames = {"tp"};
+  return m;
+}
+
 /// Nodes shown one by one: all but the second and later block copies.
 bool shown(const PlanGraph &g, int i) { return g.representative(i) == i; }
 
@@ -237,11 +246,28 @@ std::vector<CollectiveSummary> collectives(const PlanGraph &g,
   if (partialGradients > 0 && c.dp > 1)
     add("all_reduce", "dp x tp", partialGradients / c.tp, partialSync, 1,
         "gradients of weights read whole by split ops");
-  if (c.sequenceLayout)
-    for (auto [i, nc] : llvm::enumerate(c.sequenceLayout->layouts))
-      for (const PlannedCollective &pc : nc.collectives)
-        add(collectiveName(pc.kind), "sp", pc.bytes, pc.seconds, perStep,
+  if (c.sequenceLayout) {
+    // The sequence axis's layouts spell out their backward as the tensor
+    // axis's do (ring attention's included: ringAttentionBackward).
+    auto &seq = c.sequenceLayout->layouts;
+    for (auto [i, nc] : llvm::enumerate(seq))
+      for (const PlannedCollective &pc : nc.collectives) {
+        bool repeated = again[i] && (pc.producer < 0 ||
+                                     g.layerOf(pc.producer) == g.layerOf(i));
+        add(collectiveName(pc.kind), "sp", pc.bytes, pc.seconds,
+            o.train ? c.microbatches * (repeated ? 2 : 1) : perStep,
             g.nodes[i].name);
+      }
+    if (o.train && seq.size() == g.nodes.size()) {
+      BackwardCollectives sb = backwardCollectives(
+          g, spMesh(c), CostModel(cluster, g.dtype, o.devices),
+          1.0 / double(c.dp * c.microbatches),
+          groupCrossesNodes(1, c.sp, cluster), seq);
+      for (const PlannedCollective &pc : sb.collectives)
+        add(collectiveName(pc.kind), "sp", pc.bytes, pc.seconds,
+            c.microbatches, g.nodes[pc.node].name + " (gradient)");
+    }
+  }
   for (const PlanCandidate::StageTransfer &t : c.transfers)
     add("send_recv", "pp", t.bytes, t.seconds,
         c.microbatches * (o.train ? 2 : 1),

@@ -68,6 +68,8 @@ int64_t integerRoot(int64_t n, int k) {
 struct StageSummary {
   double compute = 0, comm = 0, weightBytes = 0, resultBytes = 0,
          inputBytes = 0, gradSync = 0;
+  /// Training: the backward's own collectives (NodeCost::backwardComm).
+  double backwardComm = 0;
   /// Of compute, the products with a weight (a backward repeats each
   /// once for the weight's gradient).
   double linearCompute = 0;
@@ -102,6 +104,7 @@ struct StageSummary {
     compute += o.compute;
     linearCompute += o.linearCompute;
     comm += o.comm;
+    backwardComm += o.backwardComm;
     weightBytes += o.weightBytes;
     frozenWeightBytes += o.frozenWeightBytes;
     gradSync += o.gradSync;
@@ -818,7 +821,8 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
   // block copy whose costs are folded onto the one before (NodeCosts) adds
   // up to what that one does.
   struct UnitSum {
-    double compute = 0, comm = 0, weightBytes = 0, gradSync = 0,
+    double compute = 0, comm = 0, backwardComm = 0, weightBytes = 0,
+           gradSync = 0,
            resultBytes = 0, backwardWeightBytes = 0, linearCompute = 0;
     /// Selective recompute repeats the ops between products
     /// (otherCompute) and keeps the products' results it reads.
@@ -845,6 +849,8 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
         UnitSum &sum = sums[u];
         sum.compute += nc.compute;
         sum.comm += nc.comm + (sequence ? sequence->costs[i].comm : 0.0);
+        sum.backwardComm +=
+            nc.backwardComm + (sequence ? sequence->costs[i].backwardComm : 0.0);
         sum.weightBytes += nc.weightBytes;
         sum.frozenWeightBytes += nc.frozenWeightBytes;
         sum.gradSync += nc.gradSync;
@@ -874,7 +880,8 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
                                   ? sum.weightBytes / sum.paramElements
                                   : double(g.elementBytes) / double(c.tp));
     }
-    unitTime[u] = cw * sums[u].compute + cc * sums[u].comm;
+    unitTime[u] = cw * sums[u].compute + cc * sums[u].comm +
+                  (opt.train ? sums[u].backwardComm : 0.0);
     // Selective recompute repeats a layer's ops between its products once.
     if (c.recompute == Recompute::Selective && opt.train && unit.block >= 0)
       unitTime[u] += sums[u].otherCompute;
@@ -905,6 +912,7 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
       st.compute += sum.compute;
       st.linearCompute += sum.linearCompute;
       st.comm += sum.comm;
+      st.backwardComm += opt.train ? sum.backwardComm : 0.0;
       st.weightBytes += sum.weightBytes;
       st.frozenWeightBytes += sum.frozenWeightBytes;
       st.gradSync += sum.gradSync;
@@ -1165,7 +1173,7 @@ PlanCandidate PlanSearch::evaluate(int64_t pp, int64_t tg, TensorMode mode,
   }
   double perMicrobatch = stages.worstTime + p2p;
   c.compute = double(m) * cw * worst.compute;
-  c.comm = double(m) * (cc * worst.comm + p2p);
+  c.comm = double(m) * (cc * worst.comm + worst.backwardComm + p2p);
   // The pipeline fills and drains in (pp - 1) steps of one stage: a
   // device's share of a microbatch, or with interleaved 1F1B one chunk's
   // (Narayanan et al. 2021: the bubble shrinks by the chunks per device).

@@ -130,6 +130,13 @@ Choice costOption(const PlanNode &node, OpSharding sharding, const Mesh &mesh,
         c.collectives.push_back({CollectiveKind::RingShift, -1, bytes, t});
       ringComm = double(n - 1) * t;
       c.scratchBytes += 2 * bytes;
+      // The backward is not a ring (yet): the gradient's rebuilt chain
+      // gathers the keys and values it reads and reduce-scatters their
+      // gradients (ringAttentionBackward), instead of shifting again.
+      if (in.train)
+        c.backwardComm += ringAttentionBackward(attn, sharding, mesh, cost,
+                                                in.scale, in.crossNode,
+                                                nullptr);
     }
   }
   // SUMMA (the left operand's contraction split over one axis, the
@@ -321,6 +328,132 @@ double reshardTime(const TensorSharding &from, const TensorSharding &to,
   return stepsTime(planReshard(from, to), bytes, mesh, crossNode, cost, out);
 }
 
+double ringAttentionBackward(Operation *op, const OpSharding &layout,
+                             const Mesh &mesh, const CostModel &cost,
+                             double scale, bool crossNode,
+                             SmallVectorImpl<PlannedCollective> *out) {
+  auto attn = dyn_cast<AttentionOp>(op);
+  if (!attn)
+    return 0;
+  size_t rows = shapeOf(attn.getKey()).size() - 2;
+  if (layout.operands.size() < 3)
+    return 0;
+  const DimSharding &keys = layout.operands[1].dims[rows];
+  if (!keys.isSplit())
+    return 0;
+  int64_t n = mesh.size(keys.axes);
+  // The gathered buffer: the whole sequence, over the other splits (heads
+  // over tp, the batch share).
+  int64_t others = 1;
+  for (auto [d, ds] : llvm::enumerate(layout.operands[1].dims))
+    if (d != rows && ds.isSplit())
+      others *= mesh.size(ds.axes);
+  double seconds = 0;
+  auto add = [&](CollectiveKind kind, Value v) {
+    double bytes = tensorBytes(v) * scale;
+    double t = cost.collectiveTime(kind, bytes / double(others), n, crossNode);
+    seconds += t;
+    if (out)
+      out->push_back({kind, -1, bytes, t});
+  };
+  // Keys twice (the scores' Kᵀ and the query gradient's K are two
+  // layouts), values once; the key and value gradients' partial sums.
+  add(CollectiveKind::AllGather, attn.getKey());
+  add(CollectiveKind::AllGather, attn.getKey());
+  add(CollectiveKind::AllGather, attn.getValue());
+  add(CollectiveKind::ReduceScatter, attn.getKey());
+  add(CollectiveKind::ReduceScatter, attn.getValue());
+  return seconds;
+}
+
+double weightGradientGather(const PlanGraph &g, int i, unsigned operand,
+                            const OpSharding &layout,
+                            const TensorSharding &stored, const Mesh &mesh,
+                            const CostModel &cost, double scale, bool crossNode,
+                            SmallVectorImpl<PlannedCollective> *out,
+                            const TensorSharding *dy) {
+  const PlanNode &node = g.nodes[i];
+  Operation *op = node.op;
+  Value x = op->getOperand(operand);
+  // The trained weight: read directly or through ops of weights alone (a
+  // transposed weight).
+  auto isWeight = [&](unsigned k) {
+    Value v = op->getOperand(k);
+    int p = node.producers[k];
+    return isa<FloatType>(elementTypeOf(v)) &&
+           (p >= 0 ? g.nodes[p].derived
+                   : v.getDefiningOp<WeightOp>() &&
+                         !llvm::is_contained(node.frozenWeights, k));
+  };
+  if (!node.linear || operand >= layout.operands.size() ||
+      node.producers[operand] < 0 || !isa<FloatType>(elementTypeOf(x)) ||
+      isWeight(operand))
+    return 0;
+  int weight = -1;
+  for (unsigned k = 0; k < op->getNumOperands() && k < layout.operands.size();
+       ++k)
+    if (k != operand && isWeight(k)) {
+      weight = int(k);
+      break;
+    }
+  if (weight < 0)
+    return 0;
+  TensorSharding whole = stored;
+  whole.partial.clear();
+  std::vector<ReshardStep> steps = planReshard(whole, layout.operands[operand]);
+  SmallVector<int64_t, 2> gathered;
+  for (const ReshardStep &step : steps)
+    if (step.kind == ReshardKind::AllGather)
+      llvm::append_range(gathered, step.axes);
+  int64_t n = mesh.size(gathered);
+  if (n <= 1)
+    return 0;
+  // The partitioner's choice (gatherCheaperFactor, TrainingPropagation.cpp),
+  // in the bytes one device moves: the input gathered again, or the
+  // product run on its split rows (the output gradient moved to them where
+  // it is split on those axes: an all-to-all) and the weight's partial
+  // gradient summed (counted as an all-reduce, as there); a tie keeps the
+  // split rows.
+  auto moved = [&](ArrayRef<ReshardStep> steps, double bytes) {
+    double total = 0;
+    for (const ReshardStep &step : steps)
+      total += stepBufferBytes(step, bytes, mesh) *
+               (step.kind == ReshardKind::AllReduce ? 2 : 1);
+    return total;
+  };
+  double xBytes = tensorBytes(x) * scale;
+  double wBytes = tensorBytes(op->getOperand(weight));
+  const TensorSharding &w = layout.operands[weight];
+  TensorSharding partial = w;
+  for (DimSharding &d : partial.dims) {
+    llvm::erase_if(d.axes,
+                   [&](int64_t a) { return llvm::is_contained(gathered, a); });
+    if (d.axes.empty())
+      d.groups = 1;
+  }
+  partial.partial.assign(gathered.begin(), gathered.end());
+  TensorSharding summed = partial;
+  summed.partial.clear();
+  std::vector<ReshardStep> sum = planReshard(partial, w);
+  // The output gradient, split like the result, on the gathered axes.
+  const TensorSharding &y = dy ? *dy : layout.results.front();
+  double yBytes = tensorBytes(op->getResult(0)) * scale;
+  std::vector<ReshardStep> rows;
+  for (auto [d, ds] : llvm::enumerate(y.dims))
+    if (rows.empty() && llvm::any_of(gathered, [&](int64_t a) {
+          return llvm::is_contained(ds.axes, a);
+        })) {
+      ReshardStep a2a{ReshardKind::AllToAll, gathered, int64_t(d), 1, y, y};
+      a2a.toDim = 0;
+      rows.push_back(a2a);
+    }
+  double keep = moved(rows, yBytes) + moved(planReshard(partial, summed), wBytes);
+  if (moved(steps, xBytes) < keep)
+    return stepsTime(steps, xBytes, mesh, crossNode, cost, out);
+  return stepsTime(rows, yBytes, mesh, crossNode, cost, out) +
+         stepsTime(sum, wBytes, mesh, crossNode, cost, out);
+}
+
 namespace {
 
 /// The layout choice as an integer program: one variable per option of
@@ -353,6 +486,16 @@ private:
   /// the producing option's cost.
   void priceOutputReductions();
   double edgeCost(const Edge &e, int a, int b) const;
+  /// Training: what the backward adds on the edge, once per microbatch
+  /// (weightGradientGather).
+  double edgeBackwardCost(const Edge &e, int a, int b) const {
+    if (!in.train)
+      return 0;
+    return weightGradientGather(
+        g, e.consumer, e.operand, options[e.consumer][b].sharding,
+        options[e.producer][a].sharding.results[e.result], mesh, cost,
+        in.scale, in.crossNode, nullptr);
+  }
   /// The 0-1 program, collected whole and handed to CBC at once: adding
   /// rows one by one makes CBC copy its matrix each time, which took
   /// minutes on graphs of thousands of ops (an unrolled LSTM).
@@ -468,8 +611,9 @@ void LayoutProblem::addEdge(Program &p, const Edge &e,
   if (nu == 1 || nv == 1) {
     // One side fixed: the edge cost joins the other side's objective.
     for (int s = 0; s < std::max(nu, nv); ++s) {
-      double c = e.mult * in.commWeight *
-                 (nu == 1 ? edgeCost(e, 0, s) : edgeCost(e, s, 0));
+      auto [a, b] = nu == 1 ? std::pair(0, s) : std::pair(s, 0);
+      double c = e.mult * (in.commWeight * edgeCost(e, a, b) +
+                           edgeBackwardCost(e, a, b));
       int var = (nu == 1 ? firstVar[e.consumer] : firstVar[e.producer]) + s;
       p.objective[var] += c;
     }
@@ -478,7 +622,9 @@ void LayoutProblem::addEdge(Program &p, const Edge &e,
   int base = int(p.objective.size());
   for (int a = 0; a < nu; ++a)
     for (int c = 0; c < nv; ++c)
-      p.addVariable(e.mult * in.commWeight * edgeCost(e, a, c), 0);
+      p.addVariable(e.mult * (in.commWeight * edgeCost(e, a, c) +
+                              edgeBackwardCost(e, a, c)),
+                    0);
   // sum_b e[a][b] = x[u][a] and sum_a e[a][b] = x[v][b].
   auto marginal = [&](int count, int stride, int offset, int x) {
     std::vector<std::pair<int, double>> terms;
@@ -627,6 +773,10 @@ void LayoutProblem::spellOut(SearchResult &result) const {
       int ri = cast<OpResult>(v).getResultNumber();
       const TensorSharding &from = options[rp][choice[rp]].sharding.results[ri];
       const TensorSharding &to = chosen.sharding.operands[k];
+      if (in.train)
+        c.backwardComm +=
+            weightGradientGather(g, i, k, chosen.sharding, from, mesh,
+                                 cost, in.scale, in.crossNode, nullptr);
       std::vector<ReshardStep> steps = planReshard(from, to);
       // The partitioner reshards a value once per layout, however many
       // ops read it so (a layer's input, read by its norm and its
@@ -673,7 +823,7 @@ SearchResult LayoutProblem::solve() {
   for (int i = 0; i < n; ++i) {
     const NodeCost &c = result.costs[i];
     result.objective += in.computeWeight * c.compute + in.commWeight * c.comm +
-                        c.gradSync / in.microbatches;
+                        c.backwardComm + c.gradSync / in.microbatches;
     result.weightBytes += c.weightBytes * in.weightFactor;
   }
   result.seconds = std::chrono::duration<double>(

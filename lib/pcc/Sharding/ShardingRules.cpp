@@ -113,6 +113,7 @@ OpSharding applyRule(Operation *op, const FactorRule &rule, Linearity linear,
   // A product's partial factor may join the sums of its split reduction.
   if (numPartial && (partial.empty() || linear == Linearity::Product)) {
     ArrayRef<int64_t> p;
+    SmallVector<int64_t, 2> common;
     switch (linear) {
     case Linearity::None:
       break;
@@ -121,11 +122,17 @@ OpSharding applyRule(Operation *op, const FactorRule &rule, Linearity linear,
         p = partialOf(0);
       break;
     case Linearity::AllSame:
-      if (numPartial == op->getNumOperands() &&
-          llvm::all_of(llvm::seq(0u, op->getNumOperands()), [&](unsigned i) {
-            return partialOf(i) == partialOf(0);
-          }))
-        p = partialOf(0);
+      // The sums all operands share pass (a tied weight's gradient: the
+      // head's partial over dp and tp plus the embedding's over dp sums tp
+      // first, then joins the dp bucket); each sums the rest before.
+      if (numPartial == op->getNumOperands()) {
+        common.assign(partialOf(0).begin(), partialOf(0).end());
+        for (unsigned i = 1; i < op->getNumOperands(); ++i)
+          llvm::erase_if(common, [&](int64_t a) {
+            return !llvm::is_contained(partialOf(i), a);
+          });
+        p = common;
+      }
       break;
     case Linearity::OneOf:
       if (numPartial == 1)

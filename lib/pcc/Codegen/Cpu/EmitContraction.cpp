@@ -70,8 +70,8 @@ std::optional<GemmCall> plainGemm(Operation *op) {
   GemmShape gs = gemm.gemmShape();
   g.transA = gemm.getTransA(), g.transB = gemm.getTransB();
   g.m = gs.m, g.n = gs.n, g.k = gs.k;
-  g.lda = typeOf(gemm.getA()).getDimSize(1);
-  g.ldb = typeOf(gemm.getB()).getDimSize(1);
+  g.lda = typeOf(gemm.getA()).getShape().back();
+  g.ldb = typeOf(gemm.getB()).getShape().back();
   g.alpha = gemm.getAlpha().convertToDouble();
   g.beta = gemm.getBeta().convertToDouble();
   g.a = gemm.getA(), g.b = gemm.getB(), g.c = gemm.getC();
@@ -242,8 +242,8 @@ LogicalResult Emitter::emitContraction(Operation *op) {
     os << "  " << *gemm << "(" << (g.getTransA() ? "true" : "false") << ", "
        << (g.getTransB() ? "true" : "false") << ", " << m << ", " << n << ", "
        << k << ", " << floatLiteral(g.getAlpha().convertToDouble(), f32)
-       << ", " << ptr(g.getA()) << ", " << a.getDimSize(1) << ", "
-       << ptr(g.getB()) << ", " << b.getDimSize(1) << ", "
+       << ", " << ptr(g.getA()) << ", " << a.getShape().back() << ", "
+       << ptr(g.getB()) << ", " << b.getShape().back() << ", "
        << floatLiteral(beta, f32) << ", " << out(op) << ", " << n << ");\n";
     return success();
   }

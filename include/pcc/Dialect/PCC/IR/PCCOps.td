@@ -287,6 +287,14 @@ def PCC_GemmOp : PCC_Op<"gemm", [PCC_Differentiable, PCC_HasFactorRule, Pure, In
   let description = [{
     ONNX Gemm on rank-2 operands; `C` is optional and broadcasts to the
     result. PyTorch exports `nn.Linear` on 2-D input as Gemm with `transB`.
+    An operand of rank > 2 is the matrix of its rows (its leading
+    dimensions) by its last dimension, read in place: without `transA`, A
+    [R..., k] gives a result [R..., n] (B of rank 2); with `transA` (and not
+    `transB`), A [R..., m] and B [R..., n] contract their rows into [m, n],
+    a weight's gradient over every token. Keeping the rows apart, rather
+    than reshaping them into one dimension, lets each stay split over its
+    own mesh axes (a batch over dp, a sequence over sp). `C` then
+    broadcasts along n only.
     `summa_axes`: one device's part of a SUMMA product, as for pcc.matmul.
 
     Example: `%y = pcc.gemm %x, %w, %b {transB = true} : (tensor<4x64xf32>, tensor<128x64xf32>, tensor<128xf32>) -> tensor<4x128xf32>`

@@ -32,10 +32,13 @@ GemmShape MatMulOp::gemmShapeFor(ArrayRef<SmallVector<int64_t>> in,
 
 GemmShape GemmOp::gemmShapeFor(ArrayRef<SmallVector<int64_t>> in,
                                ArrayRef<int64_t> result) {
+  // A's leading dimensions are its rows (GemmOp's description).
+  ArrayRef<int64_t> a = in[0];
+  int64_t rows = numElements(a.drop_back());
   GemmShape s;
-  s.m = result[0];
-  s.n = result[1];
-  s.k = in[0][getTransA() ? 0 : 1];
+  s.m = getTransA() ? a.back() : rows;
+  s.n = result.back();
+  s.k = getTransA() ? rows : a.back();
   return s;
 }
 

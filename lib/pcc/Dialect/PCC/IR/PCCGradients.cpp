@@ -338,14 +338,13 @@ LogicalResult MatMulOp::buildGradients(GradientBuilder &g, ArrayRef<Value> dy,
                                        Grads &dx) {
   Value a = getLhs(), b = getRhs(), d = dy[0];
   ArrayRef<int64_t> as = shapeOf(a), bs = shapeOf(b);
-  // x W with a 2-D W (every linear layer): one GEMM per gradient on the
-  // rows of x flattened, no transposes.
+  // x W with a 2-D W (every linear layer): one GEMM per gradient over the
+  // rows of x, no transposes, no reshapes (a reshape merging x's rows would
+  // gather a row dimension split over one axis inside one split over
+  // another: a sequence over sp inside a batch over dp).
   if (as.size() >= 2 && bs.size() == 2) {
-    int64_t m = numElements(as) / as.back();
-    Value a2 = g.reshape(a, {m, as.back()});
-    Value d2 = g.reshape(d, {m, bs[1]});
-    dx.push_back(g.reshape(g.gemm(d2, b, false, true), as));
-    dx.push_back(g.gemm(a2, d2, true, false));
+    dx.push_back(g.gemm(d, b, false, true));
+    dx.push_back(g.gemm(a, d, true, false));
     return done(g);
   }
   // Vectors are promoted to matrices (numpy) and the gradients reshaped back.
@@ -936,6 +935,24 @@ LogicalResult GatherOp::buildGradients(GradientBuilder &g, ArrayRef<Value> dy,
   int64_t outer = numElements(ts.take_front(axis));
   int64_t inner = numElements(ts.drop_front(axis + 1));
   Type it = typeOf(idx).getElementType();
+  if (outer == 1 && !shapeOf(idx).empty()) {
+    // An embedding: [idx..., rows] one-hot rows contracted with the
+    // gradient's rows [idx..., inner] in place (no reshape merging the
+    // index dimensions, which may be split over different axes).
+    SmallVector<int64_t> is(shapeOf(idx)), rowsOf(is);
+    is.push_back(1);
+    Value at = g.reshape(idx, is);
+    Value wrapped = g.op<WhereOp>({g.op<LessOp>({at, g.scalar(it, 0)}),
+                                   g.add(at, g.scalar(it, double(rows))),
+                                   at});
+    Value picked = g.oneHot(wrapped, rows, is.size(), is.size() - 1,
+                            typeOf(table).getElementType());
+    rowsOf.push_back(inner);
+    dx.push_back(g.reshape(g.gemm(picked, g.reshape(d, rowsOf), true, false),
+                           ts));
+    dx.push_back(Value());
+    return done(g);
+  }
   // Negative indices count from the end.
   Value flat = g.reshape(idx, {1, n});
   Value wrapped = g.op<WhereOp>({g.op<LessOp>({flat, g.scalar(it, 0)}),

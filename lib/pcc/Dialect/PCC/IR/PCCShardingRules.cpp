@@ -88,20 +88,45 @@ FactorRule MatMulOp::getFactorRule() {
 FactorRule GemmOp::getFactorRule() {
   GemmOp g = *this;
   FactorRule r(g);
-  int m = r.add(), n = r.add(), k = r.add(/*isReduction=*/true);
-  auto &a = r.operands[0], &b = r.operands[1];
-  a[g.getTransA() ? 1 : 0] = {m, 1};
-  a[g.getTransA() ? 0 : 1] = {k, 1};
-  b[g.getTransB() ? 1 : 0] = {k, 1};
-  b[g.getTransB() ? 0 : 1] = {n, 1};
-  r.results[0][0] = {m, 1};
-  r.results[0][1] = {n, 1};
+  auto &a = r.operands[0], &b = r.operands[1], &y = r.results[0];
+  size_t leading = a.size() - 1;
+  bool ta = g.getTransA(), tb = g.getTransB();
+  // A's leading dimensions are rows: each its own factor, kept in the
+  // result or (transA) contracted with B's rows.
+  SmallVector<int> rows;
+  for (size_t d = 0; d < leading; ++d)
+    rows.push_back(r.add(/*isReduction=*/ta));
+  int last = r.add(), n = r.add();
+  for (size_t d = 0; d < leading; ++d)
+    a[d] = {rows[d], 1};
+  a[leading] = {last, 1};
+  if (ta) {
+    // op(A) [last, rows], op(B) [rows, n].
+    if (b.size() > 2 || !tb) {
+      for (size_t d = 0; d + 1 < b.size(); ++d)
+        b[d] = {rows[d], 1};
+      b.back() = {n, 1};
+    } else {
+      b[0] = {n, 1};
+      b[1] = {rows[0], 1};
+    }
+    y[0] = {last, 1};
+    y[1] = {n, 1};
+  } else {
+    // op(A) [rows, last], op(B) [last, n].
+    b[tb ? 1 : 0] = {last, 1};
+    b[tb ? 0 : 1] = {n, 1};
+    r.reduction[last] = true;
+    for (size_t d = 0; d < leading; ++d)
+      y[d] = {rows[d], 1};
+    y.back() = {n, 1};
+  }
   if (Value c = g.getC()) {
     ArrayRef<int64_t> cs = shapeOf(c), ys = shapeOf(g.getResult());
-    size_t off = 2 - cs.size();
+    size_t off = ys.size() - cs.size();
     for (size_t d = 0; d < cs.size(); ++d)
       if (cs[d] == ys[d + off])
-        r.operands[2][d] = r.results[0][d + off];
+        r.operands[2][d] = y[d + off];
     // C is added once, after the sum over a split K.
     r.sumBeforeLastOperand = true;
   }

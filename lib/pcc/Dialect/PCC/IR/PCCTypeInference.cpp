@@ -316,25 +316,48 @@ LogicalResult GemmOp::inferReturnTypes(MLIRContext *,
                                        std::optional<Location> loc,
                                        Adaptor adaptor, Types &types) {
   auto a = tensorOf(adaptor.getA()), b = tensorOf(adaptor.getB());
-  if (a.getRank() != 2 || b.getRank() != 2)
-    return emitOptionalError(loc, "gemm operands must have rank 2");
-  int64_t m = a.getDimSize(adaptor.getTransA() ? 1 : 0);
-  int64_t k = a.getDimSize(adaptor.getTransA() ? 0 : 1);
-  int64_t k2 = b.getDimSize(adaptor.getTransB() ? 1 : 0);
-  int64_t n = b.getDimSize(adaptor.getTransB() ? 0 : 1);
+  bool ta = adaptor.getTransA(), tb = adaptor.getTransB();
+  if (a.getRank() < 2 || b.getRank() < 2)
+    return emitOptionalError(loc, "gemm operands must have rank >= 2");
+  // Leading dimensions (rank > 2) are rows: kept in the result, or, with
+  // transA, contracted with B's.
+  ArrayRef<int64_t> as = a.getShape(), bs = b.getShape();
+  ArrayRef<int64_t> rows = as.drop_back();
+  bool batchedB = b.getRank() > 2;
+  if ((a.getRank() > 2 || batchedB) &&
+      (batchedB ? !ta || tb || bs.drop_back() != rows : ta))
+    return emitOptionalError(
+        loc, "gemm with rank > 2 operands takes either A's leading "
+             "dimensions as rows (transA false, B of rank 2) or contracts "
+             "them with B's (transA, B's leading dimensions the same): ",
+        shapeStr(as), " x ", shapeStr(bs));
+  int64_t rowCount = numElements(rows);
+  int64_t m = ta ? as.back() : rowCount;
+  int64_t k = ta ? rowCount : as.back();
+  int64_t k2 = batchedB ? numElements(bs.drop_back()) : bs[tb ? 1 : 0];
+  int64_t n = tb ? bs[0] : bs.back();
   if (k != k2)
     return emitOptionalError(loc, "gemm contraction sizes differ: ", k,
                              " vs ", k2);
+  SmallVector<int64_t> shape;
+  if (ta)
+    shape = {m, n};
+  else
+    llvm::append_range(shape, rows);
+  if (!ta)
+    shape.push_back(n);
   if (Value c = adaptor.getC()) {
+    // C broadcasts to [m, n]; with rows of rank > 1, only along n.
+    ArrayRef<int64_t> cs = tensorOf(c).getShape();
     SmallVector<int64_t> out;
-    if (!mlir::OpTrait::util::getBroadcastedShape(tensorOf(c).getShape(), {m, n},
-                                            out) ||
-        out != ArrayRef<int64_t>{m, n})
-      return emitOptionalError(loc, "gemm bias shape ",
-                               shapeStr(tensorOf(c).getShape()),
-                               " does not broadcast to [", m, ",", n, "]");
+    bool alongN = numElements(cs) == (cs.empty() ? 1 : cs.back()) &&
+                  cs.size() <= shape.size();
+    if (!mlir::OpTrait::util::getBroadcastedShape(cs, {m, n}, out) ||
+        out != ArrayRef<int64_t>{m, n} || (shape.size() > 2 && !alongN))
+      return emitOptionalError(loc, "gemm bias shape ", shapeStr(cs),
+                               " does not broadcast to ", shapeStr(shape));
   }
-  return push(types, makeTensor(loc, {m, n}, a.getElementType()));
+  return push(types, makeTensor(loc, shape, a.getElementType()));
 }
 
 LogicalResult ConvOp::inferReturnTypes(MLIRContext *,
