@@ -178,14 +178,18 @@ llvm::Expected<Plan> makePlan(const PlanGraph &graph,
 bool groupCrossesNodes(int64_t stride, int64_t size,
                        const ClusterSpec &cluster);
 
-/// The replicas a gradient (or a sum over the batch) is summed over: data
-/// and sequence groups and the 2.5D depth; and whether they span nodes.
+/// The replicas a gradient is summed over: data and sequence groups and the
+/// 2.5D depth; and whether they span nodes.
 struct ReplicaGroup {
   int64_t size = 1;
   bool crossesNodes = false;
 };
 ReplicaGroup gradientReplicas(const PlanCandidate &c,
                               const ClusterSpec &cluster);
+/// The replicas a sum over the batch (the loss's, batch statistics') is
+/// summed over: the ones the batch is split over (dp, the 2.5D depth). A
+/// sum over a split sequence is the sequence layouts' own collective.
+ReplicaGroup batchReplicas(const PlanCandidate &c, const ClusterSpec &cluster);
 
 } // namespace pcc
 

@@ -309,10 +309,21 @@ std::optional<std::string> idleSplitWarning(const PlannedModel &planned,
     for (const TensorSharding &t : l.sharding.results)
       if (!t.isReplicated())
         return std::nullopt;
-  return formatv("--tp {0} splits no op of the model (no dimension its "
-                 "layouts could split divides by {0}): the {0} devices of "
-                 "each tensor group all do the same work",
-                 best.tp)
+  // Forced layouts split what divides; the searched ones may also keep a
+  // divisible op whole where its split was priced slower.
+  std::string why =
+      options.layoutScheme
+          ? formatv("no dimension its layouts could split divides by {0}",
+                    best.tp)
+                .str()
+          : formatv("the searched layouts keep every op whole: no dimension "
+                    "divides by {0}, or each split was priced slower; "
+                    "--tp-layout megatron forces Megatron's splits",
+                    best.tp)
+                .str();
+  return formatv("--tp {0} splits no op of the model ({1}): the {0} devices "
+                 "of each tensor group all do the same work",
+                 best.tp, why)
       .str();
 }
 

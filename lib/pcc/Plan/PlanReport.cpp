@@ -276,10 +276,10 @@ std::vector<CollectiveSummary> collectives(const PlanGraph &g,
             .str());
   if (c.lossSums > 0) {
     // As priceTraining prices them (PlanGraph::batchSums).
-    ReplicaGroup r = gradientReplicas(c, cluster);
+    ReplicaGroup r = batchReplicas(c, cluster);
     CostModel cost(cluster, g.dtype, o.devices);
     for (const PlanGraph::BatchSum &sum : g.batchSums)
-      add("all_reduce", c.sp > 1 ? "dp x sp" : "dp", sum.bytes,
+      add("all_reduce", "dp", sum.bytes,
           cost.collectiveTime(CollectiveKind::AllReduce, sum.bytes, r.size,
                               r.crossesNodes),
           sum.coupled && o.train ? 2 : 1,

@@ -172,6 +172,15 @@ ReplicaGroup gradientReplicas(const PlanCandidate &c,
   return r;
 }
 
+ReplicaGroup batchReplicas(const PlanCandidate &c, const ClusterSpec &cluster) {
+  bool deep = c.mode == TensorMode::TwoPointFiveD;
+  ReplicaGroup r;
+  r.size = c.dp * (deep ? c.depth : 1);
+  r.crossesNodes = groupCrossesNodes(c.tp * c.sp, c.dp, cluster) ||
+                   (deep && groupCrossesNodes(c.q * c.q, c.depth, cluster));
+  return r;
+}
+
 ParallelPlan PlanCandidate::toPlan(bool train) const {
   ParallelPlan p = ParallelPlan::withDegrees(pp, dp, sp, tp);
   p.tensorMode = mode;
@@ -1064,7 +1073,7 @@ PlanCandidate PlanSearch::withZero(const PlanCandidate &base,
 double PlanSearch::batchSumsTime(const PlanCandidate &c) const {
   // Once a step: the loss's sums, and batch statistics' in the forward
   // and (training) the backward.
-  auto [replicas, cross] = gradientReplicas(c, cluster);
+  auto [replicas, cross] = batchReplicas(c, cluster);
   double t = 0;
   if (replicas > 1)
     for (const PlanGraph::BatchSum &sum : g.batchSums)
