@@ -585,9 +585,7 @@ def main():
             # A step's collectives: each microbatch's, and the update's once.
             with open(os.path.join(out, "plan.json")) as f:
                 compiled = json.load(f)["collectives_per_step"]
-            line += " collectives: " + " ".join(
-                f"{k}={compiled.get(k, 0)}"
-                for k in ("all_reduce", "reduce_scatter", "all_gather"))
+            kinds = ["all_reduce", "reduce_scatter", "all_gather"]
             # What `pcc plan --train` predicts for the same flags (a plan
             # searches ZeRO stages; compiling applies one only when asked).
             report = json.loads(subprocess.run(
@@ -605,9 +603,13 @@ def main():
             for c in report["collectives"]:
                 predicted[c["kind"]] = (predicted.get(c["kind"], 0) +
                                         c["count_per_step"])
+            # All-to-alls (sequence parallelism's) where either has any.
+            if compiled.get("all_to_all", 0) or predicted.get("all_to_all", 0):
+                kinds.append("all_to_all")
+            line += " collectives: " + " ".join(
+                f"{k}={compiled.get(k, 0)}" for k in kinds)
             line += " predicted: " + " ".join(
-                f"{k}={predicted.get(k, 0)}"
-                for k in ("all_reduce", "reduce_scatter", "all_gather"))
+                f"{k}={predicted.get(k, 0)}" for k in kinds)
         if args.export and params_ok:
             # pcc export: the model with the saved initializers, whose
             # values are PyTorch's trained parameters.

@@ -334,6 +334,91 @@ private:
   llvm::DenseMap<Operation *, Value> tableOf;
 };
 
+/// An attention's backward (its gradient rule rebuilds the forward's chain:
+/// scores, softmax, products) runs on the heads its forward ran on, where
+/// the forward split heads and not the sequence (Ulysses): it reads the
+/// forward's head-split queries, keys and values and moves only the output
+/// gradient and the input gradients between the layouts (all-to-alls, as
+/// the forward's), rather than running on the sequence split and gathering
+/// keys and values whole.
+class AttentionGradients {
+public:
+  /// Notes a forward attention's operand layouts; pins the layouts of a
+  /// backward op of such an attention. Whether it pinned.
+  bool place(Operation &op, SmallVectorImpl<TensorSharding> &in,
+             const Mesh &mesh) {
+    if (auto attn = dyn_cast<AttentionOp>(op)) {
+      Attribute id = op.getAttr(kForwardIdAttr);
+      ArrayRef<int64_t> q = shapeOf(attn.getQuery());
+      if (!id || q.size() != 4 || in.size() < 3 || in[0].dims[3].isSplit() ||
+          !in[0].partial.empty())
+        return false;
+      TensorSharding onHeads = in[0];
+      // Ring attention (queries, keys and values on the sequence split):
+      // its backward runs on heads split over the ring's axes instead,
+      // where they divide, as Ulysses' does (a ring backward would keep
+      // the sequence split; gathering keys and values whole is worse).
+      const DimSharding &rows = in[0].dims[2];
+      if (rows.isSplit() && !in[0].dims[1].isSplit() && rows.groups == 1 &&
+          in[1].dims[2] == rows && q[1] % mesh.size(rows.axes) == 0) {
+        onHeads.dims[1] = rows;
+        onHeads.dims[2] = DimSharding();
+      }
+      if (!onHeads.dims[1].isSplit() || onHeads.dims[2].isSplit())
+        return false;
+      heads[id] = {q[1], onHeads};
+      // The ops that made the queries, keys and values take their
+      // gradients back in the layouts they made them in (the sequence
+      // split): one all-to-all each, as the forward's.
+      for (Value v : op.getOperands().take_front(3))
+        if (Operation *def = v.getDefiningOp())
+          if (Attribute made = def->getAttr(kForwardIdAttr))
+            producers[made] = {v, shardingOf(v)};
+      return false;
+    }
+    if (auto made = producers.find(op.getAttr(kGradientOfAttr));
+        made != producers.end()) {
+      auto [v, layout] = made->second;
+      bool pinned = false;
+      for (auto [o, t] : llvm::zip(op.getOperands(), in))
+        if (shapeOf(o) == shapeOf(v) && t != layout && t.partial.empty()) {
+          t = layout;
+          pinned = true;
+        }
+      if (pinned)
+        setOperandShardings(&op, kOperandShardingAttr, mesh, in);
+      return pinned;
+    }
+    auto it = heads.find(op.getAttr(kGradientOfAttr));
+    if (it == heads.end())
+      return false;
+    auto [count, layout] = it->second;
+    bool pinned = false;
+    for (auto [v, t] : llvm::zip(op.getOperands(), in)) {
+      ArrayRef<int64_t> shape = shapeOf(v);
+      if (shape.size() != 4 || shape[1] != count || !t.partial.empty())
+        continue;
+      TensorSharding want = layout;
+      // The batch as the operand holds it (a broadcast one stays whole).
+      want.dims[0] = shape[0] == 1 ? DimSharding() : t.dims[0];
+      if (want != t) {
+        t = want;
+        pinned = true;
+      }
+    }
+    if (pinned)
+      setOperandShardings(&op, kOperandShardingAttr, mesh, in);
+    return pinned;
+  }
+
+private:
+  /// Forward id -> (heads, the queries' layout).
+  llvm::DenseMap<Attribute, std::pair<int64_t, TensorSharding>> heads;
+  /// Forward id of an op making an attention's operand -> (that operand,
+  /// its layout).
+  llvm::DenseMap<Attribute, std::pair<Value, TensorSharding>> producers;
+};
+
 /// Bytes one device sends and receives to run `op` as `s` on operands laid
 /// out as `in`, its partial result summed over the axes `isTp` picks after
 /// (ring collectives: an all-reduce moves twice its buffer). Partial sums
@@ -436,6 +521,7 @@ struct TrainingPropagation::State {
   TrainingLayouts layouts;
   SharedPartials sharedPartials;
   TableGradients tables;
+  AttentionGradients attentions;
   /// Values made from weights alone (remade ones included).
   llvm::DenseSet<Value> fromWeights;
 };
@@ -456,7 +542,8 @@ void TrainingPropagation::adjustOperands(Operation &op,
                                          bool strategyPinned) {
   state->layouts.sumGradients(op, in);
   state->sharedPartials.sum(op, in);
-  if (state->tables.place(op, in, state->mesh))
+  if (state->tables.place(op, in, state->mesh) ||
+      state->attentions.place(op, in, state->mesh))
     return;
   if (!strategyPinned)
     gatherCheaperFactor(op, in, state->mesh, state->fromWeights);

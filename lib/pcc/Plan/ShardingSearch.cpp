@@ -356,6 +356,17 @@ double ringAttentionBackward(Operation *op, const OpSharding &layout,
     if (out)
       out->push_back({kind, -1, bytes, t});
   };
+  ArrayRef<int64_t> q = shapeOf(attn.getQuery());
+  if (q.size() == 4 && q[1] % n == 0) {
+    // On the heads (TrainingPropagation's AttentionGradients): queries,
+    // keys, values and the output gradient moved to heads, the three
+    // gradients back to the sequence split.
+    for (Value v :
+         {attn.getQuery(), attn.getKey(), attn.getValue(), attn.getResult(),
+          attn.getQuery(), attn.getKey(), attn.getValue()})
+      add(CollectiveKind::AllToAll, v);
+    return seconds;
+  }
   // Keys twice (the scores' Kᵀ and the query gradient's K are two
   // layouts), values once; the key and value gradients' partial sums.
   add(CollectiveKind::AllGather, attn.getKey());
