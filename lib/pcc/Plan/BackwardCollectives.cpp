@@ -55,6 +55,13 @@ BackwardCollectives backwardCollectives(const PlanGraph &g, const Mesh &mesh,
                                         ArrayRef<NodeLayout> layouts) {
   BackwardCollectives out;
   int n = g.nodes.size();
+  // A weight's partial gradient (of `bytes`, made by node i) joins the
+  // step's gradient sums.
+  auto sumWithGradients = [&](int i, double bytes) {
+    out.partialGradientBytes += bytes;
+    if (!llvm::is_contained(out.partialGradientNodes, i))
+      out.partialGradientNodes.push_back(i);
+  };
   // Copies after the second carry their first copy's layout.
   auto layoutOf = [&](int i) -> const OpSharding & {
     const OpSharding &own = layouts[i].sharding;
@@ -108,11 +115,8 @@ BackwardCollectives backwardCollectives(const PlanGraph &g, const Mesh &mesh,
       TensorSharding grad = gradientLayout(s, k);
       if (p < 0) {
         // A weight's partial gradient joins the step's gradient sums.
-        if (isTrainedWeight(k) && !grad.partial.empty()) {
-          out.partialGradientBytes += tensorBytes(v);
-          if (!llvm::is_contained(out.partialGradientNodes, i))
-            out.partialGradientNodes.push_back(i);
-        }
+        if (isTrainedWeight(k) && !grad.partial.empty())
+          sumWithGradients(i, tensorBytes(v));
         continue;
       }
       unsigned r = cast<OpResult>(v).getResultNumber();
@@ -193,9 +197,7 @@ BackwardCollectives backwardCollectives(const PlanGraph &g, const Mesh &mesh,
                  llvm::none_of(
                      t.dims, [](const DimSharding &d) { return d.isSplit(); });
         })) {
-      out.partialGradientBytes += tensorBytes(g.nodes[p].op->getResult(r));
-      if (!llvm::is_contained(out.partialGradientNodes, p))
-        out.partialGradientNodes.push_back(p);
+      sumWithGradients(p, tensorBytes(g.nodes[p].op->getResult(r)));
       continue;
     }
     // A lookup in a table not split by rows (a position embedding under
@@ -207,9 +209,7 @@ BackwardCollectives backwardCollectives(const PlanGraph &g, const Mesh &mesh,
         gather && g.nodes[p].producers[0] < 0 && !s.operands.empty() &&
         !s.operands[0].dims.front().isSplit() &&
         gather.getInput().getDefiningOp<WeightOp>()) {
-      out.partialGradientBytes += tensorBytes(gather.getInput());
-      if (!llvm::is_contained(out.partialGradientNodes, p))
-        out.partialGradientNodes.push_back(p);
+      sumWithGradients(p, tensorBytes(gather.getInput()));
       continue;
     }
     // A sum run on partial operands (two vocabulary-parallel lookups
