@@ -71,6 +71,13 @@ int64_t splitFactor(const TensorSharding &s, const Mesh &mesh);
 double stepBufferBytes(const ReshardStep &step, double wholeBytes,
                        const Mesh &mesh);
 
+/// The bytes one device sends and receives for `steps` of such a tensor
+/// (ring collectives: an all-reduce moves twice its buffer). The
+/// partitioner's and the planner's choice between a gather and a partial
+/// sum compare these.
+double stepsMovedBytes(llvm::ArrayRef<ReshardStep> steps, double wholeBytes,
+                       const Mesh &mesh);
+
 } // namespace pcc
 
 #endif // PCC_SHARDING_RESHARD_H

@@ -44,6 +44,10 @@ struct TensorSharding {
   }
   bool isReplicated() const;
   bool usesAxis(int64_t axis) const;
+  /// Drops the axes `drop` picks from every split dimension (a dimension
+  /// left whole loses its groups): the layout gathered on them. Whether
+  /// any was dropped.
+  bool gatherAxes(llvm::function_ref<bool(int64_t)> drop);
   bool operator==(const TensorSharding &o) const {
     return dims == o.dims && partial == o.partial;
   }

@@ -306,13 +306,7 @@ public:
         classes % mesh.size(rows.axes))
       return false;
     auto whole = [&](TensorSharding &t) {
-      for (DimSharding &d : t.dims) {
-        llvm::erase_if(d.axes, [&](int64_t a) {
-          return llvm::is_contained(rows.axes, a);
-        });
-        if (d.axes.empty())
-          d.groups = 1;
-      }
+      t.gatherAxes([&](int64_t a) { return llvm::is_contained(rows.axes, a); });
     };
     if (isa<EqualOp>(op)) {
       // The table's rows of the classes; every index.
@@ -429,9 +423,7 @@ double movedBytes(Operation *op, ArrayRef<TensorSharding> in,
   double bytes = 0;
   auto add = [&](const TensorSharding &from, const TensorSharding &to,
                  Value v) {
-    for (const ReshardStep &step : planReshard(from, to))
-      bytes += stepBufferBytes(step, tensorBytes(v), mesh) *
-               (step.kind == ReshardKind::AllReduce ? 2 : 1);
+    bytes += stepsMovedBytes(planReshard(from, to), tensorBytes(v), mesh);
   };
   for (auto [v, from, to] : llvm::zip(op->getOperands(), in, s.operands))
     add(from, to, v);
@@ -468,15 +460,7 @@ void gatherCheaperFactor(Operation &op, SmallVectorImpl<TensorSharding> &in,
       movedBytes(&op, in, inferOpSharding(&op, in, mesh), mesh, isTp);
   for (unsigned k = 0; k < in.size(); ++k) {
     SmallVector<TensorSharding> other(in.begin(), in.end());
-    bool changed = false;
-    for (DimSharding &d : other[k].dims) {
-      size_t before = d.axes.size();
-      llvm::erase_if(d.axes, isTp);
-      changed |= d.axes.size() != before;
-      if (d.axes.empty())
-        d.groups = 1;
-    }
-    if (!changed)
+    if (!other[k].gatherAxes(isTp))
       continue;
     OpSharding s = inferOpSharding(&op, other, mesh);
     // Moved from the operands as they are to what this choice reads.

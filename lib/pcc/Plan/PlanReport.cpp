@@ -210,34 +210,39 @@ std::vector<CollectiveSummary> collectives(const PlanGraph &g,
     s.seconds += t * times;
   };
   int64_t perStep = c.microbatches * int64_t(passes);
-  // A one-axis layout spells out its backward pass (BackwardCollectives);
-  // full recompute runs the forward's once more.
-  bool spelled = o.train && c.tp > 1 && c.mode == TensorMode::OneD &&
-                 c.layout->layouts.size() == g.nodes.size();
-  BackwardCollectives backward;
-  if (spelled)
-    backward = backwardCollectives(
-        g, tpMesh(c), CostModel(cluster, g.dtype, o.devices),
-        1.0 / double(c.dp * c.microbatches * c.sp),
-        groupCrossesNodes(1, c.tp, cluster), c.layout->layouts);
   std::vector<bool> again = o.train && c.recompute == Recompute::Full
                                 ? recomputedNodes(g)
                                 : std::vector<bool>(g.nodes.size(), false);
-  auto forwardTimes = [&](int i, const PlannedCollective &pc) -> int64_t {
+  // A one-axis layout (`spelled`: training on it spells out its backward)
+  // lists its forward collectives once per microbatch, twice in a layer
+  // full recompute repeats (a reshard of the layer's input, made outside
+  // it, is not repeated), and its backward's (BackwardCollectives); other
+  // layouts count theirs once per pass.
+  auto list = [&](StringRef axis, ArrayRef<NodeLayout> layouts, bool spelled,
+                  const Mesh &mesh, double scale, int64_t degree) {
+    for (auto [i, nc] : llvm::enumerate(layouts))
+      for (const PlannedCollective &pc : nc.collectives) {
+        bool repeated = again[i] && (pc.producer < 0 ||
+                                     g.layerOf(pc.producer) == g.layerOf(i));
+        add(collectiveName(pc.kind), axis, pc.bytes, pc.seconds,
+            spelled ? c.microbatches * (repeated ? 2 : 1) : perStep,
+            g.nodes[i].name);
+      }
     if (!spelled)
-      return perStep;
-    // A reshard of the layer's input (made outside it) is not repeated.
-    bool repeated =
-        again[i] && (pc.producer < 0 || g.layerOf(pc.producer) == g.layerOf(i));
-    return c.microbatches * (repeated ? 2 : 1);
+      return BackwardCollectives();
+    BackwardCollectives backward = backwardCollectives(
+        g, mesh, CostModel(cluster, g.dtype, o.devices), scale,
+        groupCrossesNodes(1, degree, cluster), layouts);
+    for (const PlannedCollective &pc : backward.collectives)
+      add(collectiveName(pc.kind), axis, pc.bytes, pc.seconds, c.microbatches,
+          g.nodes[pc.node].name + " (gradient)");
+    return backward;
   };
-  for (auto [i, nc] : llvm::enumerate(c.layout->layouts))
-    for (const PlannedCollective &pc : nc.collectives)
-      add(collectiveName(pc.kind), "tp", pc.bytes, pc.seconds,
-          forwardTimes(i, pc), g.nodes[i].name);
-  for (const PlannedCollective &pc : backward.collectives)
-    add(collectiveName(pc.kind), "tp", pc.bytes, pc.seconds, c.microbatches,
-        g.nodes[pc.node].name + " (gradient)");
+  bool spelled = o.train && c.tp > 1 && c.mode == TensorMode::OneD &&
+                 c.layout->layouts.size() == g.nodes.size();
+  BackwardCollectives backward =
+      list("tp", c.layout->layouts, spelled, tpMesh(c),
+           1.0 / double(c.dp * c.microbatches * c.sp), c.tp);
   double partialGradients = backward.partialGradientBytes, partialSync = 0;
   for (int i : backward.partialGradientNodes)
     partialSync += c.layout->costs[i].gradSync;
@@ -246,28 +251,12 @@ std::vector<CollectiveSummary> collectives(const PlanGraph &g,
   if (partialGradients > 0 && c.dp > 1)
     add("all_reduce", "dp x tp", partialGradients / c.tp, partialSync, 1,
         "gradients of weights read whole by split ops");
-  if (c.sequenceLayout) {
-    // The sequence axis's layouts spell out their backward as the tensor
-    // axis's do (ring attention's included: ringAttentionBackward).
-    auto &seq = c.sequenceLayout->layouts;
-    for (auto [i, nc] : llvm::enumerate(seq))
-      for (const PlannedCollective &pc : nc.collectives) {
-        bool repeated = again[i] && (pc.producer < 0 ||
-                                     g.layerOf(pc.producer) == g.layerOf(i));
-        add(collectiveName(pc.kind), "sp", pc.bytes, pc.seconds,
-            o.train ? c.microbatches * (repeated ? 2 : 1) : perStep,
-            g.nodes[i].name);
-      }
-    if (o.train && seq.size() == g.nodes.size()) {
-      BackwardCollectives sb = backwardCollectives(
-          g, spMesh(c), CostModel(cluster, g.dtype, o.devices),
-          1.0 / double(c.dp * c.microbatches),
-          groupCrossesNodes(1, c.sp, cluster), seq);
-      for (const PlannedCollective &pc : sb.collectives)
-        add(collectiveName(pc.kind), "sp", pc.bytes, pc.seconds,
-            c.microbatches, g.nodes[pc.node].name + " (gradient)");
-    }
-  }
+  // The sequence axis's layouts spell out their backward as the tensor
+  // axis's do (the attention's included: ringAttentionBackward).
+  if (c.sequenceLayout)
+    list("sp", c.sequenceLayout->layouts,
+         o.train && c.sequenceLayout->layouts.size() == g.nodes.size(),
+         spMesh(c), 1.0 / double(c.dp * c.microbatches), c.sp);
   for (const PlanCandidate::StageTransfer &t : c.transfers)
     add("send_recv", "pp", t.bytes, t.seconds,
         c.microbatches * (o.train ? 2 : 1),

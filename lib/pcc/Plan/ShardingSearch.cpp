@@ -344,10 +344,9 @@ double ringAttentionBackward(Operation *op, const OpSharding &layout,
   int64_t n = mesh.size(keys.axes);
   // The gathered buffer: the whole sequence, over the other splits (heads
   // over tp, the batch share).
-  int64_t others = 1;
-  for (auto [d, ds] : llvm::enumerate(layout.operands[1].dims))
-    if (d != rows && ds.isSplit())
-      others *= mesh.size(ds.axes);
+  TensorSharding wholeRows = layout.operands[1];
+  wholeRows.dims[rows] = DimSharding();
+  int64_t others = splitFactor(wholeRows, mesh);
   double seconds = 0;
   auto add = [&](CollectiveKind kind, Value v) {
     double bytes = tensorBytes(v) * scale;
@@ -425,23 +424,12 @@ double weightGradientGather(const PlanGraph &g, int i, unsigned operand,
   // it is split on those axes: an all-to-all) and the weight's partial
   // gradient summed (counted as an all-reduce, as there); a tie keeps the
   // split rows.
-  auto moved = [&](ArrayRef<ReshardStep> steps, double bytes) {
-    double total = 0;
-    for (const ReshardStep &step : steps)
-      total += stepBufferBytes(step, bytes, mesh) *
-               (step.kind == ReshardKind::AllReduce ? 2 : 1);
-    return total;
-  };
   double xBytes = tensorBytes(x) * scale;
   double wBytes = tensorBytes(op->getOperand(weight));
   const TensorSharding &w = layout.operands[weight];
   TensorSharding partial = w;
-  for (DimSharding &d : partial.dims) {
-    llvm::erase_if(d.axes,
-                   [&](int64_t a) { return llvm::is_contained(gathered, a); });
-    if (d.axes.empty())
-      d.groups = 1;
-  }
+  partial.gatherAxes(
+      [&](int64_t a) { return llvm::is_contained(gathered, a); });
   partial.partial.assign(gathered.begin(), gathered.end());
   TensorSharding summed = partial;
   summed.partial.clear();
@@ -458,8 +446,9 @@ double weightGradientGather(const PlanGraph &g, int i, unsigned operand,
       a2a.toDim = 0;
       rows.push_back(a2a);
     }
-  double keep = moved(rows, yBytes) + moved(planReshard(partial, summed), wBytes);
-  if (moved(steps, xBytes) < keep)
+  double keep = stepsMovedBytes(rows, yBytes, mesh) +
+                stepsMovedBytes(planReshard(partial, summed), wBytes, mesh);
+  if (stepsMovedBytes(steps, xBytes, mesh) < keep)
     return stepsTime(steps, xBytes, mesh, crossNode, cost, out);
   return stepsTime(rows, yBytes, mesh, crossNode, cost, out) +
          stepsTime(sum, wBytes, mesh, crossNode, cost, out);

@@ -196,4 +196,13 @@ double stepBufferBytes(const ReshardStep &step, double wholeBytes,
   return 0;
 }
 
+double stepsMovedBytes(ArrayRef<ReshardStep> steps, double wholeBytes,
+                       const Mesh &mesh) {
+  double bytes = 0;
+  for (const ReshardStep &step : steps)
+    bytes += stepBufferBytes(step, wholeBytes, mesh) *
+             (step.kind == ReshardKind::AllReduce ? 2 : 1);
+  return bytes;
+}
+
 } // namespace pcc

@@ -29,6 +29,18 @@ bool gathersStoredWeight(const TensorSharding &stored,
   return true;
 }
 
+bool TensorSharding::gatherAxes(llvm::function_ref<bool(int64_t)> drop) {
+  bool dropped = false;
+  for (DimSharding &d : dims) {
+    size_t before = d.axes.size();
+    llvm::erase_if(d.axes, drop);
+    dropped |= d.axes.size() != before;
+    if (d.axes.empty())
+      d.groups = 1;
+  }
+  return dropped;
+}
+
 bool TensorSharding::usesAxis(int64_t axis) const {
   if (llvm::is_contained(partial, axis))
     return true;
