@@ -413,6 +413,67 @@ private:
   llvm::DenseMap<Attribute, std::pair<Value, TensorSharding>> producers;
 };
 
+/// An op's output gradient arriving whole where its forward result was
+/// split (the gradient of a gather: a head's logits over the whole sequence
+/// while the layer before ran on the sequence split) is read as that result
+/// was laid out: a slice, free, so the op's backward runs on its part as
+/// its forward did, and the gradients of weights read whole join the
+/// bucket their split peers sum in, rather than every device computing
+/// the whole input gradient and summing whole weight gradients apart.
+/// Only ops that read weights (dX = dY W^T) are pinned: a whole gradient
+/// can be read in any layout for free, so the ops before them (a reshape)
+/// leave it whole for their readers, and a product of two activations
+/// (dW = X^T dY) is gatherCheaperFactor's to lay out.
+class OutputGradients {
+public:
+  explicit OutputGradients(func::FuncOp fn) {
+    for (Operation &op : fn.getBody().front().without_terminator())
+      if (Attribute id = op.getAttr(kForwardIdAttr))
+        forward[id] = &op;
+  }
+
+  /// Pins `op`'s output-gradient operands to its forward results' layouts
+  /// where they are whole where those are split; whether it pinned.
+  bool place(Operation &op, SmallVectorImpl<TensorSharding> &in,
+             const Mesh &mesh) {
+    Attribute id = op.getAttr(kGradientOfAttr);
+    Operation *fwd = id ? forward.lookup(id) : nullptr;
+    if (!fwd)
+      return false;
+    bool pinned = false;
+    for (auto [v, t] : llvm::zip(op.getOperands(), in)) {
+      // An output gradient: made by a later op's rule.
+      Operation *def = v.getDefiningOp();
+      Attribute from = def ? def->getAttr(kGradientOfAttr) : nullptr;
+      if (!from || from == id || !t.partial.empty())
+        continue;
+      for (Value r : fwd->getResults()) {
+        TensorSharding made = shardingOf(r);
+        if (shapeOf(r) != shapeOf(v) || !made.partial.empty() || made == t ||
+            !refines(made, t))
+          continue;
+        t = made;
+        pinned = true;
+        break;
+      }
+    }
+    if (pinned)
+      setOperandShardings(&op, kOperandShardingAttr, mesh, in);
+    return pinned;
+  }
+
+private:
+  /// Whether `fine` splits every dimension `coarse` splits, as it does.
+  static bool refines(const TensorSharding &fine,
+                      const TensorSharding &coarse) {
+    return llvm::all_of(llvm::zip(fine.dims, coarse.dims), [](auto p) {
+      return !std::get<1>(p).isSplit() || std::get<0>(p) == std::get<1>(p);
+    });
+  }
+
+  llvm::DenseMap<Attribute, Operation *> forward;
+};
+
 /// Bytes one device sends and receives to run `op` as `s` on operands laid
 /// out as `in`, its partial result summed over the axes `isTp` picks after
 /// (ring collectives: an all-reduce moves twice its buffer). Partial sums
@@ -436,6 +497,13 @@ double movedBytes(Operation *op, ArrayRef<TensorSharding> in,
   return bytes;
 }
 
+/// Whether `op` reads a weight (or a value made of weights alone).
+bool readsWeights(Operation &op, const llvm::DenseSet<Value> &fromWeights) {
+  return llvm::any_of(op.getOperands(), [&](Value v) {
+    return v.getDefiningOp<WeightOp>() || fromWeights.contains(v);
+  });
+}
+
 /// A weight's gradient (X^T dY, a backward product of two activations)
 /// splits the factor its first split operand offers; when gathering that
 /// operand's tensor split instead moves fewer bytes, it is gathered
@@ -444,15 +512,9 @@ double movedBytes(Operation *op, ArrayRef<TensorSharding> in,
 /// Forward ops and products with weights keep their rules' choice: the
 /// planner priced those.
 void gatherCheaperFactor(Operation &op, SmallVectorImpl<TensorSharding> &in,
-                         const Mesh &mesh,
-                         const llvm::DenseSet<Value> &fromWeights) {
-  auto readsWeights = [&](Value v) {
-    return v.getDefiningOp<WeightOp>() || fromWeights.contains(v);
-  };
-  if (!op.hasAttr(kGradientOfAttr) || !isa<ContractionOpInterface>(op) ||
-      llvm::any_of(
-          in, [](const TensorSharding &t) { return !t.partial.empty(); }) ||
-      llvm::any_of(op.getOperands(), readsWeights))
+                         const Mesh &mesh) {
+  if (llvm::any_of(in,
+                   [](const TensorSharding &t) { return !t.partial.empty(); }))
     return;
   auto isTp = [&](int64_t a) { return mesh.axisNames[a] == "tp"; };
   SmallVector<TensorSharding> best(in.begin(), in.end());
@@ -500,12 +562,14 @@ llvm::DenseSet<Value> valuesMadeOfWeights(Block &body) {
 struct TrainingPropagation::State {
   State(func::FuncOp fn, const Mesh &mesh)
       : mesh(mesh), layouts(fn, mesh), sharedPartials(mesh), tables(fn),
+        outputGradients(fn),
         fromWeights(valuesMadeOfWeights(fn.getBody().front())) {}
   const Mesh &mesh;
   TrainingLayouts layouts;
   SharedPartials sharedPartials;
   TableGradients tables;
   AttentionGradients attentions;
+  OutputGradients outputGradients;
   /// Values made from weights alone (remade ones included).
   llvm::DenseSet<Value> fromWeights;
 };
@@ -529,8 +593,13 @@ void TrainingPropagation::adjustOperands(Operation &op,
   if (state->tables.place(op, in, state->mesh) ||
       state->attentions.place(op, in, state->mesh))
     return;
-  if (!strategyPinned)
-    gatherCheaperFactor(op, in, state->mesh, state->fromWeights);
+  // The rest lays out the backward ops a strategy left to their rules.
+  if (!op.hasAttr(kGradientOfAttr) || strategyPinned)
+    return;
+  if (readsWeights(op, state->fromWeights))
+    state->outputGradients.place(op, in, state->mesh);
+  else if (isa<ContractionOpInterface>(op))
+    gatherCheaperFactor(op, in, state->mesh);
 }
 
 } // namespace pcc

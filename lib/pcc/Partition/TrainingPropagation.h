@@ -20,7 +20,8 @@ namespace pcc {
 /// over dp (from stage 3 the parameters too, and the weight views the
 /// backward reads made again there); gradients summed where the update
 /// reads them; a tp-partial value read by several ops summed once, as its
-/// first reader takes it; a weight's gradient product gathering the
+/// first reader takes it; an output gradient that arrives whole read as
+/// its forward result was split; a weight's gradient product gathering the
 /// cheaper of its two factors.
 class TrainingPropagation {
 public:

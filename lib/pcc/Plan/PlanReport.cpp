@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <map>
+#include <set>
 
 using namespace llvm;
 
@@ -218,10 +219,28 @@ std::vector<CollectiveSummary> collectives(const PlanGraph &g,
   // full recompute repeats (a reshard of the layer's input, made outside
   // it, is not repeated), and its backward's (BackwardCollectives); other
   // layouts count theirs once per pass.
+  // A loss the tensor layout leaves partial over tp is summed with its sums
+  // over the batch, one all-reduce over dp x tp (pcc-partition sums a
+  // value's partial axes together), not one per axis.
+  ReplicaGroup batch = batchReplicas(c, cluster);
+  std::set<int> lossOverTp;
+  auto sumsLossOverTp = [&](StringRef axis, int node,
+                            const PlannedCollective &pc) {
+    return axis == "tp" && c.lossSums > 0 && batch.size > 1 &&
+           pc.kind == CollectiveKind::AllReduce && pc.producer < 0 &&
+           pc.node == node &&
+           llvm::any_of(g.batchSums, [&](const PlanGraph::BatchSum &s) {
+             return s.node == node && !s.coupled;
+           });
+  };
   auto list = [&](StringRef axis, ArrayRef<NodeLayout> layouts, bool spelled,
                   const Mesh &mesh, double scale, int64_t degree) {
     for (auto [i, nc] : llvm::enumerate(layouts))
       for (const PlannedCollective &pc : nc.collectives) {
+        if (sumsLossOverTp(axis, i, pc)) {
+          lossOverTp.insert(i);
+          continue;
+        }
         bool repeated = again[i] && (pc.producer < 0 ||
                                      g.layerOf(pc.producer) == g.layerOf(i));
         add(collectiveName(pc.kind), axis, pc.bytes, pc.seconds,
@@ -265,16 +284,22 @@ std::vector<CollectiveSummary> collectives(const PlanGraph &g,
             .str());
   if (c.lossSums > 0) {
     // As priceTraining prices them (PlanGraph::batchSums).
-    ReplicaGroup r = batchReplicas(c, cluster);
     CostModel cost(cluster, g.dtype, o.devices);
-    for (const PlanGraph::BatchSum &sum : g.batchSums)
-      add("all_reduce", "dp", sum.bytes,
+    for (const PlanGraph::BatchSum &sum : g.batchSums) {
+      ReplicaGroup r = batch;
+      bool withTp = lossOverTp.count(sum.node);
+      if (withTp) {
+        r.size *= c.tp;
+        r.crossesNodes |= groupCrossesNodes(1, c.tp, cluster);
+      }
+      add("all_reduce", withTp ? "dp x tp" : "dp", sum.bytes,
           cost.collectiveTime(CollectiveKind::AllReduce, sum.bytes, r.size,
                               r.crossesNodes),
           sum.coupled && o.train ? 2 : 1,
           !sum.coupled ? "the loss's sums over the batch"
           : o.train    ? "batch statistics, forward and backward"
                        : "batch statistics");
+    }
   }
   if (o.train && c.dataParallel > 0 && !c.zero) {
     // pcc-bucket-gradients sums each pipeline stage's gradients (f32) in
