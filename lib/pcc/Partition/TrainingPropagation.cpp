@@ -334,7 +334,8 @@ private:
 /// forward's head-split queries, keys and values and moves only the output
 /// gradient and the input gradients between the layouts (all-to-alls, as
 /// the forward's), rather than running on the sequence split and gathering
-/// keys and values whole.
+/// keys and values whole. An attention on whole heads has its backward
+/// read its operands as the forward read them.
 class AttentionGradients {
 public:
   /// Notes a forward attention's operand layouts; pins the layouts of a
@@ -358,8 +359,19 @@ public:
         onHeads.dims[1] = rows;
         onHeads.dims[2] = DimSharding();
       }
-      if (!onHeads.dims[1].isSplit() || onHeads.dims[2].isSplit())
+      if (!onHeads.dims[1].isSplit() || onHeads.dims[2].isSplit()) {
+        // Heads whole: the backward reads the queries, keys and values as
+        // the forward read them (a cross-attention's keys and values
+        // gathered from a sequence-split encoder), not as stored: on the
+        // stored split the rebuilt chain would split the scores' keys and
+        // sum the whole key and value gradients over the split.
+        OpSharding read = inferOpSharding(&op, in, mesh);
+        for (auto [k, v] : llvm::enumerate(op.getOperands().take_front(3)))
+          if (read.operands[k] != shardingOf(v) &&
+              read.operands[k].partial.empty())
+            forwardReads[id].push_back({v, read.operands[k]});
         return false;
+      }
       heads[id] = {q[1], onHeads};
       // The ops that made the queries, keys and values take their
       // gradients back in the layouts they made them in (the sequence
@@ -379,6 +391,19 @@ public:
           t = layout;
           pinned = true;
         }
+      if (pinned)
+        setOperandShardings(&op, kOperandShardingAttr, mesh, in);
+      return pinned;
+    }
+    if (auto reads = forwardReads.find(op.getAttr(kGradientOfAttr));
+        reads != forwardReads.end()) {
+      bool pinned = false;
+      for (auto [v, t] : llvm::zip(op.getOperands(), in))
+        for (auto [read, layout] : reads->second)
+          if (v == read && t != layout) {
+            t = layout;
+            pinned = true;
+          }
       if (pinned)
         setOperandShardings(&op, kOperandShardingAttr, mesh, in);
       return pinned;
@@ -408,6 +433,10 @@ public:
 private:
   /// Forward id -> (heads, the queries' layout).
   llvm::DenseMap<Attribute, std::pair<int64_t, TensorSharding>> heads;
+  /// Forward id of an attention on whole heads -> its operands that it
+  /// read resharded, and the layouts it read them in.
+  llvm::DenseMap<Attribute, SmallVector<std::pair<Value, TensorSharding>, 3>>
+      forwardReads;
   /// Forward id of an op making an attention's operand -> (that operand,
   /// its layout).
   llvm::DenseMap<Attribute, std::pair<Value, TensorSharding>> producers;
