@@ -87,7 +87,9 @@ struct PlanNode {
   /// weight): the compiled program runs it in the pipeline stage of its
   /// first reader (pcc-apply-plan), wherever it sits in the node order.
   bool derived = false;
-  /// A reshape: a view of its operand, no kernel launched and nothing moved.
+  /// A view of its operand, no kernel launched, nothing moved or held: a
+  /// reshape; a 2-D transpose its GEMMs read through their transpose flags
+  /// (GemmOperands.h); on GPU ranks, attention's head transposes.
   bool view = false;
   /// For an attention, the share of score pairs its kernels compute
   /// (visibleScoreFraction), found once: the mask analysis reads constants.

@@ -2,6 +2,8 @@
 
 #include "pcc/Plan/PlanGraph.h"
 
+#include "pcc/Dialect/PCC/IR/GemmOperands.h"
+
 #include "pcc/Dialect/PCC/Transforms/Passes.h"
 #include "pcc/Dialect/PCC/Transforms/Precision.h"
 #include "pcc/Dialect/PCC/IR/TensorUtils.h"
@@ -511,7 +513,8 @@ PlanGraph buildPlanGraph(func::FuncOp fn, bool gpuKernels,
     node.op = &op;
     node.name = nodeName(&op);
     node.derived = derived.count(&op);
-    node.view = isa<ReshapeOp>(op);
+    // A reshape, or a transpose its GEMMs read through their flags.
+    node.view = isa<ReshapeOp>(op) || isFoldedTranspose(&op);
     if (auto attn = dyn_cast<AttentionOp>(op))
       node.visibleScores = visibleScores(attn);
     bool weightOperand = false, activationOperands = true;

@@ -83,7 +83,7 @@ SearchResult gridLayout(const PlanGraph &g, const CostModel &cost,
       c.sharedWeightBytes += tensorBytes(op->getOperand(operand)) / weightShare;
     for (unsigned operand : node.frozenWeights)
       c.frozenWeightBytes += tensorBytes(op->getOperand(operand)) / weightShare;
-    if (!isa<ReshapeOp>(op))
+    if (!node.view)
       for (Value v : op->getResults())
         c.resultBytes +=
             tensorBytes(v) * (node.derived ? 1.0 : scale) / grid.size;

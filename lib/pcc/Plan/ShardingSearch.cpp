@@ -94,7 +94,7 @@ Choice costOption(const PlanNode &node, OpSharding sharding, const Mesh &mesh,
     localOut.push_back(localShape(shapeOf(v), s, mesh));
     // What weights alone make (a transposed weight) does not shrink with
     // the batch share.
-    if (!isa<ReshapeOp>(op))
+    if (!node.view)
       c.resultBytes +=
           shapeBytes(localOut.back(),
                      cast<ShapedType>(v.getType()).getElementType()) *

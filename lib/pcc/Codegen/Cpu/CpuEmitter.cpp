@@ -437,6 +437,7 @@ FailureOr<EmittedModel> emitSource(ModuleOp module, const EmitOptions &options,
   // Masks the kernels compute from indices, once the program is a device's.
   if (failed(raiseCausalMasks(fn)))
     return failure();
+  cpu::foldOperandTransposes(fn);
   cpu::widenSixteenBitKernels(fn, kind == cpu::SourceKind::Cuda);
   if (kind == cpu::SourceKind::Cuda)
     cpu::foldHeadTransposes(fn);

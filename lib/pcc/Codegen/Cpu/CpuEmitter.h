@@ -36,6 +36,10 @@ namespace pcc::cpu {
 /// Scratch the CPU kernel of `op` needs: im2col columns of a convolution,
 /// intermediate results of a reduction over several separate axis blocks.
 int64_t scratchBytes(mlir::Operation *op);
+/// GEMMs read 2-D transposes through their transA / transB flags, and a
+/// float matmul of a transposed right matrix becomes a pcc.gemm; the
+/// transposes go (FoldOperandTransposes.cpp).
+void foldOperandTransposes(mlir::func::FuncOp fn);
 /// Casts the float operands and results of every f32-only kernel op on
 /// fp16/bf16 tensors to f32 and back (WidenKernels.cpp); with
 /// `sixteenBitGemms` (GPU ranks) matrix products other than SUMMA's stay
