@@ -40,6 +40,9 @@ int64_t scratchBytes(mlir::Operation *op);
 /// float matmul of a transposed right matrix becomes a pcc.gemm; the
 /// transposes go (FoldOperandTransposes.cpp).
 void foldOperandTransposes(mlir::func::FuncOp fn);
+/// CPU ranks: one-hot products that sum an embedding's gradient rows become
+/// the scatter-adds they stand for (ScatterEmbeddingGradients.cpp).
+void scatterEmbeddingGradients(mlir::func::FuncOp fn);
 /// Casts the float operands and results of every f32-only kernel op on
 /// fp16/bf16 tensors to f32 and back (WidenKernels.cpp); with
 /// `sixteenBitGemms` (GPU ranks) matrix products other than SUMMA's stay
