@@ -15,6 +15,7 @@
 #ifndef PCCRT_KERNELS_H
 #define PCCRT_KERNELS_H
 
+#include "pccrt/FastMath.h"
 #include "pccrt/Float16.h"
 #include "pccrt/Model.h"
 

@@ -31,6 +31,12 @@ FailureOr<std::string> Emitter::scalarExpr(Operation *op,
     return out + ")";
   };
   auto call = [&](StringRef fnName) { return builtin(fnName, a[0]); };
+  // CPU ranks: a tanh the loop vectorises (glibc's tanhf is a scalar call).
+  auto tanh = [&](const std::string &arg) {
+    return kind == SourceKind::Cpp && computesInFloat(elem) && isFloat
+               ? "pccTanh(" + arg + ")"
+               : builtin("tanh", arg);
+  };
   return llvm::TypeSwitch<Operation *, FailureOr<std::string>>(op)
       .Case([&](NegOp) { return "-" + a[0]; })
       .Case([&](AbsOp) {
@@ -43,7 +49,7 @@ FailureOr<std::string> Emitter::scalarExpr(Operation *op,
       .Case([&](ReciprocalOp) { return "(" + T + "(1) / " + a[0] + ")"; })
       .Case([&](FloorOp) { return call("floor"); })
       .Case([&](CeilOp) { return call("ceil"); })
-      .Case([&](TanhOp) { return call("tanh"); })
+      .Case([&](TanhOp) { return tanh(a[0]); })
       .Case([&](ErfOp) { return call("erf"); })
       .Case([&](SinOp) { return call("sin"); })
       .Case([&](CosOp) { return call("cos"); })
@@ -58,9 +64,9 @@ FailureOr<std::string> Emitter::scalarExpr(Operation *op,
       .Case([&](GeluOp g) {
         if (g.getApproximate() == "tanh")
           return T + "(0.5) * " + a[0] + " * (" + T + "(1) + " +
-                 builtin("tanh", T + "(0.7978845608028654) * (" + a[0] +
-                                     " + " + T + "(0.044715) * " + a[0] +
-                                     " * " + a[0] + " * " + a[0] + ")") +
+                 tanh(T + "(0.7978845608028654) * (" + a[0] + " + " + T +
+                      "(0.044715) * " + a[0] + " * " + a[0] + " * " + a[0] +
+                      ")") +
                  ")";
         return T + "(0.5) * " + a[0] + " * (" + T + "(1) + " +
                builtin("erf", a[0] + " * " + T + "(0.7071067811865476)") + ")";

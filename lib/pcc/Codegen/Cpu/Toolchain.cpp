@@ -139,7 +139,9 @@ LogicalResult buildExecutable(Location loc, const StagedDirectory &staged,
   Toolchain tc;
   tc.language = "C++";
   tc.compiler = PCC_CXX_COMPILER;
-  tc.compileFlags = {"-std=c++17", "-O3", "-w",
+  // No trapping math: the kernels read no floating-point exception flags,
+  // and selects around operations that may trap (pccTanh's) then vectorise.
+  tc.compileFlags = {"-std=c++17", "-O3", "-w", "-fno-trapping-math",
                      std::string("-I") + PCC_RUNTIME_INCLUDE_DIR};
   for (StringRef flag : llvm::split(StringRef(options.cxxFlags), ' '))
     if (!flag.empty())
