@@ -16,7 +16,7 @@
 // CHECK-NEXT: const float a0 = v0[i];
 // CHECK-NEXT: const bool a1 = in2[i];
 // CHECK-NEXT: const float a2 = in0[i];
-// CHECK-NEXT: const float t1 = float(0.5) * a0 * (float(1) + __builtin_tanhf(
+// CHECK-NEXT: const float t1 = float(0.5) * a0 * (float(1) + pccTanh(
 // CHECK-NEXT: const float t2 = (a1 ? t1 : a2);
 // CHECK-NEXT: out0[i] = t2;
 // CHECK: // pcc.softmax

@@ -35,7 +35,7 @@
 // CHECK-NEXT: const float [[E:t[0-9]+]] = roundToHalf(__builtin_expf(a0));
 // CHECK-NEXT: const float [[F:t[0-9]+]] = static_cast<float>([[E]]);
 // CHECK-NEXT: const float [[H:t[0-9]+]] = roundToHalf(static_cast<float>([[F]]));
-// CHECK-NEXT: const float [[TT:t[0-9]+]] = roundToHalf(__builtin_tanhf([[H]]));
+// CHECK-NEXT: const float [[TT:t[0-9]+]] = roundToHalf(pccTanh([[H]]));
 // CHECK-NEXT: out1[i] = [[TT]];
 func.func @main(%x: tensor<4x8xbf16>, %g: tensor<8xbf16>, %b: tensor<8xbf16>, %h: tensor<4x8xf16>) -> (tensor<4x8xbf16>, tensor<4x8xf16>) {
   %w = pcc.weight "w" : tensor<8x8xbf16>
