@@ -102,12 +102,21 @@ void scatterEmbeddingGradients(func::FuncOp fn) {
     Value sum = g.op<ScatterNDOp>(
         {zeros, row, updates},
         {g.named("reduction", b.getStringAttr("add")), g.i64("batch_dims", 0)});
-    if (g.failed() || typeOf(sum) != typeOf(gemm.getResult()))
-      continue; // (left as the product)
-    // Pipeline stages, gradient tags: as the product's.
+    // The ops made here: between `before` and the product.
+    SmallVector<Operation *> made;
     for (Operation *op = before ? before->getNextNode()
                                 : &gemm->getBlock()->front();
          op != gemm; op = op->getNextNode())
+      made.push_back(op);
+    if (g.failed() || typeOf(sum) != typeOf(gemm.getResult())) {
+      // Left as the product; what was made goes.
+      for (Operation *op : llvm::reverse(made))
+        if (op->use_empty())
+          op->erase();
+      continue;
+    }
+    // Pipeline stages, gradient tags: as the product's.
+    for (Operation *op : made)
       for (NamedAttribute attr : gemm->getDiscardableAttrs())
         op->setAttr(attr.getName(), attr.getValue());
     gemm.getResult().replaceAllUsesWith(sum);
