@@ -20,6 +20,7 @@
 #include "pcc/Dialect/PCC/IR/PCCOps.h"
 #include "pcc/Dialect/PCC/IR/TensorUtils.h"
 
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -907,6 +908,24 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
   SmallVector<double, 2> boundary;
   for (const RepeatedBlock &b : g.blocks)
     boundary.push_back(blockBoundaryBytes(g, b, layout));
+  // Per node, its unit.
+  std::vector<int> unitOf(g.nodes.size(), -1);
+  for (auto [u, unit] : llvm::enumerate(units))
+    for (int i = unit.first; i <= unit.last; ++i)
+      unitOf[i] = u;
+  // The bytes of a copy's input that its stage already holds for the
+  // backward: results of the stage's ops outside repeated layers (the
+  // embedding's output a first layer norm reads), counted there.
+  auto inputHeldBefore = [&](const Unit &unit, int stageFirst) {
+    double bytes = 0;
+    llvm::SmallDenseSet<int> seen;
+    for (int i = unit.first; i <= unit.last; ++i)
+      for (int p : g.nodes[i].producers)
+        if (p >= stageFirst && p < unit.first && seen.insert(p).second &&
+            units[unitOf[p]].block < 0 && g.nodes[p].savedForBackward)
+          bytes += layout.costs[p].resultBytes;
+    return bytes;
+  };
   out.all.assign(pp, StageSummary());
   std::vector<double> deviceTime(pp, 0);
   const std::vector<std::vector<int64_t>> &inFlight =
@@ -938,7 +957,12 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
       st.resultBytes += unitBytes;
       // A copy of the repeated layer: what recompute keeps and repeats.
       bool isCopy = units[u].block >= 0;
-      double input = isCopy ? boundary[units[u].block] : 0;
+      double input = 0;
+      if (isCopy)
+        input = boundary[units[u].block] -
+                (opt.train ? inputHeldBefore(units[u], units[starts[s]].first)
+                           : 0.0);
+      input = std::max(0.0, input);
       st.inputBytes += isCopy ? input : unitBytes;
       st.selectiveBytes += isCopy ? input + sum.savedProductBytes : unitBytes;
       if (isCopy) {
@@ -1009,13 +1033,13 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
 void PlanSearch::priceMemory(PlanCandidate &c, const Stages &stages) const {
   // Stored per device: ZeRO-3 keeps 1/dp of each parameter.
   double stored = c.zero >= 3 ? 1.0 / double(c.dp) : 1.0;
-  double maxWeights = 0, maxOwned = 0;
-  c.memory = c.activationMemory = 0;
+  c.memory = 0;
   for (const StageSummary &st : stages.all) {
     // ZeRO-3 gathers a unit's weights before use: a buffer of the largest.
     double gathered = c.zero >= 3 ? st.largestUnitWeightBytes : 0;
-    double copies =
-        st.copyWeightBytes * (opt.train ? 2 : 1) + st.frozenWeightBytes;
+    // A tied weight's copy (and, training, its gradient), frozen weights.
+    double copies = st.copyWeightBytes + st.frozenWeightBytes;
+    double copyGradients = opt.train ? st.copyWeightBytes : 0;
     // Training's transients, each at its moment after the activations'
     // peak, as the compiled step holds them: the gradients' bucket (their
     // flat copy to all-reduce, at most pcc-bucket-gradients' 25 MiB;
@@ -1027,17 +1051,18 @@ void PlanSearch::priceMemory(PlanCandidate &c, const Stages &stages) const {
         held = std::max(held, std::min(st.weightBytes, 25.0 * (1 << 20)));
       held = std::max(held, 2 * st.largestNodeWeightBytes * stored);
     }
-    c.memory =
-        std::max(c.memory, st.weightBytes * bytesPerParam(c.zero, c.dp) / eb +
-                               copies + held + gathered);
-    maxWeights = std::max(maxWeights, st.weightBytes + st.copyWeightBytes +
-                                          st.frozenWeightBytes);
-    maxOwned = std::max(maxOwned, st.weightBytes);
-    c.activationMemory = std::max(c.activationMemory, held);
+    double weights = st.weightBytes * stored + copies + gathered;
+    double state =
+        st.weightBytes * (bytesPerParam(c.zero, c.dp) / eb - stored) +
+        copyGradients;
+    // The report's parts are the fullest device's, so they add up.
+    if (weights + state + held <= c.memory)
+      continue;
+    c.memory = weights + state + held;
+    c.weightMemory = weights;
+    c.stateMemory = opt.train ? state : 0;
+    c.activationMemory = held;
   }
-  c.weightMemory = maxWeights * stored;
-  c.stateMemory =
-      opt.train ? maxOwned * (bytesPerParam(c.zero, c.dp) / eb - stored) : 0;
 }
 
 PlanCandidate PlanSearch::zeroBubbleOf(const PlanCandidate &c) const {
