@@ -533,7 +533,8 @@ struct SequenceHook {
 
 /// Splits the sequence (dimension 1) of the first input with a batch over
 /// grid axis `sp`: token ids [batch, sequence] or embeddings [batch,
-/// sequence, features].
+/// sequence, features]; and of the later token inputs of that batch whose
+/// sequence divides.
 LogicalResult splitSequence(func::FuncOp fn, const Mesh &mesh, int64_t sp) {
   // Without attention a sequence split is tensor parallelism in disguise.
   if (fn.walk([](AttentionOp) { return WalkResult::interrupt(); })
@@ -560,9 +561,27 @@ LogicalResult splitSequence(func::FuncOp fn, const Mesh &mesh, int64_t sp) {
                             << mesh.shape[sp]
                             << " sequence-parallel parts; use an --sp that "
                                "divides it";
-    TensorSharding s = shardingOf(arg);
-    s.dims[1].axes = {sp};
-    setSharding(arg, mesh, s);
+    // Later token inputs of the same batch (an encoder-decoder's decoder
+    // tokens: indices of an embedding lookup) split too where their
+    // sequence divides, so the decoder runs on sequence blocks, not whole
+    // on every device. Labels and masks are sliced where read (free).
+    auto isTokens = [](Value v) {
+      return llvm::any_of(v.getUsers(), [&](Operation *user) {
+        auto lookup = dyn_cast<GatherOp>(user);
+        return lookup && lookup.getIndices() == v &&
+               lookup.getInput().getDefiningOp<WeightOp>();
+      });
+    };
+    for (BlockArgument other :
+         fn.getArguments().drop_front(arg.getArgNumber())) {
+      ArrayRef<int64_t> s = shapeOf(other);
+      if (other != arg && (s.size() != 2 || s[0] != shape[0] ||
+                           s[1] % mesh.shape[sp] || !isTokens(other)))
+        continue;
+      TensorSharding split = shardingOf(other);
+      split.dims[1].axes = {sp};
+      setSharding(other, mesh, split);
+    }
     return success();
   }
   return fn.emitError("sequence parallelism needs an input with a sequence "

@@ -102,19 +102,25 @@ public:
   /// The update reads a gradient once summed, into the layout of the
   /// parameter it updates (a reduce-scatter where that is split: a tied
   /// embedding's vocabulary over tp; under ZeRO, each device's part over
-  /// dp), not a partial sum per formula.
+  /// dp), not a partial sum per formula. A gradient split where its
+  /// parameter is not (a relative position bias's heads, under sequence
+  /// parallelism on heads) is gathered once, rather than the update
+  /// running on the split and gathering the parameter and each state.
   void sumGradients(Operation &op, SmallVectorImpl<TensorSharding> &in) {
     if (!op.hasAttr(kOptimizerAttr))
       return;
     bool summed = false;
-    for (auto [v, s] : llvm::zip(op.getOperands(), in))
-      if (!s.partial.empty()) {
-        Value param = updated.lookup(v);
-        if (param && shapeOf(param) == shapeOf(v))
-          s = shardingOf(param);
-        s = splitOverDp(v, s);
-        summed = true;
-      }
+    for (auto [v, s] : llvm::zip(op.getOperands(), in)) {
+      Value param = updated.lookup(v);
+      bool asParam = param && shapeOf(param) == shapeOf(v);
+      if (s.partial.empty() &&
+          !(asParam && !s.isReplicated() && shardingOf(param).isReplicated()))
+        continue;
+      if (asParam)
+        s = shardingOf(param);
+      s = splitOverDp(v, s);
+      summed = true;
+    }
     if (summed)
       setOperandShardings(&op, kOperandShardingAttr, mesh, in);
   }
