@@ -27,12 +27,19 @@
 // Unsigned division has no -1.
 // CHECK: { // fused: div
 // CHECK: const uint8_t t4 = (a0 == 0 ? uint8_t(0) : uint8_t(a0 / a0));
-func.func @main(%x: tensor<4x6xf32>, %b: tensor<6xf32>, %m: tensor<4x6xi1>, %i: tensor<4xi32>, %j: tensor<4xi32>, %u: tensor<4xui8>) -> (tensor<4x6xf32>, tensor<4x6xf32>, tensor<4xi32>, tensor<4xui8>) {
+// The exact GELU and erf through pccErf, which the loop vectorises.
+// CHECK: { // fused: gelu erf add
+// CHECK: const float t5 = float(0.5) * a0 * (float(1) + pccErf(a0 * float(0.7071067811865476)));
+// CHECK-NEXT: const float t6 = pccErf(a0);
+func.func @main(%x: tensor<4x6xf32>, %b: tensor<6xf32>, %m: tensor<4x6xi1>, %i: tensor<4xi32>, %j: tensor<4xi32>, %u: tensor<4xui8>) -> (tensor<4x6xf32>, tensor<4x6xf32>, tensor<4xi32>, tensor<4xui8>, tensor<4x6xf32>) {
   %0 = pcc.add %x, %b : (tensor<4x6xf32>, tensor<6xf32>) -> tensor<4x6xf32>
   %1 = pcc.gelu %0 {approximate = "tanh"} : tensor<4x6xf32>
   %2 = pcc.where %m, %1, %x : (tensor<4x6xi1>, tensor<4x6xf32>, tensor<4x6xf32>) -> tensor<4x6xf32>
   %3 = pcc.softmax %0 {axis = 1 : i64} : tensor<4x6xf32>
   %4 = pcc.div %i, %j : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi32>
   %5 = pcc.div %u, %u : (tensor<4xui8>, tensor<4xui8>) -> tensor<4xui8>
-  return %2, %3, %4, %5 : tensor<4x6xf32>, tensor<4x6xf32>, tensor<4xi32>, tensor<4xui8>
+  %6 = pcc.gelu %x {approximate = "none"} : tensor<4x6xf32>
+  %7 = pcc.erf %x : tensor<4x6xf32>
+  %8 = pcc.add %6, %7 : (tensor<4x6xf32>, tensor<4x6xf32>) -> tensor<4x6xf32>
+  return %2, %3, %4, %5, %8 : tensor<4x6xf32>, tensor<4x6xf32>, tensor<4xi32>, tensor<4xui8>, tensor<4x6xf32>
 }

@@ -1,4 +1,4 @@
-//===- FastMathTest.cpp - pccTanh against the correctly rounded tanh ------===//
+//===- FastMathTest.cpp - pccTanh, pccErf against correctly rounded -------===//
 
 #include "pccrt/FastMath.h"
 
@@ -24,14 +24,17 @@ float fromBits(uint32_t b) {
   return f;
 }
 
-TEST(FastMathTest, TanhWithinOneUlpOfCorrectlyRounded) {
-  // Every 61st bit pattern (both signs, subnormals to infinities), plus
-  // every float in [-1, 1] near the two branches' seam at 0.625.
+/// The most ulps `fast` is from `exact` (in double, rounded to float) over
+/// every 61st bit pattern (both signs, subnormals to infinities), plus every
+/// float of [seam - 0.025, seam + 0.025] and its negation, where the two
+/// branches meet; `worstAt` is where.
+int64_t worstUlps(float (*fast)(float), double (*exact)(double), float seam,
+                  float &worstAt) {
   int64_t worst = 0;
-  float worstAt = 0;
+  worstAt = 0;
   auto check = [&](float x) {
-    float want = float(std::tanh(double(x)));
-    float got = pccTanh(x);
+    float want = float(exact(double(x)));
+    float got = fast(x);
     if (std::isnan(x)) {
       EXPECT_TRUE(std::isnan(got)) << x;
       return;
@@ -44,11 +47,38 @@ TEST(FastMathTest, TanhWithinOneUlpOfCorrectlyRounded) {
   };
   for (uint64_t b = 0; b <= 0xffffffffu; b += 61)
     check(fromBits(uint32_t(b)));
-  for (float x = 0.6f; x < 0.65f; x = std::nextafter(x, 1.0f)) {
+  for (float x = seam - 0.025f; x < seam + 0.025f;
+       x = std::nextafter(x, 2 * seam)) {
     check(x);
     check(-x);
   }
-  EXPECT_LE(worst, 1) << "at " << worstAt;
+  return worst;
+}
+
+TEST(FastMathTest, TanhWithinOneUlpOfCorrectlyRounded) {
+  float at;
+  EXPECT_LE(worstUlps(
+                pccTanh, [](double x) { return std::tanh(x); }, 0.625f, at),
+            1)
+      << "at " << at;
+}
+
+TEST(FastMathTest, ErfWithinOneUlpOfCorrectlyRounded) {
+  float at;
+  EXPECT_LE(worstUlps(
+                pccErf, [](double x) { return std::erf(x); }, 0.875f, at),
+            1)
+      << "at " << at;
+}
+
+TEST(FastMathTest, ErfSpecialValues) {
+  EXPECT_EQ(pccErf(INFINITY), 1.0f);
+  EXPECT_EQ(pccErf(-INFINITY), -1.0f);
+  EXPECT_EQ(pccErf(3.95f), 1.0f);
+  EXPECT_TRUE(std::isnan(pccErf(NAN)));
+  EXPECT_EQ(bitsOf(pccErf(0.0f)), bitsOf(0.0f));
+  EXPECT_EQ(bitsOf(pccErf(-0.0f)), bitsOf(-0.0f));
+  EXPECT_EQ(pccErf(1.0f), float(std::erf(1.0)));
 }
 
 TEST(FastMathTest, TanhSpecialValues) {

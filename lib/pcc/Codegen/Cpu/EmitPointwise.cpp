@@ -31,11 +31,14 @@ FailureOr<std::string> Emitter::scalarExpr(Operation *op,
     return out + ")";
   };
   auto call = [&](StringRef fnName) { return builtin(fnName, a[0]); };
-  // CPU ranks: a tanh the loop vectorises (glibc's tanhf is a scalar call).
+  // CPU ranks: tanh and erf the loop vectorises (glibc's tanhf and erff
+  // are scalar calls; pccrt/FastMath.h).
+  bool fastMath = kind == SourceKind::Cpp && computesInFloat(elem) && isFloat;
   auto tanh = [&](const std::string &arg) {
-    return kind == SourceKind::Cpp && computesInFloat(elem) && isFloat
-               ? "pccTanh(" + arg + ")"
-               : builtin("tanh", arg);
+    return fastMath ? "pccTanh(" + arg + ")" : builtin("tanh", arg);
+  };
+  auto erf = [&](const std::string &arg) {
+    return fastMath ? "pccErf(" + arg + ")" : builtin("erf", arg);
   };
   return llvm::TypeSwitch<Operation *, FailureOr<std::string>>(op)
       .Case([&](NegOp) { return "-" + a[0]; })
@@ -50,7 +53,7 @@ FailureOr<std::string> Emitter::scalarExpr(Operation *op,
       .Case([&](FloorOp) { return call("floor"); })
       .Case([&](CeilOp) { return call("ceil"); })
       .Case([&](TanhOp) { return tanh(a[0]); })
-      .Case([&](ErfOp) { return call("erf"); })
+      .Case([&](ErfOp) { return erf(a[0]); })
       .Case([&](SinOp) { return call("sin"); })
       .Case([&](CosOp) { return call("cos"); })
       .Case([&](SigmoidOp) {
@@ -69,7 +72,7 @@ FailureOr<std::string> Emitter::scalarExpr(Operation *op,
                       ")") +
                  ")";
         return T + "(0.5) * " + a[0] + " * (" + T + "(1) + " +
-               builtin("erf", a[0] + " * " + T + "(0.7071067811865476)") + ")";
+               erf(a[0] + " * " + T + "(0.7071067811865476)") + ")";
       })
       .Case([&](LeakyReluOp l) {
         return "(" + a[0] + " < " + T + "(0) ? " +

@@ -1,8 +1,9 @@
-// tanh-GELU over 4M N(0, 1) floats, as a fused CPU loop runs it: glibc's
-// tanhf (a scalar call) against pccrt::pccTanh (inline, vectorised).
+// tanh-GELU and exact (erf) GELU over 4M N(0, 1) floats, as a fused CPU
+// loop runs them: glibc's tanhf and erff (scalar calls) against
+// pccrt::pccTanh and pccErf (inline, vectorised).
 // Build and run from the repository root:
 //   g++ -std=c++17 -O3 -fno-trapping-math -Iruntime/include \
-//       bench/bench_tanh.cpp -o /tmp/bench_tanh && /tmp/bench_tanh
+//       bench/bench_gelu.cpp -o /tmp/bench_gelu && /tmp/bench_gelu
 #include "pccrt/FastMath.h"
 
 #include <algorithm>
@@ -31,6 +32,21 @@ __attribute__((noinline)) void geluPcc(const float *in, float *out, long n) {
   }
 }
 
+__attribute__((noinline)) void erfGeluGlibc(const float *in, float *out,
+                                            long n) {
+  for (long i = 0; i < n; ++i) {
+    float x = in[i];
+    out[i] = 0.5f * x * (1.0f + __builtin_erff(x * 0.7071067811865476f));
+  }
+}
+
+__attribute__((noinline)) void erfGeluPcc(const float *in, float *out, long n) {
+  for (long i = 0; i < n; ++i) {
+    float x = in[i];
+    out[i] = 0.5f * x * (1.0f + pccrt::pccErf(x * 0.7071067811865476f));
+  }
+}
+
 } // namespace
 
 int main() {
@@ -40,8 +56,10 @@ int main() {
   std::normal_distribution<float> normal(0, 1);
   for (float &x : in)
     x = normal(rng);
-  for (auto [name, gelu] : {std::pair{"glibc tanhf", geluGlibc},
-                            std::pair{"pccTanh", geluPcc}}) {
+  for (auto [name, gelu] :
+       {std::pair{"glibc tanhf", geluGlibc}, std::pair{"pccTanh", geluPcc},
+        std::pair{"glibc erff", erfGeluGlibc},
+        std::pair{"pccErf", erfGeluPcc}}) {
     std::vector<double> runs;
     for (int r = 0; r < 7; ++r) {
       auto t0 = std::chrono::steady_clock::now();
