@@ -22,6 +22,22 @@
 #include <cstddef>
 #include <cstdint>
 
+// A generated part (its fused loops) runs the widest vectors the CPU has:
+// GCC builds it for AVX-512 (x86-64-v4), AVX2 + FMA (x86-64-v3) and the
+// x86-64 baseline, and the loader picks one (an ifunc), so one executable
+// runs on any x86-64 and fast on a new one. The clones compute the same
+// bits: ISO C++ keeps a * b + c unfused, and loops with a float sum do
+// not vectorise without reassociation. `--cxx-flags=-DPCC_PART=` builds
+// one version (with -march=native: the host's alone).
+#ifdef PCC_PART
+#elif defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__) &&      \
+    defined(__x86_64__) && defined(__linux__)
+#define PCC_PART                                                               \
+  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define PCC_PART
+#endif
+
 namespace pccrt {
 
 //===----------------------------------------------------------------------===//

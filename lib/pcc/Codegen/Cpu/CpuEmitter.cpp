@@ -222,6 +222,9 @@ void Emitter::closePart() {
   });
   std::string text;
   llvm::raw_string_ostream f(text);
+  // CPU parts: built for each vector width (PCC_PART, pccrt/Kernels.h).
+  if (kind == SourceKind::Cpp)
+    f << "PCC_PART ";
   f << "bool part" << parts.size()
     << "(const void *const *inputs, void *const *outputs, char *arena,\n"
     << "           const char *weights, Mesh &mesh) {\n";
