@@ -561,6 +561,12 @@ LogicalResult splitSequence(func::FuncOp fn, const Mesh &mesh, int64_t sp) {
                             << mesh.shape[sp]
                             << " sequence-parallel parts; use an --sp that "
                                "divides it";
+    auto splitDim1 = [&](Value v) {
+      TensorSharding s = shardingOf(v);
+      s.dims[1].axes = {sp};
+      setSharding(v, mesh, s);
+    };
+    splitDim1(arg);
     // Later token inputs of the same batch (an encoder-decoder's decoder
     // tokens: indices of an embedding lookup) split too where their
     // sequence divides, so the decoder runs on sequence blocks, not whole
@@ -573,14 +579,11 @@ LogicalResult splitSequence(func::FuncOp fn, const Mesh &mesh, int64_t sp) {
       });
     };
     for (BlockArgument other :
-         fn.getArguments().drop_front(arg.getArgNumber())) {
+         fn.getArguments().drop_front(arg.getArgNumber() + 1)) {
       ArrayRef<int64_t> s = shapeOf(other);
-      if (other != arg && (s.size() != 2 || s[0] != shape[0] ||
-                           s[1] % mesh.shape[sp] || !isTokens(other)))
-        continue;
-      TensorSharding split = shardingOf(other);
-      split.dims[1].axes = {sp};
-      setSharding(other, mesh, split);
+      if (s.size() == 2 && s[0] == shape[0] && s[1] % mesh.shape[sp] == 0 &&
+          isTokens(other))
+        splitDim1(other);
     }
     return success();
   }

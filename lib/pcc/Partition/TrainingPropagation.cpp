@@ -113,8 +113,9 @@ public:
     for (auto [v, s] : llvm::zip(op.getOperands(), in)) {
       Value param = updated.lookup(v);
       bool asParam = param && shapeOf(param) == shapeOf(v);
-      if (s.partial.empty() &&
-          !(asParam && !s.isReplicated() && shardingOf(param).isReplicated()))
+      bool splitOfWhole =
+          asParam && !s.isReplicated() && shardingOf(param).isReplicated();
+      if (s.partial.empty() && !splitOfWhole)
         continue;
       if (asParam)
         s = shardingOf(param);

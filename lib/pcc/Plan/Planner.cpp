@@ -20,7 +20,6 @@
 #include "pcc/Dialect/PCC/IR/PCCOps.h"
 #include "pcc/Dialect/PCC/IR/TensorUtils.h"
 
-#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -269,6 +268,20 @@ public:
             isa<ContractionOpInterface>(g.nodes[p].op))
           keptBySelective[p] = true;
     recomputedByFull = recomputedNodes(g);
+    // A copy's input that ops outside repeated layers make and keep for
+    // the backward (the embedding's output a first layer norm reads).
+    std::vector<int> unitOf(g.nodes.size(), -1);
+    for (auto [u, unit] : llvm::enumerate(units))
+      for (int i = unit.first; i <= unit.last; ++i)
+        unitOf[i] = u;
+    savedInputMakers.resize(units.size());
+    for (auto [u, unit] : llvm::enumerate(units))
+      for (int i = unit.first; unit.block >= 0 && i <= unit.last; ++i)
+        for (int p : g.nodes[i].producers)
+          if (p >= 0 && p < unit.first && units[unitOf[p]].block < 0 &&
+              g.nodes[p].savedForBackward &&
+              !llvm::is_contained(savedInputMakers[u], p))
+            savedInputMakers[u].push_back(p);
   }
 
   /// Enumerates and costs every candidate, re-searches the fastest exactly
@@ -328,6 +341,9 @@ private:
   std::vector<bool> keptBySelective;
   /// Nodes full recompute runs again (ZeRO-3 gathers their weights again).
   std::vector<bool> recomputedByFull;
+  /// Per unit that is a layer copy, the nodes outside layers whose saved
+  /// results it reads as its input.
+  std::vector<SmallVector<int, 1>> savedInputMakers;
   /// The fastest priced candidate that fits so far.
   double fastestFit = std::numeric_limits<double>::infinity();
   /// Chunks per pipeline device to price for `pp` stages and `m`
@@ -908,22 +924,13 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
   SmallVector<double, 2> boundary;
   for (const RepeatedBlock &b : g.blocks)
     boundary.push_back(blockBoundaryBytes(g, b, layout));
-  // Per node, its unit.
-  std::vector<int> unitOf(g.nodes.size(), -1);
-  for (auto [u, unit] : llvm::enumerate(units))
-    for (int i = unit.first; i <= unit.last; ++i)
-      unitOf[i] = u;
   // The bytes of a copy's input that its stage already holds for the
-  // backward: results of the stage's ops outside repeated layers (the
-  // embedding's output a first layer norm reads), counted there.
-  auto inputHeldBefore = [&](const Unit &unit, int stageFirst) {
+  // backward (savedInputMakers in the stage), counted there.
+  auto inputHeldBefore = [&](int u, int stageFirst) {
     double bytes = 0;
-    llvm::SmallDenseSet<int> seen;
-    for (int i = unit.first; i <= unit.last; ++i)
-      for (int p : g.nodes[i].producers)
-        if (p >= stageFirst && p < unit.first && seen.insert(p).second &&
-            units[unitOf[p]].block < 0 && g.nodes[p].savedForBackward)
-          bytes += layout.costs[p].resultBytes;
+    for (int p : savedInputMakers[u])
+      if (p >= stageFirst)
+        bytes += layout.costs[p].resultBytes;
     return bytes;
   };
   out.all.assign(pp, StageSummary());
@@ -960,8 +967,7 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
       double input = 0;
       if (isCopy)
         input = boundary[units[u].block] -
-                (opt.train ? inputHeldBefore(units[u], units[starts[s]].first)
-                           : 0.0);
+                (opt.train ? inputHeldBefore(u, units[starts[s]].first) : 0.0);
       input = std::max(0.0, input);
       st.inputBytes += isCopy ? input : unitBytes;
       st.selectiveBytes += isCopy ? input + sum.savedProductBytes : unitBytes;
@@ -1060,7 +1066,7 @@ void PlanSearch::priceMemory(PlanCandidate &c, const Stages &stages) const {
       continue;
     c.memory = weights + state + held;
     c.weightMemory = weights;
-    c.stateMemory = opt.train ? state : 0;
+    c.stateMemory = state; // 0 for inference: bytesPerParam is eb
     c.activationMemory = held;
   }
 }
