@@ -324,6 +324,14 @@ cl::opt<unsigned> codegenUnitBytes(
     cl::init(pcc::CompileOptions().unitBytes), cl::Hidden,
     cl::sub(cl::SubCommand::getTopLevel()), cl::cat(pccCategory));
 
+cl::opt<bool> fuseSiblings(
+    "fuse-siblings",
+    cl::desc("Join products of one input by separate weights (separate Q, K, "
+             "V) into one before planning (benchmarking aid: "
+             "--fuse-siblings=false keeps them apart)"),
+    cl::init(true), cl::Hidden, cl::sub(cl::SubCommand::getTopLevel()),
+    cl::sub(planCmd), cl::cat(pccCategory));
+
 cl::opt<std::string> deviceMemory(
     "device-memory",
     cl::desc("Memory of one device when compiling: every tensor and each "
@@ -813,6 +821,11 @@ int main(int argc, char **argv) {
       mlir::failed(pcc::padVocabulary(*module, pcc::vocabularyDegree(*planOpts),
                                       vocabMultiple)))
     return diagnostics.printed ? 1 : fail("padding the vocabulary failed");
+  // Separate Q, K, V products planned and run as one (a training step
+  // keeps the initializers it updates).
+  if (!train && fuseSiblings && (planning || emit != Emit::MlirImport) &&
+      mlir::failed(pcc::fuseSiblingGemms(*module)))
+    return diagnostics.printed ? 1 : fail("fusing sibling products failed");
 
   if (planning)
     return printPlan(mainFn, *planOpts);

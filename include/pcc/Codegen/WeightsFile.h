@@ -44,6 +44,11 @@ struct WeightsEntry {
   /// A padded weight (pcc.weight ... unpadded): the initializer's shape and
   /// the whole padded one it is written into, zeros around it.
   std::vector<int64_t> unpadded, paddedShape;
+  /// A fused weight (pcc.weight ... concat): the initializers joined along
+  /// `partsAxis` of the whole `partsShape`.
+  std::vector<std::string> parts;
+  int64_t partsAxis = 0;
+  std::vector<int64_t> partsShape;
 };
 
 /// The entries of one weights file, each 64-byte aligned. A weight used twice

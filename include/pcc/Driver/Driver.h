@@ -48,6 +48,12 @@ int64_t vocabularyDegree(const PlanOptions &options);
 mlir::LogicalResult padVocabulary(mlir::ModuleOp module, int64_t degree,
                                   int64_t multiple);
 
+/// Joins products of one input by separate weights into one product
+/// (pcc-fuse-sibling-gemms): separate Q, K, V projections planned and run
+/// as a fused QKV one. Inference only: a training step updates the
+/// initializers by name.
+mlir::LogicalResult fuseSiblingGemms(mlir::ModuleOp module);
+
 /// A PlanOptions::progress that shows the search on stderr: on a terminal,
 /// one line rewritten in place once planning takes more than a second;
 /// with `always`, a line every half second wherever stderr goes. Null when

@@ -337,7 +337,8 @@ Value StepBuilder::state(WeightOp w, StringRef suffix, Type type) {
   std::string name = (w.getName() + "." + suffix).str();
   auto s = WeightOp::create(b, w.getLoc(), type, b.getStringAttr(name),
                             /*external=*/nullptr, /*source_type=*/nullptr,
-                            b.getUnitAttr(), /*unpadded=*/nullptr);
+                            b.getUnitAttr(), /*unpadded=*/nullptr,
+                            /*parts=*/nullptr, /*parts_axis=*/nullptr);
   // A padded weight's states are padded alike (and saved unpadded).
   if (typeOf(s).getShape() == typeOf(w).getShape())
     s.setUnpaddedAttr(w.getUnpaddedAttr());
@@ -351,8 +352,9 @@ std::pair<Value, Value> StepBuilder::counter(StringRef name) {
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(&fn.getBody().front());
   auto type = RankedTensorType::get({}, b.getF32Type());
-  auto count = WeightOp::create(b, fn.getLoc(), type, b.getStringAttr(name),
-                                nullptr, nullptr, b.getUnitAttr(), nullptr);
+  auto count =
+      WeightOp::create(b, fn.getLoc(), type, b.getStringAttr(name), nullptr,
+                       nullptr, b.getUnitAttr(), nullptr, nullptr, nullptr);
   return {count.getResult(),
           g.add(count.getResult(), g.scalar(b.getF32Type(), 1))};
 }
@@ -382,7 +384,8 @@ Value StepBuilder::scaleOfLoss(bool lossIsF32) {
   auto scalar = RankedTensorType::get({}, b.getF32Type());
   auto makeState = [&](StringRef name) {
     return WeightOp::create(b, fn.getLoc(), scalar, b.getStringAttr(name),
-                            nullptr, nullptr, b.getUnitAttr(), nullptr)
+                            nullptr, nullptr, b.getUnitAttr(), nullptr, nullptr,
+                            nullptr)
         .getResult();
   };
   scaleExponent = makeState("pcc.loss_scale_exponent");

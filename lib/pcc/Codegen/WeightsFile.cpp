@@ -85,6 +85,11 @@ const WeightsEntry &WeightsTable::add(Operation *op, const Mesh &mesh) {
       entry.unpadded.assign(unpadded.asArrayRef().begin(),
                             unpadded.asArrayRef().end());
     }
+    if (auto parts = w.getPartsAttr()) {
+      for (StringRef part : parts.getAsValueRange<StringAttr>())
+        entry.parts.push_back(part.str());
+      entry.partsAxis = w.getPartsAxisAttr().getInt();
+    }
   } else {
     entry.constant = cast<ConstantOp>(op).getValue();
   }
@@ -99,6 +104,14 @@ const WeightsEntry &WeightsTable::add(Operation *op, const Mesh &mesh) {
       entry.numBlocks *= n;
     }
     entry.stride = (entry.bytes + 63) / 64 * 64;
+  }
+  if (!entry.parts.empty()) {
+    auto t = typeOf(v);
+    entry.elementBytes = elementBytes(t.getElementType());
+    entry.partsShape =
+        split.isReplicated()
+            ? std::vector<int64_t>(t.getShape().begin(), t.getShape().end())
+            : entry.globalShape;
   }
   if (!entry.unpadded.empty()) {
     auto t = typeOf(v);
@@ -179,6 +192,42 @@ std::string padded(const WeightsEntry &e, const std::string &bytes) {
   return result;
 }
 
+/// A fused weight's initializers, each read (and converted) as one weight
+/// is, joined along the entry's axis.
+bool joinedParts(const WeightsEntry &e, const ReadWeightFn &readWeight,
+                 std::string &joined, std::string &error) {
+  int64_t outer = 1, inner = e.elementBytes;
+  for (auto [d, size] : llvm::enumerate(e.partsShape)) {
+    if (int64_t(d) < e.partsAxis)
+      outer *= size;
+    else if (int64_t(d) > e.partsAxis)
+      inner *= size;
+  }
+  std::vector<std::string> parts(e.parts.size());
+  int64_t rowBytes = 0;
+  for (auto [name, bytes] : llvm::zip(e.parts, parts)) {
+    if (!readWeight(name, bytes, error))
+      return false;
+    if (e.sourceType)
+      bytes = convertFloats(bytes, e.sourceType, e.storedType);
+    if (bytes.size() % (outer * inner)) {
+      error = "weight '" + name + "' has " + std::to_string(bytes.size()) +
+              " bytes, not whole slices of the fused weight '" + e.weightName +
+              "'";
+      return false;
+    }
+    rowBytes += bytes.size() / outer;
+  }
+  joined.clear();
+  joined.reserve(outer * rowBytes);
+  for (int64_t o = 0; o < outer; ++o)
+    for (const std::string &bytes : parts) {
+      size_t chunk = bytes.size() / outer;
+      joined.append(bytes, o * chunk, chunk);
+    }
+  return true;
+}
+
 /// Folds `bytes` at `offset` into a running fingerprint.
 uint64_t mixFingerprint(uint64_t h, int64_t offset, StringRef bytes) {
   uint64_t parts[3] = {h, static_cast<uint64_t>(offset),
@@ -210,10 +259,14 @@ FailureOr<uint64_t> writeWeightsFile(Location loc, StringRef path,
       if (!readWeight)
         return emitError(loc) << "no weights to read '" << e.weightName
                               << "' from";
-      if (!readWeight(e.weightName, bytes, error))
+      if (!e.parts.empty()) {
+        if (!joinedParts(e, readWeight, bytes, error))
+          return emitError(loc) << error;
+      } else if (!readWeight(e.weightName, bytes, error)) {
         return emitError(loc) << error;
-      if (e.sourceType)
+      } else if (e.sourceType) {
         bytes = convertFloats(bytes, e.sourceType, e.storedType);
+      }
       if (!e.unpadded.empty())
         bytes = padded(e, bytes);
     } else {

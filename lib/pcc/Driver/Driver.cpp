@@ -123,6 +123,12 @@ mlir::LogicalResult padVocabulary(mlir::ModuleOp module, int64_t degree,
   return pm.run(module);
 }
 
+mlir::LogicalResult fuseSiblingGemms(mlir::ModuleOp module) {
+  mlir::PassManager pm(module.getContext());
+  pm.addNestedPass<mlir::func::FuncOp>(createFuseSiblingGemms());
+  return pm.run(module);
+}
+
 Expected<PlanOptions> completeDegrees(PlanOptions o, bool devicesGiven) {
   if (o.devices < 1)
     return failure("--devices must be at least 1, got " + Twine(o.devices));

@@ -91,7 +91,8 @@ FailureOr<Value> GraphImporter::materializeTensor(const onnx::TensorProto &t,
   return WeightOp::create(builder, loc, tensorType(t, &ctx),
                           StringAttr::get(&ctx, t.name()), external,
                           /*source_type=*/nullptr, /*zeros=*/nullptr,
-                          /*unpadded=*/nullptr)
+                          /*unpadded=*/nullptr, /*parts=*/nullptr,
+                          /*parts_axis=*/nullptr)
       .getResult();
 }
 

@@ -182,10 +182,10 @@ FailureOr<Value> Partitioner::operandFor(Operation *user, Value global,
     Value &shard = weightShards[{def, key}];
     if (!shard) {
       auto type = localType(typeOf(global), want, mesh);
-      auto shardOp =
-          WeightOp::create(b, w.getLoc(), type, w.getNameAttr(),
-                           /*external=*/nullptr, w.getSourceTypeAttr(),
-                           w.getZerosAttr(), w.getUnpaddedAttr());
+      auto shardOp = WeightOp::create(
+          b, w.getLoc(), type, w.getNameAttr(),
+          /*external=*/nullptr, w.getSourceTypeAttr(), w.getZerosAttr(),
+          w.getUnpaddedAttr(), w.getPartsAttr(), w.getPartsAxisAttr());
       if (!want.isReplicated())
         shardOp->setAttr(kShardingAttr,
                          b.getArrayAttr({toAttr(b.getContext(), mesh, want)}));

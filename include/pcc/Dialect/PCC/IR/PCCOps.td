@@ -93,7 +93,9 @@ def PCC_WeightOp : PCC_Op<"weight", [Pure]> {
     moments, the step count) that starts at zero. With `unpadded`, the
     initializer has that (smaller) shape and the rest is zeros: a vocabulary
     padded so tensor parallelism splits it (pcc-pad-vocabulary); a saved
-    training run holds the unpadded part.
+    training run holds the unpadded part. With `concat`, it is the named
+    initializers joined along `axis` (sibling products fused into one by
+    pcc-fuse-sibling-gemms); `name` is only its label then.
 
     Example:
     ```mlir
@@ -102,15 +104,19 @@ def PCC_WeightOp : PCC_Op<"weight", [Pure]> {
     %h = pcc.weight "fc2.weight" from f32 : tensor<64x64xbf16>
     %m = pcc.weight "fc1.weight.exp_avg" zeros : tensor<128x64xf32>
     %v = pcc.weight "wte" unpadded [50257, 64] : tensor<50304x64xf32>
+    %f = pcc.weight "q+k" concat ["q", "k"] axis 1 : tensor<64x128xf32>
     ```
   }];
   let arguments = (ins StrAttr:$name, OptionalAttr<PCC_ExternalDataAttr>:$external,
                        OptionalAttr<TypeAttr>:$source_type, UnitAttr:$zeros,
-                       OptionalAttr<DenseI64ArrayAttr>:$unpadded);
+                       OptionalAttr<DenseI64ArrayAttr>:$unpadded,
+                       OptionalAttr<StrArrayAttr>:$parts,
+                       OptionalAttr<I64Attr>:$parts_axis);
   let results = (outs PCC_Tensor:$result);
   let assemblyFormat = [{
     $name (`external` $external^)? (`from` $source_type^)? (`zeros` $zeros^)?
-    (`unpadded` $unpadded^)? attr-dict `:` type($result)
+    (`unpadded` $unpadded^)? (`concat` $parts^ `axis` $parts_axis)?
+    attr-dict `:` type($result)
   }];
   let hasVerifier = 1;
 }

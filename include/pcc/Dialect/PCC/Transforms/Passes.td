@@ -17,6 +17,29 @@ def RaiseComposites : Pass<"pcc-raise-composites", "mlir::func::FuncOp"> {
   let dependentDialects = ["::pcc::PCCDialect"];
 }
 
+def FuseSiblingGemms : Pass<"pcc-fuse-sibling-gemms", "mlir::func::FuncOp"> {
+  let summary = "Join products of one input with separate weights into one product";
+  let description = [{
+    Models written with separate Q, K and V projections (Megatron's
+    layers, T5, BERT) multiply one input by three weights; written with
+    a fused QKV projection, by one weight three times as wide. The fused
+    form reads the input once and runs one larger GEMM, and is what
+    tensor parallelism's layouts (column groups) and the kernels (heads
+    read in place from the fused result) are built around. This pass
+    gives separate products that form: matmuls of one value by 2-D
+    weights (or 2-D transposes of weights) used nowhere else become one
+    matmul by a `pcc.weight ... concat` of them, with their bias adds
+    (1-D weights) joined alike, and a `pcc.split` hands each reader its
+    part. The weights file writes the joined initializers, so nothing is
+    copied at run time and every result keeps its value to the bit (each
+    output column is the same dot product).
+
+    Not for training steps: trained weights stay the model's initializers
+    (saved and updated by name).
+  }];
+  let dependentDialects = ["::pcc::PCCDialect"];
+}
+
 def SplitMergedHeads : Pass<"pcc-split-merged-heads", "mlir::func::FuncOp"> {
   let summary = "Split an axis that merges batch and heads into two axes";
   let description = [{

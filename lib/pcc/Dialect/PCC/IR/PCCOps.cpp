@@ -38,6 +38,19 @@ LogicalResult WeightOp::verify() {
         llvm::any_of(unpadded.asArrayRef(), [](int64_t d) { return d < 1; }))
       return emitOpError() << "unpadded shape must have the rank of " << type
                            << " and positive dimensions";
+  if (auto parts = getPartsAttr()) {
+    if (parts.size() < 2 || !getPartsAxisAttr() ||
+        getPartsAxisAttr().getInt() < 0 ||
+        getPartsAxisAttr().getInt() >= type.getRank())
+      return emitOpError() << "concat needs two or more initializers and an "
+                              "axis of "
+                           << type;
+    if (getZeros() || getUnpaddedAttr() || getExternalAttr())
+      return emitOpError() << "with concat joins whole initializers: no "
+                              "zeros, unpadded shape or external data";
+  } else if (getPartsAxisAttr()) {
+    return emitOpError() << "has an axis but no initializers to concat";
+  }
   if (getZeros() && (getExternalAttr() || getSourceTypeAttr()))
     return emitOpError() << "with zeros is not in the model, so it has no "
                             "external data or source type";
