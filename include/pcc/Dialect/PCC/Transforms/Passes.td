@@ -31,8 +31,9 @@ def FuseSiblingGemms : Pass<"pcc-fuse-sibling-gemms", "mlir::func::FuncOp"> {
     matmul by a `pcc.weight ... concat` of them, with their bias adds
     (1-D weights) joined alike, and a `pcc.split` hands each reader its
     part. The weights file writes the joined initializers, so nothing is
-    copied at run time and every result keeps its value to the bit (each
-    output column is the same dot product).
+    copied at run time. Each output column is the same dot product, though
+    a BLAS may sum it in another order at another width (last-bit
+    differences).
 
     Not for training steps: trained weights stay the model's initializers
     (saved and updated by name).
