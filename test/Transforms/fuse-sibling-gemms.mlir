@@ -4,9 +4,9 @@
 // in either operand order: one product by the joined weight, one add of the
 // joined bias, a split handing each reader its part.
 // CHECK-LABEL: func @qkv
-// CHECK: %[[W:.*]] = pcc.weight "q.w+k.w+v.w" concat ["q.w", "k.w", "v.w"] axis 1 : tensor<32x64xf32>
+// CHECK: %[[W:.*]] = pcc.weight "q.w+k.w+v.w" concat ["q.w", "k.w", "v.w"] axis 1 sizes [32, 16, 16] : tensor<32x64xf32>
 // CHECK-NEXT: %[[M:.*]] = pcc.matmul %arg0, %[[W]] : (tensor<2x8x32xf32>, tensor<32x64xf32>) -> tensor<2x8x64xf32>
-// CHECK-NEXT: %[[B:.*]] = pcc.weight "q.b+k.b+v.b" concat ["q.b", "k.b", "v.b"] axis 0 : tensor<64xf32>
+// CHECK-NEXT: %[[B:.*]] = pcc.weight "q.b+k.b+v.b" concat ["q.b", "k.b", "v.b"] axis 0 sizes [32, 16, 16] : tensor<64xf32>
 // CHECK-NEXT: %[[A:.*]] = pcc.add %[[B]], %[[M]]
 // CHECK-NEXT: %[[S:.*]]:3 = pcc.split %[[A]] {axis = 2 : i64, sizes = array<i64: 32, 16, 16>}
 // CHECK-NOT: pcc.matmul
@@ -33,7 +33,7 @@ func.func @qkv(%x: tensor<2x8x32xf32>) -> (tensor<2x8x32xf32>, tensor<2x8x16xf32
 // join along their rows, read through one transpose. Without a bias on
 // every product the adds stay, on the parts.
 // CHECK-LABEL: func @transposed
-// CHECK: %[[W:.*]] = pcc.weight "a+b" concat ["a", "b"] axis 0 : tensor<48x32xf32>
+// CHECK: %[[W:.*]] = pcc.weight "a+b" concat ["a", "b"] axis 0 sizes [16, 32] : tensor<48x32xf32>
 // CHECK-NEXT: %[[T:.*]] = pcc.transpose %[[W]] {perm = array<i64: 1, 0>} : (tensor<48x32xf32>) -> tensor<32x48xf32>
 // CHECK-NEXT: %[[M:.*]] = pcc.matmul %arg0, %[[T]] : (tensor<8x32xf32>, tensor<32x48xf32>) -> tensor<8x48xf32>
 // CHECK-NEXT: %[[S:.*]]:2 = pcc.split %[[M]] {axis = 1 : i64, sizes = array<i64: 16, 32>}
@@ -59,7 +59,7 @@ func.func @transposed(%x: tensor<8x32xf32>) -> (tensor<8x16xf32>, tensor<8x32xf3
 // CHECK-LABEL: func @apart
 // CHECK-DAG: %[[T:.*]] = pcc.weight "tied" : tensor<32x16xf32>
 // CHECK-DAG: %[[H:.*]] = pcc.weight "half" : tensor<32x16xf16>
-// CHECK-DAG: pcc.weight "p+q" concat ["p", "q"] axis 1 : tensor<32x32xf32>
+// CHECK-DAG: pcc.weight "p+q" concat ["p", "q"] axis 1 sizes [16, 16] : tensor<32x32xf32>
 // CHECK-DAG: pcc.matmul %arg0, %[[T]]
 // CHECK-DAG: pcc.matmul %arg1, %[[H]]
 // CHECK-DAG: pcc.matmul %arg0, %arg2
@@ -88,8 +88,8 @@ func.func @apart(%x: tensor<4x32xf32>, %xh: tensor<4x32xf16>, %y: tensor<32x8xf3
 // alone, are joined (each layer's K and V, at their product); the layers'
 // meet only past those, through other activations, and are not.
 // CHECK-LABEL: func @layers
-// CHECK: pcc.weight "k0+v0" concat ["k0", "v0"] axis 1
-// CHECK: pcc.weight "k1+v1" concat ["k1", "v1"] axis 1
+// CHECK: pcc.weight "k0+v0" concat ["k0", "v0"] axis 1 sizes [16, 16]
+// CHECK: pcc.weight "k1+v1" concat ["k1", "v1"] axis 1 sizes [16, 16]
 // CHECK-NOT: concat
 func.func @layers(%x: tensor<4x32xf32>) -> tensor<4x16xf32> {
   %wk0 = pcc.weight "k0" : tensor<32x16xf32>
@@ -112,14 +112,35 @@ func.func @layers(%x: tensor<4x32xf32>) -> tensor<4x16xf32> {
 // The verifier: a joined weight names two or more initializers, whole.
 func.func @bad() -> tensor<4x8xf32> {
   // expected-error @+1 {{concat needs two or more initializers}}
-  %w = pcc.weight "x" concat ["x"] axis 1 : tensor<4x8xf32>
+  %w = pcc.weight "x" concat ["x"] axis 1 sizes [8] : tensor<4x8xf32>
   return %w : tensor<4x8xf32>
 }
 
 // -----
 
-func.func @bad_zeros() -> tensor<4x8xf32> {
+func.func @bad_unpadded() -> tensor<4x8xf32> {
   // expected-error @+1 {{joins whole initializers}}
-  %w = pcc.weight "x+y" zeros concat ["x", "y"] axis 1 : tensor<4x8xf32>
+  %w = pcc.weight "x+y" unpadded [4, 6] concat ["x", "y"] axis 1 sizes [4, 4] : tensor<4x8xf32>
   return %w : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @bad_sizes() -> tensor<4x8xf32> {
+  // expected-error @+1 {{concat sizes must be positive and add up to a multiple of axis 1}}
+  %w = pcc.weight "x+y" concat ["x", "y"] axis 1 sizes [4, 3] : tensor<4x8xf32>
+  return %w : tensor<4x8xf32>
+}
+
+// -----
+
+// A training state of a joined weight (saved as the parts' states), and a
+// device's block of one split over two devices along the joined axis.
+// CHECK-LABEL: func @state_and_block
+// CHECK: pcc.weight "x+y.exp_avg" zeros concat ["x.exp_avg", "y.exp_avg"] axis 1 sizes [4, 4]
+// CHECK: pcc.weight "x+y" concat ["x", "y"] axis 1 sizes [4, 4] : tensor<4x4xf32>
+func.func @state_and_block() -> (tensor<4x8xf32>, tensor<4x4xf32>) {
+  %s = pcc.weight "x+y.exp_avg" zeros concat ["x.exp_avg", "y.exp_avg"] axis 1 sizes [4, 4] : tensor<4x8xf32>
+  %w = pcc.weight "x+y" concat ["x", "y"] axis 1 sizes [4, 4] : tensor<4x4xf32>
+  return %s, %w : tensor<4x8xf32>, tensor<4x4xf32>
 }

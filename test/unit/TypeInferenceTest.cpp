@@ -26,7 +26,8 @@ protected:
         builder, builder.getUnknownLoc(),
         RankedTensorType::get(shape, builder.getF32Type()),
         builder.getStringAttr("t"), pcc::ExternalDataAttr(), TypeAttr(),
-        UnitAttr(), DenseI64ArrayAttr(), ArrayAttr(), IntegerAttr());
+        UnitAttr(), DenseI64ArrayAttr(), ArrayAttr(), IntegerAttr(),
+        DenseI64ArrayAttr());
   }
 
   /// Infers the result shape of OpTy, or returns std::nullopt on failure.
@@ -91,7 +92,8 @@ TEST_F(TypeInference, GatherEmbedding) {
       builder, builder.getUnknownLoc(),
       RankedTensorType::get({2, 16}, builder.getI64Type()),
       builder.getStringAttr("ids"), pcc::ExternalDataAttr(), TypeAttr(),
-      UnitAttr(), DenseI64ArrayAttr(), ArrayAttr(), IntegerAttr());
+      UnitAttr(), DenseI64ArrayAttr(), ArrayAttr(), IntegerAttr(),
+      DenseI64ArrayAttr());
   EXPECT_EQ(infer<pcc::GatherOp>(
                 {tensor({128, 64}), ids},
                 {builder.getNamedAttr("axis", builder.getI64IntegerAttr(0))}),

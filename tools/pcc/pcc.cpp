@@ -822,9 +822,12 @@ int main(int argc, char **argv) {
                                       vocabMultiple)))
     return diagnostics.printed ? 1 : fail("padding the vocabulary failed");
   // Separate Q, K, V products planned and run as one (a training step
-  // keeps the initializers it updates).
-  if (!train && fuseSiblings && (planning || emit != Emit::MlirImport) &&
-      mlir::failed(pcc::fuseSiblingGemms(*module)))
+  // saves the joined weights as their initializers; frozen ones stay
+  // apart).
+  if (fuseSiblings && (planning || emit != Emit::MlirImport) &&
+      mlir::failed(pcc::fuseSiblingGemms(
+          *module, train ? llvm::ArrayRef<std::string>(trainOpts->freeze)
+                         : llvm::ArrayRef<std::string>())))
     return diagnostics.printed ? 1 : fail("fusing sibling products failed");
 
   if (planning)

@@ -50,9 +50,10 @@ mlir::LogicalResult padVocabulary(mlir::ModuleOp module, int64_t degree,
 
 /// Joins products of one input by separate weights into one product
 /// (pcc-fuse-sibling-gemms): separate Q, K, V projections planned and run
-/// as a fused QKV one. Inference only: a training step updates the
-/// initializers by name.
-mlir::LogicalResult fuseSiblingGemms(mlir::ModuleOp module);
+/// as a fused QKV one. A training step trains the joined weight and saves
+/// it as its initializers; those named in `keep` (frozen) stay apart.
+mlir::LogicalResult fuseSiblingGemms(mlir::ModuleOp module,
+                                     llvm::ArrayRef<std::string> keep = {});
 
 /// A PlanOptions::progress that shows the search on stderr: on a terminal,
 /// one line rewritten in place once planning takes more than a second;

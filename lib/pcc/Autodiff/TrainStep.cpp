@@ -338,10 +338,22 @@ Value StepBuilder::state(WeightOp w, StringRef suffix, Type type) {
   auto s = WeightOp::create(b, w.getLoc(), type, b.getStringAttr(name),
                             /*external=*/nullptr, /*source_type=*/nullptr,
                             b.getUnitAttr(), /*unpadded=*/nullptr,
-                            /*parts=*/nullptr, /*parts_axis=*/nullptr);
-  // A padded weight's states are padded alike (and saved unpadded).
-  if (typeOf(s).getShape() == typeOf(w).getShape())
+                            /*parts=*/nullptr, /*parts_axis=*/nullptr,
+                            /*part_sizes=*/nullptr);
+  // A padded weight's states are padded alike (and saved unpadded); a
+  // joined weight's are joined alike (and saved as the parts' states).
+  if (typeOf(s).getShape() == typeOf(w).getShape()) {
     s.setUnpaddedAttr(w.getUnpaddedAttr());
+    if (ArrayAttr parts = w.getPartsAttr()) {
+      SmallVector<std::string> names;
+      for (StringRef part : parts.getAsValueRange<StringAttr>())
+        names.push_back((part + "." + suffix).str());
+      s.setPartsAttr(b.getStrArrayAttr(
+          SmallVector<StringRef>(names.begin(), names.end())));
+      s.setPartsAxisAttr(w.getPartsAxisAttr());
+      s.setPartSizesAttr(w.getPartSizesAttr());
+    }
+  }
   counts.stateElements += typeOf(s).getNumElements();
   return s.getResult();
 }
@@ -352,9 +364,9 @@ std::pair<Value, Value> StepBuilder::counter(StringRef name) {
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(&fn.getBody().front());
   auto type = RankedTensorType::get({}, b.getF32Type());
-  auto count =
-      WeightOp::create(b, fn.getLoc(), type, b.getStringAttr(name), nullptr,
-                       nullptr, b.getUnitAttr(), nullptr, nullptr, nullptr);
+  auto count = WeightOp::create(b, fn.getLoc(), type, b.getStringAttr(name),
+                                nullptr, nullptr, b.getUnitAttr(), nullptr,
+                                nullptr, nullptr, nullptr);
   return {count.getResult(),
           g.add(count.getResult(), g.scalar(b.getF32Type(), 1))};
 }
@@ -385,7 +397,7 @@ Value StepBuilder::scaleOfLoss(bool lossIsF32) {
   auto makeState = [&](StringRef name) {
     return WeightOp::create(b, fn.getLoc(), scalar, b.getStringAttr(name),
                             nullptr, nullptr, b.getUnitAttr(), nullptr, nullptr,
-                            nullptr)
+                            nullptr, nullptr)
         .getResult();
   };
   scaleExponent = makeState("pcc.loss_scale_exponent");

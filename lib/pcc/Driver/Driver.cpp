@@ -123,9 +123,12 @@ mlir::LogicalResult padVocabulary(mlir::ModuleOp module, int64_t degree,
   return pm.run(module);
 }
 
-mlir::LogicalResult fuseSiblingGemms(mlir::ModuleOp module) {
+mlir::LogicalResult fuseSiblingGemms(mlir::ModuleOp module,
+                                     ArrayRef<std::string> keep) {
   mlir::PassManager pm(module.getContext());
-  pm.addNestedPass<mlir::func::FuncOp>(createFuseSiblingGemms());
+  FuseSiblingGemmsOptions options;
+  options.keep.assign(keep.begin(), keep.end());
+  pm.addNestedPass<mlir::func::FuncOp>(createFuseSiblingGemms(options));
   return pm.run(module);
 }
 

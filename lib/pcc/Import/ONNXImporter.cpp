@@ -92,7 +92,7 @@ FailureOr<Value> GraphImporter::materializeTensor(const onnx::TensorProto &t,
                           StringAttr::get(&ctx, t.name()), external,
                           /*source_type=*/nullptr, /*zeros=*/nullptr,
                           /*unpadded=*/nullptr, /*parts=*/nullptr,
-                          /*parts_axis=*/nullptr)
+                          /*parts_axis=*/nullptr, /*part_sizes=*/nullptr)
       .getResult();
 }
 

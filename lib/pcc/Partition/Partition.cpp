@@ -185,7 +185,8 @@ FailureOr<Value> Partitioner::operandFor(Operation *user, Value global,
       auto shardOp = WeightOp::create(
           b, w.getLoc(), type, w.getNameAttr(),
           /*external=*/nullptr, w.getSourceTypeAttr(), w.getZerosAttr(),
-          w.getUnpaddedAttr(), w.getPartsAttr(), w.getPartsAxisAttr());
+          w.getUnpaddedAttr(), w.getPartsAttr(), w.getPartsAxisAttr(),
+          w.getPartSizesAttr());
       if (!want.isReplicated())
         shardOp->setAttr(kShardingAttr,
                          b.getArrayAttr({toAttr(b.getContext(), mesh, want)}));

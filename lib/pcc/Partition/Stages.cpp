@@ -259,10 +259,12 @@ private:
   Value received(Value v, int64_t from, int64_t to);
   /// Stage `to`'s own copy of the weight or constant `def`.
   Value ownCopy(Operation *def, int64_t to, Operation *user);
-  /// Whether each stage makes its own `op` (a local parameter, or a value
-  /// made of constants) rather than receiving it.
+  /// Whether each stage makes its own `op` (a local parameter, a value
+  /// made of constants, or a sum over the batch made of the model's inputs
+  /// alone, such as the loss's count of targets) rather than receiving it.
   bool madeInEachStage(Operation *op) const {
-    return isLocalParameter(op) || constantValues.contains(op);
+    return isLocalParameter(op) || constantValues.contains(op) ||
+           inputSums.contains(op);
   }
   void placeTransfers();
   LogicalResult checkVirtualOrder();
@@ -285,7 +287,7 @@ private:
   };
   std::vector<Transfer> transfers;
   llvm::DenseMap<std::pair<void *, int64_t>, Value> receivedAt, copiedAt;
-  llvm::DenseSet<Operation *> constantValues;
+  llvm::DenseSet<Operation *> constantValues, inputSums;
 };
 
 LogicalResult StageCutter::findSegments() {
@@ -432,7 +434,16 @@ LogicalResult StageCutter::run() {
   if (failed(findSegments()))
     return failure();
   constantValues = madeOfConstants(fn);
+  // The step's sums over the whole batch (pcc.prologue) are read where
+  // microbatches cannot send them; those of inputs alone each stage makes.
   Block &block = fn.getBody().front();
+  for (Operation &op : block.without_terminator())
+    if (op.hasAttr(kPrologueAttr) && op.getNumResults() == 1 &&
+        llvm::all_of(op.getOperands(), [&](Value v) {
+          Operation *def = v.getDefiningOp();
+          return !def || madeInEachStage(def);
+        }))
+      inputSums.insert(&op);
   SmallVector<Operation *> ops;
   for (Operation &op : block.without_terminator())
     if (!isParameter(&op))

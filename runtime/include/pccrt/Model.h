@@ -56,6 +56,17 @@ struct TensorDesc {
   const DimSplit *split;
 };
 
+/// A trained tensor that joins several initializers along one axis
+/// (pcc-fuse-sibling-gemms: separate Q, K and V weights trained as one):
+/// --save writes, and --resume reads, each part under its own name.
+struct TrainedParts {
+  int axis;
+  int count;
+  const char *const *names;
+  /// Each part's size along `axis`.
+  const int64_t *sizes;
+};
+
 /// Mesh axes a collective runs over, major first.
 struct GroupDesc {
   int32_t numAxes;
@@ -131,6 +142,9 @@ struct ModelInfo {
   /// returns it padded (logits over a padded vocabulary, split over tp),
   /// else null; null when none is.
   const int64_t *const *outputUnpadded;
+  /// Per trained tensor, its parts when it joins several initializers,
+  /// else null; null when none does.
+  const TrainedParts *const *trainedParts;
 };
 
 } // namespace pccrt

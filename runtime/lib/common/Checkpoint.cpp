@@ -6,6 +6,7 @@
 #include "pccrt/ShardLayout.h"
 #include "pccrt/TensorFile.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -57,6 +58,54 @@ char *blockOf(const ModelInfo &model, const Mesh &mesh, char *weights,
   return weights + at;
 }
 
+/// Bytes of `t` before, along and after `axis` (an element's size in the
+/// last).
+struct AxisSpan {
+  int64_t outer = 1, along = 1, inner = 1;
+};
+AxisSpan spanOf(const HostTensor &t, int axis) {
+  AxisSpan s;
+  s.inner = t.bytes.size() / std::max<int64_t>(1, t.numElements());
+  for (int d = 0; d < int(t.shape.size()); ++d)
+    (d < axis ? s.outer : d == axis ? s.along : s.inner) *= t.shape[d];
+  return s;
+}
+
+/// Part `i` of `whole`, cut along the parts' axis.
+HostTensor partOf(const HostTensor &whole, const TrainedParts &parts, int i) {
+  AxisSpan s = spanOf(whole, parts.axis);
+  int64_t start = 0;
+  for (int j = 0; j < i; ++j)
+    start += parts.sizes[j];
+  HostTensor t;
+  t.dtype = whole.dtype;
+  t.shape = whole.shape;
+  t.shape[parts.axis] = parts.sizes[i];
+  size_t chunk = parts.sizes[i] * s.inner;
+  t.bytes.resize(s.outer * chunk);
+  for (int64_t o = 0; o < s.outer; ++o)
+    std::memcpy(&t.bytes[o * chunk],
+                &whole.bytes[(o * s.along + start) * s.inner], chunk);
+  return t;
+}
+
+/// Writes `part` into its place in `whole`.
+void placePart(HostTensor &whole, const TrainedParts &parts, int i,
+               const HostTensor &part) {
+  AxisSpan s = spanOf(whole, parts.axis);
+  int64_t start = 0;
+  for (int j = 0; j < i; ++j)
+    start += parts.sizes[j];
+  size_t chunk = parts.sizes[i] * s.inner;
+  for (int64_t o = 0; o < s.outer; ++o)
+    std::memcpy(&whole.bytes[(o * s.along + start) * s.inner],
+                &part.bytes[o * chunk], chunk);
+}
+
+const TrainedParts *partsOf(const ModelInfo &model, int k) {
+  return model.trainedParts ? model.trainedParts[k] : nullptr;
+}
+
 const char *kStepsFile = "/steps.txt";
 
 } // namespace
@@ -97,6 +146,15 @@ std::string saveTrained(const ModelInfo &model, const Mesh &mesh,
         break;
     }
     t.resizeCorner(savedShape(model, k));
+    if (const TrainedParts *parts = partsOf(model, k)) {
+      for (int i = 0; i < parts->count && error.empty(); ++i) {
+        Status s = writeTensorFile(fileOf(dir, parts->names[i]),
+                                   parts->names[i], partOf(t, *parts, i));
+        if (!s.isOk())
+          error = s.message();
+      }
+      continue;
+    }
     Status s = writeTensorFile(fileOf(dir, d.name), d.name, t);
     if (!s.isOk())
       error = s.message();
@@ -119,14 +177,31 @@ std::string resumeTrained(const ModelInfo &model, const Mesh &mesh,
   for (int k = 0; k < model.numTrained; ++k) {
     const TensorDesc &d = model.trained[k];
     HostTensor t;
-    std::string path = fileOf(dir, d.name);
-    Status s = readTensorFile(path, t);
-    if (!s.isOk())
-      return s.message();
-    if (t.dtype != d.dtype || t.shape != savedShape(model, k))
-      return "'" + path + "' holds another tensor than '" + d.name +
-             "' of this program (" + dtypeName(t.dtype) + " vs " +
-             dtypeName(d.dtype) + ", or another shape)";
+    const TrainedParts *parts = partsOf(model, k);
+    if (parts) {
+      t.dtype = d.dtype;
+      t.shape = shapeOf(d);
+      t.bytes.resize(t.numElements() * dtypeSize(d.dtype));
+    }
+    for (int i = 0; i < (parts ? parts->count : 1); ++i) {
+      const char *name = parts ? parts->names[i] : d.name;
+      std::vector<int64_t> want = savedShape(model, k);
+      if (parts)
+        want[parts->axis] = parts->sizes[i];
+      HostTensor read;
+      std::string path = fileOf(dir, name);
+      Status s = readTensorFile(path, read);
+      if (!s.isOk())
+        return s.message();
+      if (read.dtype != d.dtype || read.shape != want)
+        return "'" + path + "' holds another tensor than '" + name +
+               "' of this program (" + dtypeName(read.dtype) + " vs " +
+               dtypeName(d.dtype) + ", or another shape)";
+      if (parts)
+        placePart(t, *parts, i, read);
+      else
+        t = std::move(read);
+    }
     t.resizeCorner(shapeOf(d));
     copyBlock(/*toLocal=*/true, t.bytes.data(),
               blockOf(model, mesh, weights, k), d.rank, d.shape, d.split,

@@ -137,6 +137,33 @@ std::string Emitter::modelTables() {
   };
   shapeTable("outputUnpadded", outputUnpaddedShapes(fn));
   shapeTable("trainedUnpadded", trainedUnpaddedShapes(fn));
+  // Trained weights that join initializers (pcc.weight ... concat): saved
+  // and resumed as those initializers.
+  if (llvm::any_of(trained,
+                   [](WeightOp w) { return bool(w.getPartsAttr()); })) {
+    SmallVector<std::string> refs;
+    for (auto [k, w] : llvm::enumerate(trained)) {
+      auto parts = w.getPartsAttr();
+      if (!parts) {
+        refs.push_back("nullptr");
+        continue;
+      }
+      int64_t axis = w.getPartsAxisAttr().getInt();
+      SmallVector<std::string> names;
+      for (StringRef name : parts.getAsValueRange<StringAttr>())
+        names.push_back(cppString(name));
+      ArrayRef<int64_t> sizes = w.getPartSizesAttr().asArrayRef();
+      out << "const char *const trainedPartNames" << k << "[] = {"
+          << llvm::join(names, ", ") << "};\nconst int64_t trainedPartSizes"
+          << k << "[] = {" << joinInts(sizes)
+          << "};\nconst TrainedParts trainedParts" << k << " = {" << axis
+          << ", " << names.size() << ", trainedPartNames" << k
+          << ", trainedPartSizes" << k << "};\n";
+      refs.push_back("&trainedParts" + std::to_string(k));
+    }
+    out << "const TrainedParts *const trainedParts[] = {"
+        << llvm::join(refs, ", ") << "};\n";
+  }
   out << "const int64_t meshShape[] = {" << joinInts(mesh.shape) << "};\n"
       << "const char *const meshAxes[] = {";
   for (const std::string &n : mesh.axisNames)
@@ -258,6 +285,9 @@ Emitter::assembleSources(const std::string &tables) {
   };
   bool returnsPadded = anyShape(outputUnpaddedShapes(fn));
   bool trainsPadded = anyShape(trainedUnpaddedShapes(fn));
+  bool trainsParts = llvm::any_of(assigns, [](AssignOp a) {
+    return bool(a.getTarget().getDefiningOp<WeightOp>().getPartsAttr());
+  });
   llvm::raw_string_ostream m(main);
   m << "}\n\n";
   if (staged) {
@@ -288,7 +318,8 @@ Emitter::assembleSources(const std::string &tables) {
     << (phased && staged ? "true" : "false") << ", "
     << int64_t(stageParts.size()) / pipelineDevices() << ", "
     << (trainsPadded ? "trainedUnpadded" : "nullptr") << ", "
-    << (returnsPadded ? "outputUnpadded" : "nullptr") << "};\n"
+    << (returnsPadded ? "outputUnpadded" : "nullptr") << ", "
+    << (trainsParts ? "trainedParts" : "nullptr") << "};\n"
     << "  return &info;\n}\n";
   units[0] = {"model" + ext, std::move(main)};
   return units;

@@ -94,8 +94,11 @@ def PCC_WeightOp : PCC_Op<"weight", [Pure]> {
     initializer has that (smaller) shape and the rest is zeros: a vocabulary
     padded so tensor parallelism splits it (pcc-pad-vocabulary); a saved
     training run holds the unpadded part. With `concat`, it is the named
-    initializers joined along `axis` (sibling products fused into one by
-    pcc-fuse-sibling-gemms); `name` is only its label then.
+    initializers, of `sizes` along `axis`, joined (sibling products fused
+    into one by pcc-fuse-sibling-gemms); `name` is only its label then, and
+    a training run saves and resumes the parts by their names. With both
+    `concat` and `zeros`, it is a training state of such a weight, saved
+    as the parts' states.
 
     Example:
     ```mlir
@@ -104,18 +107,19 @@ def PCC_WeightOp : PCC_Op<"weight", [Pure]> {
     %h = pcc.weight "fc2.weight" from f32 : tensor<64x64xbf16>
     %m = pcc.weight "fc1.weight.exp_avg" zeros : tensor<128x64xf32>
     %v = pcc.weight "wte" unpadded [50257, 64] : tensor<50304x64xf32>
-    %f = pcc.weight "q+k" concat ["q", "k"] axis 1 : tensor<64x128xf32>
+    %f = pcc.weight "q+k" concat ["q", "k"] axis 1 sizes [64, 64] : tensor<64x128xf32>
     ```
   }];
   let arguments = (ins StrAttr:$name, OptionalAttr<PCC_ExternalDataAttr>:$external,
                        OptionalAttr<TypeAttr>:$source_type, UnitAttr:$zeros,
                        OptionalAttr<DenseI64ArrayAttr>:$unpadded,
                        OptionalAttr<StrArrayAttr>:$parts,
-                       OptionalAttr<I64Attr>:$parts_axis);
+                       OptionalAttr<I64Attr>:$parts_axis,
+                       OptionalAttr<DenseI64ArrayAttr>:$part_sizes);
   let results = (outs PCC_Tensor:$result);
   let assemblyFormat = [{
     $name (`external` $external^)? (`from` $source_type^)? (`zeros` $zeros^)?
-    (`unpadded` $unpadded^)? (`concat` $parts^ `axis` $parts_axis)?
+    (`unpadded` $unpadded^)? (`concat` $parts^ `axis` $parts_axis `sizes` $part_sizes)?
     attr-dict `:` type($result)
   }];
   let hasVerifier = 1;

@@ -35,9 +35,15 @@ def FuseSiblingGemms : Pass<"pcc-fuse-sibling-gemms", "mlir::func::FuncOp"> {
     a BLAS may sum it in another order at another width (last-bit
     differences).
 
-    Not for training steps: trained weights stay the model's initializers
-    (saved and updated by name).
+    A training step trains the joined weight as one tensor (one gradient,
+    one update) and saves and resumes it, and its optimizer states, as the
+    initializers it joins, by their names. Initializers named in `keep`
+    (a training step's frozen ones) are left apart.
   }];
+  let options = [
+    ListOption<"keep", "keep", "std::string",
+               "Initializers not to join (not trained)">
+  ];
   let dependentDialects = ["::pcc::PCCDialect"];
 }
 

@@ -39,17 +39,30 @@ LogicalResult WeightOp::verify() {
       return emitOpError() << "unpadded shape must have the rank of " << type
                            << " and positive dimensions";
   if (auto parts = getPartsAttr()) {
-    if (parts.size() < 2 || !getPartsAxisAttr() ||
-        getPartsAxisAttr().getInt() < 0 ||
-        getPartsAxisAttr().getInt() >= type.getRank())
-      return emitOpError() << "concat needs two or more initializers and an "
+    auto axis = getPartsAxisAttr();
+    auto sizes = getPartSizesAttr();
+    if (parts.size() < 2 || !axis || axis.getInt() < 0 ||
+        axis.getInt() >= type.getRank() || !sizes ||
+        sizes.size() != int64_t(parts.size()))
+      return emitOpError() << "concat needs two or more initializers, an "
                               "axis of "
-                           << type;
-    if (getZeros() || getUnpaddedAttr() || getExternalAttr())
+                           << type << " and a size for each";
+    // (A device's block of a split weight holds part of the sum.)
+    int64_t sum = 0;
+    for (int64_t n : sizes.asArrayRef())
+      sum += n > 0 ? n : 0;
+    int64_t dim = type.getDimSize(axis.getInt());
+    if (llvm::any_of(sizes.asArrayRef(), [](int64_t n) { return n < 1; }) ||
+        dim < 1 || sum % dim)
+      return emitOpError() << "concat sizes must be positive and add up to "
+                              "a multiple of axis "
+                           << axis.getInt() << " of " << type;
+    if (getUnpaddedAttr() || getExternalAttr())
       return emitOpError() << "with concat joins whole initializers: no "
-                              "zeros, unpadded shape or external data";
-  } else if (getPartsAxisAttr()) {
-    return emitOpError() << "has an axis but no initializers to concat";
+                              "unpadded shape or external data";
+  } else if (getPartsAxisAttr() || getPartSizesAttr()) {
+    return emitOpError() << "has an axis or sizes but no initializers to "
+                            "concat";
   }
   if (getZeros() && (getExternalAttr() || getSourceTypeAttr()))
     return emitOpError() << "with zeros is not in the model, so it has no "

@@ -18,6 +18,7 @@
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
 
 namespace pcc {
 #define GEN_PASS_DEF_FUSESIBLINGGEMMS
@@ -114,14 +115,17 @@ namespace {
 WeightOp joinedWeight(OpBuilder &b, MutableArrayRef<WeightOp> parts,
                       int64_t axis, RankedTensorType type) {
   SmallVector<StringRef> names;
-  for (WeightOp w : parts)
+  SmallVector<int64_t> sizes;
+  for (WeightOp w : parts) {
     names.push_back(w.getName());
-  return WeightOp::create(b, parts.front().getLoc(), type,
-                          b.getStringAttr(llvm::join(names, "+")),
-                          /*external=*/nullptr,
-                          parts.front().getSourceTypeAttr(), /*zeros=*/nullptr,
-                          /*unpadded=*/nullptr, b.getStrArrayAttr(names),
-                          b.getI64IntegerAttr(axis));
+    sizes.push_back(typeOf(w).getDimSize(axis));
+  }
+  return WeightOp::create(
+      b, parts.front().getLoc(), type, b.getStringAttr(llvm::join(names, "+")),
+      /*external=*/nullptr, parts.front().getSourceTypeAttr(),
+      /*zeros=*/nullptr,
+      /*unpadded=*/nullptr, b.getStrArrayAttr(names), b.getI64IntegerAttr(axis),
+      b.getDenseI64ArrayAttr(sizes));
 }
 
 /// Whether `a` and `b` are stored alike (element and source types).
@@ -259,7 +263,12 @@ meetingGroups(MutableArrayRef<Product> group) {
 
 struct FuseSiblingGemms
     : public pcc::impl::FuseSiblingGemmsBase<FuseSiblingGemms> {
+  using FuseSiblingGemmsBase::FuseSiblingGemmsBase;
+
   void runOnOperation() override {
+    llvm::StringSet<> kept;
+    for (const std::string &n : keep)
+      kept.insert(n);
     // Inputs first, in order, so the rewrite does not depend on hashing.
     SmallVector<Value> inputs;
     getOperation().walk([&](MatMulOp mm) {
@@ -273,7 +282,8 @@ struct FuseSiblingGemms
         if (!mm || mm->getBlock() != input.getParentBlock())
           continue;
         auto p = productOf(mm, input);
-        if (!p)
+        if (!p || kept.contains(p->weight.getName()) ||
+            (p->bias && kept.contains(p->bias.getName())))
           continue;
         Type source = p->weight.getSourceTypeAttr()
                           ? p->weight.getSourceTypeAttr().getValue()
