@@ -64,9 +64,9 @@ struct PlanNode {
   /// the elements the backward ones gather.
   int forwardParameterReads = 0, backwardParameterReads = 0;
   double backwardParameterElements = 0;
-  /// Elementwise chains run as one fused loop (as pcc's code generator
-  /// emits them): a result read only by the next elementwise op is never
-  /// written to memory, and that operand never read back.
+  /// Pointwise chains run as one fused loop (as pcc's code generator
+  /// emits them, Fusion.h): a result read only by the next pointwise op is
+  /// never written to memory, and that operand never read back.
   bool fusedResult = false;
   llvm::SmallVector<bool, 4> fusedOperands;
   /// GPU ranks: an add a GEMM runs in its epilogue (`epilogue`, no kernel

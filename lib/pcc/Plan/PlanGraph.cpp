@@ -2,6 +2,7 @@
 
 #include "pcc/Plan/PlanGraph.h"
 
+#include "pcc/Dialect/PCC/IR/Fusion.h"
 #include "pcc/Dialect/PCC/IR/GemmOperands.h"
 
 #include "pcc/Dialect/PCC/Transforms/Passes.h"
@@ -419,6 +420,14 @@ void gpuFusions(PlanGraph &g, const llvm::DenseMap<Operation *, int> &index) {
           prod.epilogueReadBytes = tensorBytes(other);
           node.fusedOperands[k] = true;
           node.epilogue = true;
+          // The GEMM writes the add's result: a pointwise reader reads it.
+          if (node.fusedResult)
+            if (PlanNode *reader = nodeOf(*add->user_begin())) {
+              node.fusedResult = false;
+              for (auto [j, q] : llvm::enumerate(reader->producers))
+                if (q >= 0 && &g.nodes[q] == &node)
+                  reader->fusedOperands[j] = false;
+            }
           break;
         }
       }
@@ -597,26 +606,16 @@ PlanGraph buildPlanGraph(func::FuncOp fn, bool gpuKernels,
     if (first.getRank() >= 2)
       g.sequence = first.getDimSize(1);
   }
-  // Fused chains of unary ops. The code generator fuses more (every
-  // pointwise op, Fusion.h); pricing that changes which tp layouts the
-  // search picks for dp x tp, and some of those cost a data-parallel
-  // gather the one-axis search does not see, so the planner keeps this
-  // narrower rule until it prices dp and tp jointly (issue 16).
+  // Pointwise chains run as one loop, as the code generator fuses them
+  // (Fusion.h): a result read only by the next pointwise op of its shape
+  // is never written, nor read back.
   for (PlanNode &node : g.nodes) {
     node.fusedOperands.assign(node.producers.size(), false);
-    Operation *op = node.op;
-    if (!op->hasTrait<mlir::OpTrait::Elementwise>())
-      continue;
     for (auto [k, p] : llvm::enumerate(node.producers)) {
-      if (p < 0)
+      if (p < 0 || fusedUser(g.nodes[p].op) != node.op)
         continue;
-      PlanNode &prod = g.nodes[p];
-      Value v = op->getOperand(k);
-      if (prod.op->hasTrait<mlir::OpTrait::Elementwise>() && v.hasOneUse() &&
-          prod.op->getNumResults() == 1) {
-        prod.fusedResult = true;
-        node.fusedOperands[k] = true;
-      }
+      g.nodes[p].fusedResult = true;
+      node.fusedOperands[k] = true;
     }
   }
   if (gpuKernels && (g.dtype == "bf16" || g.dtype == "fp16"))

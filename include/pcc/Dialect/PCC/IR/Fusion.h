@@ -2,8 +2,8 @@
 //
 // The code generator's fusion rule: a pointwise op with a single user fuses
 // into that user's loop when the user is pointwise too, in the same block,
-// with the same result shape. (The planner still prices a narrower rule:
-// see PlanGraph.cpp.)
+// with the same result shape. The planner prices the same rule
+// (buildPlanGraph).
 //
 //===----------------------------------------------------------------------===//
 
