@@ -181,15 +181,35 @@ void foldTile(const Problem &p, const float *k, const float *v, int64_t b,
     const float *a =
         m.add ? m.add + m.addBatch[b] + (i0 + i) * m.addRow : nullptr;
     float best = neg;
-    for (int64_t j = 0; j < cols; ++j) {
-      float x = p.divide ? row[j] / p.scale : row[j] * p.scale;
-      if (h ? h[(col0 + j) * m.hideCol]
-            : m.band && col0 + j - (i0 + i) >= m.hideFrom)
-        x = m.fill;
-      if (a)
-        x += a[(col0 + j) * m.addCol];
-      row[j] = x;
-      best = x > best ? x : best;
+    if (!h && !a) {
+      // A band's (or no mask's) visible columns come first: scaled in a
+      // loop without branches, the rest filled (the same values).
+      int64_t seen = cols;
+      if (m.band)
+        seen = std::clamp<int64_t>(m.hideFrom + (i0 + i) - col0, 0, cols);
+      if (p.divide)
+        for (int64_t j = 0; j < seen; ++j)
+          row[j] /= p.scale;
+      else
+        for (int64_t j = 0; j < seen; ++j)
+          row[j] *= p.scale;
+      for (int64_t j = 0; j < seen; ++j)
+        best = row[j] > best ? row[j] : best;
+      for (int64_t j = seen; j < cols; ++j)
+        row[j] = m.fill;
+      if (seen < cols)
+        best = m.fill > best ? m.fill : best;
+    } else {
+      for (int64_t j = 0; j < cols; ++j) {
+        float x = p.divide ? row[j] / p.scale : row[j] * p.scale;
+        if (h ? h[(col0 + j) * m.hideCol]
+              : m.band && col0 + j - (i0 + i) >= m.hideFrom)
+          x = m.fill;
+        if (a)
+          x += a[(col0 + j) * m.addCol];
+        row[j] = x;
+        best = x > best ? x : best;
+      }
     }
     int64_t r = b * p.sq + i0 + i;
     float old = p.rowMax[r], now = old > best ? old : best;
