@@ -58,48 +58,26 @@ char *blockOf(const ModelInfo &model, const Mesh &mesh, char *weights,
   return weights + at;
 }
 
-/// Bytes of `t` before, along and after `axis` (an element's size in the
-/// last).
-struct AxisSpan {
-  int64_t outer = 1, along = 1, inner = 1;
-};
-AxisSpan spanOf(const HostTensor &t, int axis) {
-  AxisSpan s;
-  s.inner = t.bytes.size() / std::max<int64_t>(1, t.numElements());
-  for (int d = 0; d < int(t.shape.size()); ++d)
-    (d < axis ? s.outer : d == axis ? s.along : s.inner) *= t.shape[d];
-  return s;
-}
-
-/// Part `i` of `whole`, cut along the parts' axis.
-HostTensor partOf(const HostTensor &whole, const TrainedParts &parts, int i) {
-  AxisSpan s = spanOf(whole, parts.axis);
+/// Copies part `i` of `whole` (cut along the parts' axis) to `part`, or
+/// back with `toWhole`; `part` has the part's shape and bytes.
+void copyPart(HostTensor &whole, const TrainedParts &parts, int i,
+              HostTensor &part, bool toWhole) {
+  // Rows before the axis; bytes of one step along it.
+  int64_t outer = 1,
+          step = whole.bytes.size() / std::max<int64_t>(1, whole.numElements());
+  for (int d = 0; d < int(whole.shape.size()); ++d)
+    if (d < parts.axis)
+      outer *= whole.shape[d];
+    else if (d > parts.axis)
+      step *= whole.shape[d];
   int64_t start = 0;
   for (int j = 0; j < i; ++j)
     start += parts.sizes[j];
-  HostTensor t;
-  t.dtype = whole.dtype;
-  t.shape = whole.shape;
-  t.shape[parts.axis] = parts.sizes[i];
-  size_t chunk = parts.sizes[i] * s.inner;
-  t.bytes.resize(s.outer * chunk);
-  for (int64_t o = 0; o < s.outer; ++o)
-    std::memcpy(&t.bytes[o * chunk],
-                &whole.bytes[(o * s.along + start) * s.inner], chunk);
-  return t;
-}
-
-/// Writes `part` into its place in `whole`.
-void placePart(HostTensor &whole, const TrainedParts &parts, int i,
-               const HostTensor &part) {
-  AxisSpan s = spanOf(whole, parts.axis);
-  int64_t start = 0;
-  for (int j = 0; j < i; ++j)
-    start += parts.sizes[j];
-  size_t chunk = parts.sizes[i] * s.inner;
-  for (int64_t o = 0; o < s.outer; ++o)
-    std::memcpy(&whole.bytes[(o * s.along + start) * s.inner],
-                &part.bytes[o * chunk], chunk);
+  size_t chunk = parts.sizes[i] * step, row = whole.shape[parts.axis] * step;
+  for (int64_t o = 0; o < outer; ++o) {
+    char *w = &whole.bytes[o * row + start * step], *p = &part.bytes[o * chunk];
+    std::memcpy(toWhole ? w : p, toWhole ? p : w, chunk);
+  }
 }
 
 const TrainedParts *partsOf(const ModelInfo &model, int k) {
@@ -148,8 +126,14 @@ std::string saveTrained(const ModelInfo &model, const Mesh &mesh,
     t.resizeCorner(savedShape(model, k));
     if (const TrainedParts *parts = partsOf(model, k)) {
       for (int i = 0; i < parts->count && error.empty(); ++i) {
+        HostTensor part;
+        part.dtype = t.dtype;
+        part.shape = t.shape;
+        part.shape[parts->axis] = parts->sizes[i];
+        part.bytes.resize(part.numElements() * dtypeSize(t.dtype));
+        copyPart(t, *parts, i, part, /*toWhole=*/false);
         Status s = writeTensorFile(fileOf(dir, parts->names[i]),
-                                   parts->names[i], partOf(t, *parts, i));
+                                   parts->names[i], part);
         if (!s.isOk())
           error = s.message();
       }
@@ -178,14 +162,15 @@ std::string resumeTrained(const ModelInfo &model, const Mesh &mesh,
     const TensorDesc &d = model.trained[k];
     HostTensor t;
     const TrainedParts *parts = partsOf(model, k);
+    std::vector<int64_t> saved = savedShape(model, k);
     if (parts) {
       t.dtype = d.dtype;
-      t.shape = shapeOf(d);
+      t.shape = saved;
       t.bytes.resize(t.numElements() * dtypeSize(d.dtype));
     }
     for (int i = 0; i < (parts ? parts->count : 1); ++i) {
       const char *name = parts ? parts->names[i] : d.name;
-      std::vector<int64_t> want = savedShape(model, k);
+      std::vector<int64_t> want = saved;
       if (parts)
         want[parts->axis] = parts->sizes[i];
       HostTensor read;
@@ -198,7 +183,7 @@ std::string resumeTrained(const ModelInfo &model, const Mesh &mesh,
                "' of this program (" + dtypeName(read.dtype) + " vs " +
                dtypeName(d.dtype) + ", or another shape)";
       if (parts)
-        placePart(t, *parts, i, read);
+        copyPart(t, *parts, i, read, /*toWhole=*/true);
       else
         t = std::move(read);
     }

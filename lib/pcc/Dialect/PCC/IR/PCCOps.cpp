@@ -49,11 +49,13 @@ LogicalResult WeightOp::verify() {
                            << type << " and a size for each";
     // (A device's block of a split weight holds part of the sum.)
     int64_t sum = 0;
-    for (int64_t n : sizes.asArrayRef())
-      sum += n > 0 ? n : 0;
+    bool positive = true;
+    for (int64_t n : sizes.asArrayRef()) {
+      positive &= n > 0;
+      sum += n;
+    }
     int64_t dim = type.getDimSize(axis.getInt());
-    if (llvm::any_of(sizes.asArrayRef(), [](int64_t n) { return n < 1; }) ||
-        dim < 1 || sum % dim)
+    if (!positive || dim < 1 || sum % dim)
       return emitOpError() << "concat sizes must be positive and add up to "
                               "a multiple of axis "
                            << axis.getInt() << " of " << type;
