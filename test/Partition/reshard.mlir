@@ -2,13 +2,27 @@
 // RUN: pcc-opt %s --split-input-file --pcc-partition | FileCheck %s
 
 shard.grid @mesh(shape = 2)
-// A split softmax axis is gathered first.
-// CHECK-LABEL: func.func @gather_for_softmax
+// A softmax over a split axis runs on the blocks, its lines' statistics
+// gathered over the split (stat_axes); the whole result is gathered after.
+// CHECK-LABEL: func.func @softmax_on_blocks
+// CHECK-SAME: (%[[X:.*]]: tensor<4x3xf32>
+// CHECK: %[[S:.*]] = pcc.softmax %[[X]] {axis = 1 : i64, stat_axes = array<i64: 0>} : tensor<4x3xf32>
+// CHECK: shard.all_gather %[[S]] on @mesh grid_axes = [0] gather_axis = 1 : tensor<4x3xf32> -> tensor<4x6xf32>
+func.func @softmax_on_blocks(%x: tensor<4x6xf32> {pcc.sharding = #pcc.sharding<@mesh, [[], [0]]>}) -> tensor<4x6xf32> {
+  %y = pcc.softmax %x {axis = 1 : i64} : tensor<4x6xf32>
+  return %y : tensor<4x6xf32>
+}
+
+// -----
+
+shard.grid @mesh(shape = 2)
+// A layer norm's split axis (unmarked: not a 2D plan's) is gathered first.
+// CHECK-LABEL: func.func @gather_for_layer_norm
 // CHECK-SAME: (%[[X:.*]]: tensor<4x3xf32>
 // CHECK: %[[G:.*]] = shard.all_gather %[[X]] on @mesh grid_axes = [0] gather_axis = 1 : tensor<4x3xf32> -> tensor<4x6xf32>
-// CHECK: pcc.softmax %[[G]] {axis = 1 : i64} : tensor<4x6xf32>
-func.func @gather_for_softmax(%x: tensor<4x6xf32> {pcc.sharding = #pcc.sharding<@mesh, [[], [0]]>}) -> tensor<4x6xf32> {
-  %y = pcc.softmax %x {axis = 1 : i64} : tensor<4x6xf32>
+// CHECK: pcc.layer_norm %[[G]]
+func.func @gather_for_layer_norm(%x: tensor<4x6xf32> {pcc.sharding = #pcc.sharding<@mesh, [[], [0]]>}, %g: tensor<6xf32>) -> tensor<4x6xf32> {
+  %y = pcc.layer_norm %x, %g {axis = 1 : i64, epsilon = 1.0e-05 : f32} : (tensor<4x6xf32>, tensor<6xf32>) -> tensor<4x6xf32>
   return %y : tensor<4x6xf32>
 }
 

@@ -68,6 +68,73 @@ bool storeView(Value v, const TensorSharding &old, const TensorSharding &now,
   return storeThrough(v, now, mesh);
 }
 
+/// `to` only splits dimensions `from` keeps whole (no sums): a block of
+/// `from` each device cuts out without communicating.
+bool refines(const TensorSharding &from, const TensorSharding &to) {
+  if (!from.partial.empty() || !to.partial.empty() ||
+      from.dims.size() != to.dims.size())
+    return false;
+  for (auto [f, t] : llvm::zip(from.dims, to.dims))
+    if (f != t && f.isSplit())
+      return false;
+  return true;
+}
+
+/// Whether `v` is made from model inputs and constants alone by a few
+/// pointwise ops (a loss's one-hot of its labels): cheap to make in any
+/// layout.
+bool madeFromInputs(Value v, int depth = 0) {
+  Operation *def = v.getDefiningOp();
+  if (!def || isa<ConstantOp>(def))
+    return true;
+  if ((!def->hasTrait<OpTrait::Pointwise>() && !isa<ReshapeOp>(def)) ||
+      def->getNumResults() != 1 || depth == 4)
+    return false;
+  return llvm::all_of(def->getOperands(),
+                      [&](Value u) { return madeFromInputs(u, depth + 1); });
+}
+
+/// Lays out the pointwise op making `v` (and the pointwise ops before it
+/// that only it reads) so that `v` comes out as `want`, its operands cut
+/// from what they are: the op is pinned to those operand layouts. Whether
+/// it did; `reader` is the one op that has read `v` so far.
+bool remake(Value v, const TensorSharding &want, Operation *reader,
+            const Mesh &mesh) {
+  Operation *def = v.getDefiningOp();
+  if (!def || !def->hasTrait<OpTrait::Pointwise>() ||
+      !llvm::all_of(v.getUsers(), [&](Operation *u) {
+        return u == reader || reader->isBeforeInBlock(u);
+      }))
+    return false;
+  ArrayRef<int64_t> shape = shapeOf(v);
+  SmallVector<TensorSharding> in;
+  for (Value u : def->getOperands()) {
+    // Right-aligned: a broadcast (size-1) dimension stays whole.
+    ArrayRef<int64_t> us = shapeOf(u);
+    TensorSharding mine = TensorSharding::replicated(us.size());
+    size_t off = shape.size() - us.size();
+    for (size_t d = 0; d < us.size(); ++d)
+      if (us[d] == shape[d + off])
+        mine.dims[d] = want.dims[d + off];
+    TensorSharding now = shardingOf(u);
+    if (mine != now && !refines(now, mine))
+      return false;
+    in.push_back(mine);
+  }
+  OpSharding s = inferOpSharding(def, in, mesh);
+  if (s.results.size() != 1 || s.results[0] != want ||
+      ArrayRef<TensorSharding>(s.operands) != ArrayRef<TensorSharding>(in))
+    return false;
+  // Operands made the same way are made in their block too; others (an
+  // input, a constant) are cut at this op.
+  for (auto [u, mine] : llvm::zip(def->getOperands(), in))
+    if (shardingOf(u) != mine && madeFromInputs(u))
+      remake(u, mine, def, mesh);
+  setOperandShardings(def, kOperandShardingAttr, mesh, in);
+  setSharding(v, mesh, want);
+  return true;
+}
+
 } // namespace
 
 void propagateShardings(func::FuncOp fn, const Mesh &mesh, StrategyHook hook) {
@@ -147,6 +214,25 @@ void propagateShardings(func::FuncOp fn, const Mesh &mesh, StrategyHook hook) {
     bool strategyPinned = op.hasAttr(kOperandShardingAttr);
     training.adjustOperands(op, in, strategyPinned);
     OpSharding s = inferOpSharding(&op, in, mesh);
+    // A value made from inputs and constants alone (a cross-entropy's
+    // one-hot of the labels), or a broadcast, that this op, its first
+    // reader, asks for in a block: made in that block, not made whole and
+    // cut (the one-hot of a vocabulary-parallel head's classes, and its
+    // gradient's broadcast, are [tokens, vocabulary]).
+    bool remade = false;
+    for (auto [k, v] : llvm::enumerate(op.getOperands()))
+      if (k < s.operands.size() && s.operands[k] != in[k] &&
+          refines(in[k], s.operands[k]) &&
+          (madeFromInputs(v) || v.getDefiningOp<ExpandOp>()) &&
+          remake(v, s.operands[k], &op, mesh)) {
+        in[k] = s.operands[k];
+        remade = true;
+      }
+    if (remade) {
+      if (op.hasAttr(kOperandShardingAttr))
+        setOperandShardings(&op, kOperandShardingAttr, mesh, in);
+      s = inferOpSharding(&op, in, mesh);
+    }
     for (auto [r, layout] : llvm::zip(op.getResults(), s.results))
       setSharding(r, mesh, layout);
     for (auto [v, layout] : llvm::zip(op.getOperands(), s.operands))

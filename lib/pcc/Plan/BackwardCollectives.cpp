@@ -16,6 +16,7 @@
 
 #include "pcc/Dialect/PCC/IR/PCCOps.h"
 #include "pcc/Dialect/PCC/IR/TensorUtils.h"
+#include "pcc/Sharding/Reshard.h"
 
 #include <functional>
 #include <map>
@@ -106,6 +107,22 @@ BackwardCollectives backwardCollectives(const PlanGraph &g, const Mesh &mesh,
       for (PlannedCollective &pc : ring) {
         pc.node = i;
         out.collectives.push_back(pc);
+      }
+    }
+    // A softmax over a split axis: its gradient's sum along the axis
+    // (of dy, or of dy * y) is all-reduced, one number a line.
+    if (isa<SoftmaxOp, LogSoftmaxOp>(op)) {
+      int64_t axis = op->getAttrOfType<IntegerAttr>("axis").getInt();
+      TensorSharding lines = s.results[0];
+      if (lines.dims[axis].isSplit()) {
+        int64_t n = mesh.size(lines.dims[axis].axes);
+        lines.dims[axis] = DimSharding();
+        double bytes = tensorBytes(op->getResult(0)) /
+                       double(shapeOf(op->getResult(0))[axis]) * scale;
+        double t = cost.collectiveTime(CollectiveKind::AllReduce,
+                                       bytes / double(splitFactor(lines, mesh)),
+                                       n, crossNode);
+        out.collectives.push_back({CollectiveKind::AllReduce, i, bytes, t});
       }
     }
     for (auto [k, p] : llvm::enumerate(node.producers)) {

@@ -338,6 +338,25 @@ std::optional<OpSharding> splitStatsSharding(LayerNormOp op,
   return out;
 }
 
+/// A softmax whose axis is split: each device normalizes its block of every
+/// line with the line's statistics gathered over the split (stat_axes), so
+/// the result keeps the input's layout. Cheaper than gathering the input
+/// whenever a line holds more than two numbers per device (a
+/// vocabulary-parallel head's logits).
+std::optional<OpSharding> splitAxisSoftmax(Operation *op,
+                                           ArrayRef<TensorSharding> in) {
+  auto axis = op->getAttrOfType<IntegerAttr>("axis");
+  if (!isa<SoftmaxOp, LogSoftmaxOp>(op) || !axis || !in[0].partial.empty())
+    return std::nullopt;
+  const DimSharding &d = in[0].dims[axis.getInt()];
+  if (!d.isSplit() || d.groups != 1)
+    return std::nullopt;
+  OpSharding out;
+  out.operands.push_back(in[0]);
+  out.results.push_back(in[0]);
+  return out;
+}
+
 OpSharding replicatedSharding(Operation *op) {
   OpSharding out;
   for (Value v : op->getOperands())
@@ -411,6 +430,8 @@ OpSharding inferOpSharding(Operation *op, ArrayRef<TensorSharding> in,
   if (auto ln = dyn_cast<LayerNormOp>(op))
     if (auto split = splitStatsSharding(ln, operands))
       return *split;
+  if (auto split = splitAxisSoftmax(op, operands))
+    return *split;
   auto ruled = dyn_cast<ShardingRuleOpInterface>(op);
   if (!ruled)
     return replicatedSharding(op);

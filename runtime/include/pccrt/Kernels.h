@@ -153,6 +153,15 @@ void layerNormSplitF32(const float *x, const float *scale, const float *bias,
                        float *y, int64_t outer, int64_t n, int64_t total,
                        float eps, Mesh &mesh, int g, double *scratch);
 
+/// Softmax (log: log-softmax) along the middle axis of (outer, n, inner),
+/// that axis split over group `g` (this device holds n of each line's
+/// elements): one all-gather of every line's (max, sum of exp(x - max)).
+/// `scratch`: 2 * outer * inner * (1 + group size) doubles. float and
+/// double (16-bit softmaxes are widened).
+template <typename T>
+void softmaxSplit(const T *x, T *y, int64_t outer, int64_t n, int64_t inner,
+                  bool log, Mesh &mesh, int g, double *scratch);
+
 /// Sets the BLAS thread count (0 = library default).
 void setBlasThreads(int threads);
 /// Lets f32 GEMMs round their inputs to TF32 (--precision tf32): tensor

@@ -12,6 +12,7 @@
 
 #include "../cpu/ElementTypes.h"
 #include "pccrt/Kernels.h"
+#include "pccrt/SoftmaxStats.h"
 
 namespace pccrt {
 namespace {
@@ -104,6 +105,55 @@ __global__ void softmaxLines(const T *x, T *y, int64_t outer, int64_t n,
     T inv = T(1) / sum;
     for (int64_t k = 0; k < n; ++k)
       yp[k * inner] *= inv;
+  }
+}
+
+/// A split softmax's local statistics: each line's (max, sum of
+/// exp(x - max)) over this device's block, a warp per line.
+template <typename T>
+__global__ void softmaxBlockStats(const T *x, double *pairs, int64_t outer,
+                                  int64_t n, int64_t inner) {
+  int64_t l = warpRow(outer * inner);
+  if (l < 0)
+    return;
+  int lane = threadIdx.x % 32;
+  const T *xp = x + (l / inner) * n * inner + l % inner;
+  T mx = -INFINITY;
+  for (int64_t k = lane; k < n; k += 32)
+    mx = xp[k * inner] > mx ? xp[k * inner] : mx;
+  mx = warpMax(mx);
+  double sum = 0;
+  for (int64_t k = lane; k < n; k += 32)
+    sum += expOf(T(xp[k * inner] - mx));
+  sum = warpSum(sum);
+  if (lane == 0) {
+    pairs[2 * l] = mx;
+    pairs[2 * l + 1] = sum;
+  }
+}
+
+/// Each line's whole statistics from the group's gathered pairs, into
+/// `shift` (max, and log(sum) + max or 1 / sum).
+__global__ void softmaxMergeStats(const double *all, double *shift,
+                                  int64_t lines, int64_t devices, bool log) {
+  for (int64_t l = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; l < lines;
+       l += int64_t(gridDim.x) * blockDim.x) {
+    double mx, sum;
+    mergeSoftmaxStats(all + 2 * l, devices, 2 * lines, mx, sum);
+    shift[2 * l] = mx;
+    shift[2 * l + 1] = log ? mx + ::log(sum) : 1.0 / sum;
+  }
+}
+
+template <typename T>
+__global__ void softmaxApplyStats(const T *x, T *y, const double *shift,
+                                  int64_t outer, int64_t n, int64_t inner,
+                                  bool log) {
+  for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+       t < outer * n * inner; t += int64_t(gridDim.x) * blockDim.x) {
+    int64_t l = (t / (n * inner)) * inner + t % inner;
+    y[t] = log ? T(x[t] - T(shift[2 * l + 1]))
+               : T(expOf(T(x[t] - T(shift[2 * l]))) * T(shift[2 * l + 1]));
   }
 }
 
@@ -240,6 +290,31 @@ void softmax(const T *x, T *y, int64_t outer, int64_t n, int64_t inner,
       x, y, outer, n, inner, log);
   PCC_LAUNCHED();
 }
+
+template <typename T>
+void softmaxSplit(const T *x, T *y, int64_t outer, int64_t n, int64_t inner,
+                  bool log, Mesh &mesh, int g, double *scratch) {
+  int64_t lines = outer * inner;
+  double *mine = scratch, *all = scratch + 2 * lines;
+  if (lines > 0) {
+    softmaxBlockStats<<<warpBlocks(lines), 32 * kWarpsPerBlock, 0, stream()>>>(
+        x, mine, outer, n, inner);
+    PCC_LAUNCHED();
+  }
+  allGather(mesh, g, mine, all, 1, 2 * lines * int64_t(sizeof(double)));
+  if (lines == 0)
+    return;
+  softmaxMergeStats<<<gridFor(lines, 128), 128, 0, stream()>>>(
+      all, mine, lines, groupSize(mesh, g), log);
+  PCC_LAUNCHED();
+  softmaxApplyStats<<<gridFor(lines * n, 256), 256, 0, stream()>>>(
+      x, y, mine, outer, n, inner, log);
+  PCC_LAUNCHED();
+}
+template void softmaxSplit<float>(const float *, float *, int64_t, int64_t,
+                                  int64_t, bool, Mesh &, int, double *);
+template void softmaxSplit<double>(const double *, double *, int64_t, int64_t,
+                                   int64_t, bool, Mesh &, int, double *);
 
 template <typename T>
 void layerNorm(const T *x, const T *scale, int64_t scaleN, const T *bias,

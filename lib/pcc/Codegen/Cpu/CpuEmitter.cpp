@@ -20,7 +20,7 @@ using namespace mlir;
 
 namespace pcc::cpu {
 
-int64_t scratchBytes(Operation *op) {
+int64_t scratchBytes(Operation *op, const Mesh &mesh) {
   if (auto attn = dyn_cast<AttentionOp>(op))
     return attentionScratchBytes(attn);
   // SUMMA: one panel of each operand; a split layer norm: two sums a row.
@@ -29,6 +29,15 @@ int64_t scratchBytes(Operation *op) {
   if (auto ln = dyn_cast<LayerNormOp>(op); ln && ln.getStatAxes())
     return 2 * 8 *
            numElements(typeOf(ln.getInput()).getShape().drop_back());
+  // A softmax over a split axis: each line's (max, sum), this device's and
+  // the group's.
+  if (auto axes = op->getAttrOfType<DenseI64ArrayAttr>("stat_axes");
+      axes && isa<SoftmaxOp, LogSoftmaxOp>(op)) {
+    auto t = typeOf(op->getOperand(0));
+    int64_t a = op->getAttrOfType<IntegerAttr>("axis").getInt();
+    int64_t group = mesh.size(axes.asArrayRef());
+    return 2 * 8 * (t.getNumElements() / t.getDimSize(a)) * (1 + group);
+  }
   if (auto conv = dyn_cast<ConvOp>(op)) {
     auto w = typeOf(conv.getFilter()), y = typeOf(conv.getResult());
     return numElements(w.getShape().drop_front(1)) *
@@ -270,7 +279,8 @@ LogicalResult Emitter::emitStage(int64_t stage, int64_t stages) {
     return gemmEpilogue(product, members).has_value();
   };
   schedule = scheduleFunction(
-      fn, scratchBytes, stages > 1 ? std::optional(stage) : std::nullopt,
+      fn, [&](Operation *op) { return scratchBytes(op, mesh); },
+      stages > 1 ? std::optional(stage) : std::nullopt,
       kind == SourceKind::Cuda ? AbsorbsEpilogueFn(absorbs) : nullptr);
   // One arena serves whichever stage a device runs.
   result.arenaBytes = std::max(result.arenaBytes, schedule.arenaBytes);

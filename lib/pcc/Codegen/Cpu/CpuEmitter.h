@@ -35,7 +35,7 @@ namespace pcc::cpu {
 
 /// Scratch the CPU kernel of `op` needs: im2col columns of a convolution,
 /// intermediate results of a reduction over several separate axis blocks.
-int64_t scratchBytes(mlir::Operation *op);
+int64_t scratchBytes(mlir::Operation *op, const Mesh &mesh);
 /// GEMMs read 2-D transposes through their transA / transB flags, and a
 /// float matmul of a transposed right matrix becomes a pcc.gemm; the
 /// transposes go (FoldOperandTransposes.cpp).

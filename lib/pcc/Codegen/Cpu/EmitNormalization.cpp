@@ -12,10 +12,26 @@ LogicalResult Emitter::emitNormalization(Operation *op) {
     Value in = op->getOperand(0);
     ArrayRef<int64_t> s = typeOf(in).getShape();
     int64_t a = op->getAttrOfType<IntegerAttr>("axis").getInt();
-    os << "  softmax<" << elemType(in) << ">(" << ptr(in) << ", " << out(op)
-       << ", " << numElements(s.take_front(a)) << ", " << s[a] << ", "
-       << numElements(s.drop_front(a + 1)) << ", "
-       << (isa<LogSoftmaxOp>(op) ? "true" : "false") << ");\n";
+    auto axes = op->getAttrOfType<DenseI64ArrayAttr>("stat_axes");
+    Type e = typeOf(in).getElementType();
+    if (axes && !e.isF32() && !e.isF64())
+      return op->emitError() << "a softmax over a split axis needs f32 or "
+                                "f64, got "
+                             << e;
+    os << "  softmax" << (axes ? "Split" : "") << "<" << elemType(in) << ">("
+       << ptr(in) << ", " << out(op) << ", " << numElements(s.take_front(a))
+       << ", " << s[a] << ", " << numElements(s.drop_front(a + 1)) << ", "
+       << (isa<LogSoftmaxOp>(op) ? "true" : "false");
+    if (axes) {
+      // One all-gather of each line's (max, sum).
+      result.allGathers += 1;
+      if (op->hasAttr(kPrologueAttr) || op->hasAttr(kOncePerStepAttr))
+        result.onceAllGathers += 1;
+      os << ", mesh, " << groupOf(axes.asArrayRef())
+         << ", reinterpret_cast<double *>(arena + "
+         << schedule.scratchOffset(op) << ")";
+    }
+    os << ");\n";
     return success();
   }
   if (auto ln = dyn_cast<LayerNormOp>(op)) {

@@ -13,6 +13,8 @@
 
 #include "pcc/Dialect/PCC/IR/PCCOps.h"
 
+#include "llvm/ADT/SmallPtrSet.h"
+
 namespace pcc {
 
 class GradientBuilder {
@@ -53,10 +55,21 @@ public:
   /// `value` broadcast to `like`'s type (no storage: it fuses).
   mlir::Value fill(mlir::Value like, double value);
 
-  mlir::Value add(mlir::Value a, mlir::Value b) { return op<AddOp>({a, b}); }
-  mlir::Value sub(mlir::Value a, mlir::Value b) { return op<SubOp>({a, b}); }
-  mlir::Value mul(mlir::Value a, mlir::Value b) { return op<MulOp>({a, b}); }
-  mlir::Value div(mlir::Value a, mlir::Value b) { return op<DivOp>({a, b}); }
+  /// Pointwise with broadcasting: an operand this builder expanded to the
+  /// other's shape is read broadcast instead, so the expansion is never
+  /// made (a loss's gradient over a [tokens, vocabulary] one-hot).
+  mlir::Value add(mlir::Value a, mlir::Value b) {
+    return op<AddOp>(broadcastOperands(a, b));
+  }
+  mlir::Value sub(mlir::Value a, mlir::Value b) {
+    return op<SubOp>(broadcastOperands(a, b));
+  }
+  mlir::Value mul(mlir::Value a, mlir::Value b) {
+    return op<MulOp>(broadcastOperands(a, b));
+  }
+  mlir::Value div(mlir::Value a, mlir::Value b) {
+    return op<DivOp>(broadcastOperands(a, b));
+  }
   mlir::Value neg(mlir::Value a) { return op<NegOp>({a}); }
   mlir::Value scale(mlir::Value a, double k) {
     return k == 1.0 ? a : mul(a, scalarLike(a, k));
@@ -67,6 +80,10 @@ public:
                    double alpha = 1.0);
   mlir::Value reshape(mlir::Value v, llvm::ArrayRef<int64_t> shape);
   mlir::Value expand(mlir::Value v, llvm::ArrayRef<int64_t> shape);
+  /// {a, b} with an expansion dropped where the other operand has its
+  /// shape.
+  llvm::SmallVector<mlir::Value, 2> broadcastOperands(mlir::Value a,
+                                                      mlir::Value b);
   mlir::Value transpose(mlir::Value v, llvm::ArrayRef<int64_t> perm);
   /// Swaps the last two dimensions.
   mlir::Value transposeLast2(mlir::Value v);
@@ -90,6 +107,9 @@ private:
   mlir::OpBuilder &b;
   mlir::Location loc;
   bool failed_ = false;
+  /// The expansions this builder made (broadcastOperands reads through
+  /// them; a forward program's own expansions keep their layouts).
+  llvm::SmallPtrSet<mlir::Operation *, 16> expansions;
 };
 
 template <typename OpTy>

@@ -369,7 +369,15 @@ class PCC_SoftmaxLikeOp<string mnemonic, string desc>
     : PCC_Op<mnemonic, [PCC_Differentiable, PCC_HasFactorRule, Pure, InferTypeOpAdaptor]>,
     PCC_FlopsPerElement<"5"> {
   let summary = desc # " along one axis";
-  let arguments = (ins PCC_FloatTensor:$input, PCC_I64Attr:$axis);
+  let description = [{
+    `stat_axes` (per-device program): the axis is split over these mesh
+    axes, each device holding a block of every line; the lines' statistics
+    (maximum, sum of exponentials) are gathered over them, so the result
+    keeps the input's layout (Megatron's vocabulary-parallel
+    cross-entropy, without the logits gathered).
+  }];
+  let arguments = (ins PCC_FloatTensor:$input, PCC_I64Attr:$axis,
+                       OptionalAttr<DenseI64ArrayAttr>:$stat_axes);
   let results = (outs PCC_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
   let hasVerifier = 1;

@@ -41,7 +41,24 @@ Value GradientBuilder::reshape(Value v, ArrayRef<int64_t> shape) {
 Value GradientBuilder::expand(Value v, ArrayRef<int64_t> shape) {
   if (shapeOf(v) == shape)
     return v;
-  return op<ExpandOp>({v}, {i64s("shape", shape)});
+  Value e = op<ExpandOp>({v}, {i64s("shape", shape)});
+  if (e)
+    expansions.insert(e.getDefiningOp());
+  return e;
+}
+
+SmallVector<Value, 2> GradientBuilder::broadcastOperands(Value a, Value b) {
+  if (!a || !b)
+    return {a, b};
+  auto unexpanded = [&](Value v, Value other) {
+    auto e = v.getDefiningOp<ExpandOp>();
+    return e && expansions.contains(e) && shapeOf(other) == shapeOf(v)
+               ? e.getInput()
+               : v;
+  };
+  a = unexpanded(a, b);
+  b = unexpanded(b, a);
+  return {a, b};
 }
 
 Value GradientBuilder::transpose(Value v, ArrayRef<int64_t> perm) {
