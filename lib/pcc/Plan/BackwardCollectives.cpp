@@ -226,7 +226,10 @@ BackwardCollectives backwardCollectives(const PlanGraph &g, const Mesh &mesh,
         gather && g.nodes[p].producers[0] < 0 && !s.operands.empty() &&
         !s.operands[0].dims.front().isSplit() &&
         gather.getInput().getDefiningOp<WeightOp>()) {
-      sumWithGradients(p, tensorBytes(gather.getInput()));
+      // (Only where the tokens are split: otherwise every device's
+      // gradient is the whole one.)
+      if (!gradientLayout(s, 0).partial.empty())
+        sumWithGradients(p, tensorBytes(gather.getInput()));
       continue;
     }
     // A sum run on partial operands (two vocabulary-parallel lookups
