@@ -725,8 +725,10 @@ int main(int argc, char **argv) {
       "  pcc MODEL.onnx --emit=mlir        print the imported pcc-dialect "
       "module\n");
 
-  if (calibrateCmd)
+  if (calibrateCmd) {
+    pcc::useExecutablesBlas(argv);
     return runCalibrate();
+  }
   if (exportCmd) {
     if (inputFile.empty() || savedWeights.empty() || outputPath.empty())
       return fail("usage: pcc export MODEL.onnx --weights DIR -o "

@@ -16,6 +16,11 @@ struct CalibrateOptions {
   std::string probe;
 };
 
+/// First thing `pcc calibrate` does: runs pcc again (argv) with the BLAS
+/// kernels the executables will pick (pccrt/BlasCore.h), so it measures
+/// their GEMMs. Returns when OpenBLAS's own choice stands.
+void useExecutablesBlas(char **argv);
+
 /// The `host` spec: one node whose devices are the cores, each running one
 /// rank with one BLAS thread (how `mpirun -np N model --threads 1` runs):
 /// single-thread SGEMM rate, single-thread copy bandwidth, and MPI

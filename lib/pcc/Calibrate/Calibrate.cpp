@@ -2,6 +2,8 @@
 
 #include "pcc/Calibrate/Calibrate.h"
 
+#include "pccrt/BlasCore.h"
+
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
@@ -20,6 +22,10 @@
 using namespace llvm;
 
 namespace pcc {
+
+void useExecutablesBlas(char **argv) {
+  pccrt::rerunWithBetterBlas(argv, openblas_get_corename());
+}
 
 namespace {
 

@@ -6,10 +6,11 @@
 
 #include "pccrt/Device.h"
 
+#include "pccrt/BlasCore.h"
+
 #include "../mpi/MpiCommunicator.h"
 
 #include <cblas.h>
-#include <unistd.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -17,20 +18,7 @@
 namespace pccrt {
 
 void prepareProcess(char **argv) {
-  // Debian's OpenBLAS 0.3.21 does not know CPUs newer than it (Sapphire
-  // Rapids) and falls back to its SSE3 kernels, 2.5x slower GEMMs there:
-  // run again with the newest kernels it has that the CPU runs.
-  if (std::getenv("OPENBLAS_CORETYPE") ||
-      std::strcmp(openblas_get_corename(), "Prescott") != 0)
-    return;
-  const char *core = __builtin_cpu_supports("avx512f") ? "SkylakeX"
-                     : __builtin_cpu_supports("avx2")  ? "Haswell"
-                                                       : nullptr;
-  if (!core)
-    return;
-  setenv("OPENBLAS_CORETYPE", core, 1);
-  execv("/proc/self/exe", argv);
-  // Running on with the old kernels is still right.
+  rerunWithBetterBlas(argv, openblas_get_corename());
 }
 
 std::string startDevice(CommKind comm) {
