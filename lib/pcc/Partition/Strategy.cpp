@@ -263,6 +263,16 @@ struct PlannedHook {
   }
 };
 
+/// A linear layer's weight operand: a weight, or its 2-D transpose (nn.Linear
+/// exported without constant folding, MatMul(x, Transpose(W)); propagation
+/// stores W so that the transpose comes out in the layout asked for).
+bool isLinearWeight(Value w) {
+  if (auto t = w.getDefiningOp<TransposeOp>();
+      t && t.getPerm() == ArrayRef<int64_t>{1, 0})
+    w = t.getInput();
+  return bool(weightBehind(w));
+}
+
 /// Colossal-AI's 2D (and, with the batch also split over a depth axis,
 /// 2.5D Tesseract) layouts on a q x q grid of axes `row` x `col`:
 /// activations hold their rows (the batch) split over `row` and their
@@ -310,7 +320,7 @@ struct GridHook {
   void summa(Operation *op, SmallVectorImpl<TensorSharding> &in,
              bool transB) const {
     Value w = op->getOperand(1);
-    if (!weightBehind(w))
+    if (!isLinearWeight(w))
       return;
     TensorSharding x = in[0];
     if (!x.partial.empty() || x.dims.size() < 2)
@@ -428,7 +438,7 @@ struct CubeHook {
   void linear(Operation *op, SmallVectorImpl<TensorSharding> &in,
               bool transB) const {
     Value w = op->getOperand(1);
-    if (!weightBehind(w))
+    if (!isLinearWeight(w))
       return;
     TensorSharding a = in[0];
     if (!a.partial.empty() || a.dims.size() < 2)
