@@ -1,4 +1,4 @@
-//===- FastMathTest.cpp - pccTanh, pccErf against correctly rounded -------===//
+//===- FastMathTest.cpp - fast tanh, erf, exp against correctly rounded -===//
 
 #include "pccrt/FastMath.h"
 
@@ -69,6 +69,23 @@ TEST(FastMathTest, ErfWithinOneUlpOfCorrectlyRounded) {
                 pccErf, [](double x) { return std::erf(x); }, 0.875f, at),
             1)
       << "at " << at;
+}
+
+TEST(FastMathTest, ExpWithinOneUlpOfCorrectlyRounded) {
+  float at;
+  EXPECT_LE(worstUlps(
+                pccExp, [](double x) { return std::exp(x); }, 88.7f, at),
+            1)
+      << "at " << at;
+}
+
+TEST(FastMathTest, ExpSpecialValues) {
+  EXPECT_EQ(pccExp(-INFINITY), 0.0f);
+  EXPECT_EQ(pccExp(-200.0f), 0.0f);
+  EXPECT_EQ(pccExp(0.0f), 1.0f);
+  EXPECT_EQ(pccExp(INFINITY), INFINITY);
+  EXPECT_EQ(pccExp(100.0f), INFINITY);
+  EXPECT_TRUE(std::isnan(pccExp(NAN)));
 }
 
 TEST(FastMathTest, ErfSpecialValues) {
