@@ -10,6 +10,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ExpSum.h"
+
 #include "pccrt/Kernels.h"
 #include "pccrt/Mesh.h"
 
@@ -163,26 +165,6 @@ bool tileAddsNothing(const Problem &p, ScoreBounds &bounds, int64_t b,
   return true;
 }
 
-/// row[j] = e^(row[j] - now) for every column, and their sum: pccExp's
-/// loop vectorises at the CPU's width (PCC_PART), where expf was a call
-/// per score; the sum runs in eight lanes (columns j mod 8), added in
-/// lane order, so it does not wait on one chain of adds.
-PCC_PART float expShiftedSum(float *row, int64_t cols, float now) {
-  for (int64_t j = 0; j < cols; ++j)
-    row[j] = pccExp(row[j] - now);
-  float lane[8] = {};
-  int64_t j = 0;
-  for (; j + 8 <= cols; j += 8)
-    for (int l = 0; l < 8; ++l)
-      lane[l] += row[j + l];
-  for (; j < cols; ++j)
-    lane[j % 8] += row[j];
-  float sum = 0;
-  for (float l : lane)
-    sum += l;
-  return sum;
-}
-
 /// Folds keys [j0, j0 + cols) of batch `b` (k, v: this batch's keys;
 /// `col0`: the global index of key j0, where masks read) into query rows
 /// [i0, i0 + rows).
@@ -239,7 +221,7 @@ void foldTile(const Problem &p, const float *k, const float *v, int64_t b,
       continue;
     }
     float alpha = std::exp(old - now);
-    float sum = expShiftedSum(row, cols, now);
+    float sum = expShiftedSum(row, row, cols, now);
     p.rowSum[r] = p.rowSum[r] * alpha + sum;
     p.rowMax[r] = now;
     if (alpha != 1.0f)

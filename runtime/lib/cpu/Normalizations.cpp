@@ -7,6 +7,7 @@
 #include "pccrt/Kernels.h"
 
 #include "ElementTypes.h"
+#include "ExpSum.h"
 #include "pccrt/Status.h"
 
 #include <algorithm>
@@ -23,6 +24,29 @@ namespace pccrt {
 template <typename T>
 void softmax(const T *x, T *y, int64_t outer, int64_t n, int64_t inner,
              bool log) {
+  // Contiguous f32 rows (the last axis): exponentials vectorised.
+  if constexpr (std::is_same_v<T, float>) {
+    if (inner == 1) {
+      for (int64_t o = 0; o < outer; ++o) {
+        const float *xp = x + o * n;
+        float *yp = y + o * n;
+        float mx = -std::numeric_limits<float>::infinity();
+        for (int64_t k = 0; k < n; ++k)
+          mx = std::max(mx, xp[k]);
+        float sum = expShiftedSum(xp, yp, n, mx);
+        if (log) {
+          float shift = mx + std::log(sum);
+          for (int64_t k = 0; k < n; ++k)
+            yp[k] = xp[k] - shift;
+          continue;
+        }
+        float inv = 1.0f / sum;
+        for (int64_t k = 0; k < n; ++k)
+          yp[k] *= inv;
+      }
+      return;
+    }
+  }
   for (int64_t o = 0; o < outer; ++o) {
     for (int64_t i = 0; i < inner; ++i) {
       const T *xp = x + o * n * inner + i;
