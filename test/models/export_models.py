@@ -59,6 +59,20 @@ class MLP(nn.Module):
         return self.net(x)
 
 
+class Classifier(nn.Module):
+    """Class probabilities over 16 classes: under Megatron's layouts the
+    last (column-parallel) layer leaves the softmax's axis split."""
+
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Sequential(
+            nn.Linear(64, 128), nn.GELU(), nn.Linear(128, 64), nn.ReLU(),
+            nn.Linear(64, 16), nn.Softmax(dim=-1))
+
+    def forward(self, x):
+        return self.net(x)
+
+
 class CausalSelfAttention(nn.Module):
     def __init__(self, d_model, n_head, max_len):
         super().__init__()
@@ -459,6 +473,7 @@ def make_encoder():
 # input spec: ("float", shape) or ("tokens", shape, vocab)
 MODELS = {
     "mlp": (MLP, "input", ("float", (8, 64)), None, True),
+    "classifier": (Classifier, "input", ("float", (8, 64)), None, True),
     "encoder": (make_encoder, "input", ("float", (8, 16, 64)), None, True),
     "gpt": (GPT, "tokens", ("tokens", (8, 16), 128), None, True),
     "gpt_dynamic": (GPT, "tokens", ("tokens", (8, 16), 128),

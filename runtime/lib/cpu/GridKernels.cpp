@@ -12,10 +12,13 @@
 #include "pccrt/Mesh.h"
 #include "pccrt/SoftmaxStats.h"
 
+#include "ExpSum.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 namespace pccrt {
 
@@ -60,8 +63,15 @@ void softmaxSplit(const T *x, T *y, int64_t outer, int64_t n, int64_t inner,
     for (int64_t k = 0; k < n; ++k)
       mx = std::max(mx, xp[k * inner]);
     double sum = 0;
-    for (int64_t k = 0; k < n; ++k)
-      sum += std::exp(xp[k * inner] - mx);
+    if constexpr (std::is_same_v<T, float>) {
+      // Contiguous f32 lines: the exponentials vectorised, into y (read
+      // again below for a softmax, overwritten for a log-softmax).
+      if (inner == 1)
+        sum = expShiftedSum(xp, y + line(l), n, mx);
+    }
+    if (!std::is_same_v<T, float> || inner != 1)
+      for (int64_t k = 0; k < n; ++k)
+        sum += std::exp(xp[k * inner] - mx);
     mine[2 * l] = mx;
     mine[2 * l + 1] = sum;
   }
@@ -76,6 +86,18 @@ void softmaxSplit(const T *x, T *y, int64_t outer, int64_t n, int64_t inner,
       T shift = T(mx + std::log(sum));
       for (int64_t k = 0; k < n; ++k)
         yp[k * inner] = xp[k * inner] - shift;
+      continue;
+    }
+    if (std::is_same_v<T, float> && inner == 1) {
+      // y holds e^(x - this block's max): rescaled to the line's (0 where
+      // the block holds nothing visible, and y its NaNs).
+      T factor = T(std::exp(mine[2 * l] - mx) / sum);
+      if (mine[2 * l] == -HUGE_VAL) {
+        std::fill(yp, yp + n, T(0));
+        continue;
+      }
+      for (int64_t k = 0; k < n; ++k)
+        yp[k] *= factor;
       continue;
     }
     T m = T(mx), inv = T(1.0 / sum);
