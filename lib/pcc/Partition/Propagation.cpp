@@ -103,7 +103,8 @@ bool remake(Value v, const TensorSharding &want, Operation *reader,
   Operation *def = v.getDefiningOp();
   if (!def || !def->hasTrait<OpTrait::Pointwise>() ||
       !llvm::all_of(v.getUsers(), [&](Operation *u) {
-        return u == reader || reader->isBeforeInBlock(u);
+        return u == reader || (u->getBlock() == reader->getBlock() &&
+                               reader->isBeforeInBlock(u));
       }))
     return false;
   ArrayRef<int64_t> shape = shapeOf(v);
