@@ -42,6 +42,12 @@ struct OpSharding {
   }
 };
 
+/// The dimension of a softmax's (or log-softmax's) axis in its operand's
+/// layout `in` when that axis is split, else null: such a softmax runs on
+/// the blocks, its lines' statistics gathered over the split (stat_axes).
+const DimSharding *splitSoftmaxAxis(mlir::Operation *op,
+                                    const TensorSharding &in);
+
 /// Never fails: an op without a rule computes on whole (replicated) tensors.
 OpSharding inferOpSharding(mlir::Operation *op,
                            llvm::ArrayRef<TensorSharding> operands,

@@ -316,12 +316,10 @@ Operation *Partitioner::buildLocal(Operation *op, ValueRange operands,
   if (isa<LayerNormOp>(op) && s.operands[0].dims.back().isSplit())
     state.attributes.set(
         "stat_axes", b.getDenseI64ArrayAttr(s.operands[0].dims.back().axes));
-  if (isa<SoftmaxOp, LogSoftmaxOp>(op)) {
-    const DimSharding &d =
-        s.operands[0].dims[op->getAttrOfType<IntegerAttr>("axis").getInt()];
-    if (d.isSplit())
-      state.attributes.set("stat_axes", b.getDenseI64ArrayAttr(d.axes));
-  }
+  if (const DimSharding *d = s.operands.empty()
+                                 ? nullptr
+                                 : splitSoftmaxAxis(op, s.operands[0]))
+    state.attributes.set("stat_axes", b.getDenseI64ArrayAttr(d->axes));
   if (isa<GemmOp>(op) && !s.reduceBeforeBias.empty()) {
     // C is added after the sum (in partitionOp).
     state.operands.resize(2);

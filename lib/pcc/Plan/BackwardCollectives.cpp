@@ -111,19 +111,17 @@ BackwardCollectives backwardCollectives(const PlanGraph &g, const Mesh &mesh,
     }
     // A softmax over a split axis: its gradient's sum along the axis
     // (of dy, or of dy * y) is all-reduced, one number a line.
-    if (isa<SoftmaxOp, LogSoftmaxOp>(op)) {
+    if (const DimSharding *d = splitSoftmaxAxis(op, s.results[0])) {
       int64_t axis = op->getAttrOfType<IntegerAttr>("axis").getInt();
+      int64_t n = mesh.size(d->axes);
       TensorSharding lines = s.results[0];
-      if (lines.dims[axis].isSplit()) {
-        int64_t n = mesh.size(lines.dims[axis].axes);
-        lines.dims[axis] = DimSharding();
-        double bytes = tensorBytes(op->getResult(0)) /
-                       double(shapeOf(op->getResult(0))[axis]) * scale;
-        double t = cost.collectiveTime(CollectiveKind::AllReduce,
-                                       bytes / double(splitFactor(lines, mesh)),
-                                       n, crossNode);
-        out.collectives.push_back({CollectiveKind::AllReduce, i, bytes, t});
-      }
+      lines.dims[axis] = DimSharding();
+      double bytes = tensorBytes(op->getResult(0)) /
+                     double(shapeOf(op->getResult(0))[axis]) * scale;
+      double t = cost.collectiveTime(CollectiveKind::AllReduce,
+                                     bytes / double(splitFactor(lines, mesh)),
+                                     n, crossNode);
+      out.collectives.push_back({CollectiveKind::AllReduce, i, bytes, t});
     }
     for (auto [k, p] : llvm::enumerate(node.producers)) {
       Value v = op->getOperand(k);

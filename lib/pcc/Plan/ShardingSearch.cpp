@@ -178,18 +178,15 @@ Choice costOption(const PlanNode &node, OpSharding sharding, const Mesh &mesh,
     c.scratchBytes += 2 * bytes;
   }
   // A softmax over a split axis: one all-gather of each line's (max, sum).
-  if (isa<SoftmaxOp, LogSoftmaxOp>(op)) {
+  if (const DimSharding *d = splitSoftmaxAxis(op, sharding.operands[0])) {
     int64_t axis = op->getAttrOfType<IntegerAttr>("axis").getInt();
-    const DimSharding &d = sharding.operands[0].dims[axis];
-    if (d.isSplit()) {
-      int64_t n = mesh.size(d.axes);
-      double bytes = 16.0 * numElements(local[0]) / local[0][axis] * in.scale;
-      double t = cost.collectiveTime(CollectiveKind::AllGather, bytes * n, n,
-                                     in.crossNode);
-      c.collectives.push_back({CollectiveKind::AllGather, -1, bytes * n, t});
-      c.comm += t;
-      c.scratchBytes += bytes * (1 + n);
-    }
+    int64_t n = mesh.size(d->axes);
+    double bytes = 16.0 * numElements(local[0]) / local[0][axis] * in.scale;
+    double t = cost.collectiveTime(CollectiveKind::AllGather, bytes * n, n,
+                                   in.crossNode);
+    c.collectives.push_back({CollectiveKind::AllGather, -1, bytes * n, t});
+    c.comm += t;
+    c.scratchBytes += bytes * (1 + n);
   }
   OpWork w = opWork(op, local, localOut, in.scale, &node);
   c.compute = node.view || node.epilogue

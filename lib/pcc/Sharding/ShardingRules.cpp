@@ -345,11 +345,8 @@ std::optional<OpSharding> splitStatsSharding(LayerNormOp op,
 /// vocabulary-parallel head's logits).
 std::optional<OpSharding> splitAxisSoftmax(Operation *op,
                                            ArrayRef<TensorSharding> in) {
-  auto axis = op->getAttrOfType<IntegerAttr>("axis");
-  if (!isa<SoftmaxOp, LogSoftmaxOp>(op) || !axis || !in[0].partial.empty())
-    return std::nullopt;
-  const DimSharding &d = in[0].dims[axis.getInt()];
-  if (!d.isSplit() || d.groups != 1)
+  const DimSharding *d = splitSoftmaxAxis(op, in[0]);
+  if (!d || d->groups != 1 || !in[0].partial.empty())
     return std::nullopt;
   OpSharding out;
   out.operands.push_back(in[0]);
@@ -391,6 +388,15 @@ Linearity linearityOf(Operation *op) {
 }
 
 } // namespace
+
+const DimSharding *splitSoftmaxAxis(Operation *op, const TensorSharding &in) {
+  auto axis = op->getAttrOfType<IntegerAttr>("axis");
+  if (!isa<SoftmaxOp, LogSoftmaxOp>(op) || !axis ||
+      axis.getInt() >= int64_t(in.dims.size()) ||
+      !in.dims[axis.getInt()].isSplit())
+    return nullptr;
+  return &in.dims[axis.getInt()];
+}
 
 OpSharding inferOpSharding(Operation *op, ArrayRef<TensorSharding> in,
                            const Mesh &mesh) {

@@ -57,19 +57,20 @@ void softmaxSplit(const T *x, T *y, int64_t outer, int64_t n, int64_t inner,
   int64_t lines = outer * inner;
   double *mine = scratch, *all = scratch + 2 * lines;
   auto line = [&](int64_t l) { return (l / inner) * n * inner + l % inner; };
+  // Contiguous f32 lines take their exponentials from the vectorised loop,
+  // into y (rescaled below for a softmax, overwritten for a log-softmax).
+  constexpr bool isFloat = std::is_same_v<T, float>;
+  bool vectorised = isFloat && inner == 1;
   for (int64_t l = 0; l < lines; ++l) {
     const T *xp = x + line(l);
     T mx = -std::numeric_limits<T>::infinity();
     for (int64_t k = 0; k < n; ++k)
       mx = std::max(mx, xp[k * inner]);
     double sum = 0;
-    if constexpr (std::is_same_v<T, float>) {
-      // Contiguous f32 lines: the exponentials vectorised, into y (read
-      // again below for a softmax, overwritten for a log-softmax).
-      if (inner == 1)
+    if constexpr (isFloat)
+      if (vectorised)
         sum = expShiftedSum(xp, y + line(l), n, mx);
-    }
-    if (!std::is_same_v<T, float> || inner != 1)
+    if (!vectorised)
       for (int64_t k = 0; k < n; ++k)
         sum += std::exp(xp[k * inner] - mx);
     mine[2 * l] = mx;
@@ -88,14 +89,14 @@ void softmaxSplit(const T *x, T *y, int64_t outer, int64_t n, int64_t inner,
         yp[k * inner] = xp[k * inner] - shift;
       continue;
     }
-    if (std::is_same_v<T, float> && inner == 1) {
-      // y holds e^(x - this block's max): rescaled to the line's (0 where
-      // the block holds nothing visible, and y its NaNs).
-      T factor = T(std::exp(mine[2 * l] - mx) / sum);
+    if (vectorised) {
+      // y holds e^(x - this block's max): rescaled to the line's; 0 where
+      // the block holds nothing visible (its y are NaNs).
       if (mine[2 * l] == -HUGE_VAL) {
         std::fill(yp, yp + n, T(0));
         continue;
       }
+      T factor = T(std::exp(mine[2 * l] - mx) / sum);
       for (int64_t k = 0; k < n; ++k)
         yp[k] *= factor;
       continue;
