@@ -194,12 +194,18 @@ bool copiesAlike(const PlanGraph &graph, llvm::ArrayRef<OpSharding> layouts);
 /// that bring each gradient to the layout its value was made in (`node`:
 /// the maker), and the nodes whose weights' gradients are partial sums
 /// over the axis (summed with the step's other gradients) with their
-/// bytes. `scale` is the share of the batch one device computes per
-/// microbatch. Found for a report, not while searching.
+/// bytes, and the bytes of the weights whose gradients come out split over
+/// it by every reader (summed over the other axes on their own: under
+/// sequence parallelism, a relative bias table split by heads). `scale` is
+/// the share of the batch one device computes per microbatch. Found for a
+/// report, not while searching.
 struct BackwardCollectives {
   std::vector<PlannedCollective> collectives;
+  /// Once a step: weight gradients gathered before their update.
+  std::vector<PlannedCollective> perStep;
   llvm::SmallVector<int> partialGradientNodes;
   double partialGradientBytes = 0;
+  double splitGradientBytes = 0;
 };
 BackwardCollectives backwardCollectives(const PlanGraph &graph,
                                         const Mesh &mesh, const CostModel &cost,

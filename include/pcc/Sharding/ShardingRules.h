@@ -29,16 +29,18 @@ struct OpSharding {
   /// pcc.gemm with a C operand whose K is split: the per-device product is
   /// summed over these axes before C is added (so C is added once).
   llvm::SmallVector<int64_t, 2> reduceBeforeBias;
-  /// Per operand (or empty): the layout a weight operand is stored in when
-  /// it differs from `operands` (3D tensor parallelism stores weights split
-  /// over one more axis and all-gathers them at use). Filled for the
-  /// planner from the annotated weights; inferOpSharding leaves it empty.
-  llvm::SmallVector<TensorSharding> storedWeights;
+  /// Per operand (or empty): the layout a weight or model input operand is
+  /// stored in when it differs from `operands` (3D tensor parallelism
+  /// stores weights split over one more axis and all-gathers them at use;
+  /// an input split over the sequence is gathered for a reader that cannot
+  /// keep that split). Filled for the planner from the annotated program;
+  /// inferOpSharding leaves it empty.
+  llvm::SmallVector<TensorSharding> storedOperands;
 
   bool operator==(const OpSharding &o) const {
     return operands == o.operands && results == o.results &&
            reduceBeforeBias == o.reduceBeforeBias &&
-           storedWeights == o.storedWeights;
+           storedOperands == o.storedOperands;
   }
 };
 

@@ -27,11 +27,12 @@ namespace pcc {
 
 namespace {
 
-/// Whether every reader of `v` is an optimizer op, or a scatter of it
-/// (planReshard's next step) that only optimizer ops read.
+/// Whether every reader of `v` is an optimizer op, or a scatter or gather
+/// of it (planReshard's next step: a gradient split where its update is
+/// not) that only optimizer ops read.
 bool readByOptimizer(Value v) {
   return !v.use_empty() && llvm::all_of(v.getUsers(), [](Operation *u) {
-    if (isa<shard::ReduceScatterOp>(u))
+    if (isa<shard::ReduceScatterOp, shard::AllGatherOp>(u))
       return readByOptimizer(u->getResult(0));
     return u->hasAttr(kOptimizerAttr);
   });

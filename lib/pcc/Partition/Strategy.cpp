@@ -773,13 +773,18 @@ shardingsOnAxes(func::FuncOp fn, const ParallelPlan &plan,
     if (!c)
       return;
     OpSharding s = annotatedOpSharding(c, mesh);
-    for (auto [v, use] : llvm::zip(c->getOperands(), s.operands))
-      if (v.getDefiningOp<WeightOp>() &&
-          gathersStoredWeight(shardingOf(v), use)) {
-        s.storedWeights.resize(c->getNumOperands());
-        s.storedWeights[&use - s.operands.begin()] =
+    for (auto [v, use] : llvm::zip(c->getOperands(), s.operands)) {
+      // A model input arrives in its own layout (the strategy's seed); a
+      // reader wanting another reshards it.
+      bool input = isa<BlockArgument>(v) &&
+                   onAxes(shardingOf(v), keep) != onAxes(use, keep);
+      if (input || (v.getDefiningOp<WeightOp>() &&
+                    gathersStoredWeight(shardingOf(v), use))) {
+        s.storedOperands.resize(c->getNumOperands());
+        s.storedOperands[&use - s.operands.begin()] =
             onAxes(shardingOf(v), keep);
       }
+    }
     for (auto *list : {&s.operands, &s.results})
       for (TensorSharding &t : *list)
         t = onAxes(t, keep);

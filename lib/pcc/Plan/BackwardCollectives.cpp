@@ -18,6 +18,9 @@
 #include "pcc/Dialect/PCC/IR/TensorUtils.h"
 #include "pcc/Sharding/Reshard.h"
 
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/MapVector.h"
+
 #include <functional>
 #include <map>
 #include <set>
@@ -84,6 +87,11 @@ BackwardCollectives backwardCollectives(const PlanGraph &g, const Mesh &mesh,
     unsigned result;
   };
   SmallVector<Reread> rereads;
+  // How each trained weight's gradient comes out of its readers.
+  struct WeightGradient {
+    bool partial = false, split = false;
+  };
+  llvm::MapVector<Value, WeightGradient> weightGradients;
   for (int i = 0; i < n; ++i) {
     const PlanNode &node = g.nodes[i];
     Operation *op = node.op;
@@ -132,6 +140,11 @@ BackwardCollectives backwardCollectives(const PlanGraph &g, const Mesh &mesh,
         // A weight's partial gradient joins the step's gradient sums.
         if (isTrainedWeight(k) && !grad.partial.empty())
           sumWithGradients(i, tensorBytes(v));
+        if (isTrainedWeight(k)) {
+          WeightGradient &w = weightGradients[v];
+          w.partial |= !grad.partial.empty();
+          w.split |= !grad.isReplicated();
+        }
         continue;
       }
       unsigned r = cast<OpResult>(v).getResultNumber();
@@ -173,6 +186,19 @@ BackwardCollectives backwardCollectives(const PlanGraph &g, const Mesh &mesh,
         }
         return true;
       };
+  // The trained weights a value of weights alone is made from.
+  std::function<SmallVector<Value>(int)> weightsBehind = [&](int i) {
+    SmallVector<Value> out;
+    for (auto [k, q] : llvm::enumerate(g.nodes[i].producers)) {
+      Value v = g.nodes[i].op->getOperand(k);
+      if (q >= 0)
+        llvm::append_range(out, weightsBehind(q));
+      else if (v.getDefiningOp<WeightOp>())
+        out.push_back(v);
+    }
+    return out;
+  };
+  llvm::DenseSet<Value> gatheredOnce;
   std::set<std::pair<int, unsigned>> regathered;
   for (const Reread &rr : rereads) {
     const OpSharding &s = layoutOf(rr.node);
@@ -259,6 +285,33 @@ BackwardCollectives backwardCollectives(const PlanGraph &g, const Mesh &mesh,
     }
     TensorSharding whole = s.results[r];
     whole.partial.clear();
+    // A value of weights alone (a relative-position bias looked up from
+    // its table) whose gradient comes split another way than it was made
+    // (by heads, under Ulysses): its gradient ops run on the split down to
+    // the weights, whose gradients are gathered once before their update
+    // (and summed over the other axes on their own).
+    if (g.nodes[p].derived && llvm::all_of(grads, [&](const TensorSharding &t) {
+          return t.partial.empty() && t != whole;
+        })) {
+      SmallVector<int64_t, 2> axes;
+      for (const TensorSharding &t : grads)
+        for (const DimSharding &d : t.dims)
+          for (int64_t a : d.axes)
+            if (!whole.usesAxis(a) && !llvm::is_contained(axes, a))
+              axes.push_back(a);
+      for (Value w : weightsBehind(p)) {
+        if (!weightGradients.count(w))
+          continue;
+        weightGradients[w].split = true;
+        if (gatheredOnce.insert(w).second && !axes.empty())
+          out.perStep.push_back(
+              {CollectiveKind::AllGather, p, double(tensorBytes(w)),
+               cost.collectiveTime(CollectiveKind::AllGather,
+                                   double(tensorBytes(w)), mesh.size(axes),
+                                   crossNode)});
+      }
+      continue;
+    }
     double bytes = tensorBytes(g.nodes[p].op->getResult(r)) * scale;
     SmallVector<PlannedCollective, 2> steps;
     for (const TensorSharding &grad : grads)
@@ -268,6 +321,9 @@ BackwardCollectives backwardCollectives(const PlanGraph &g, const Mesh &mesh,
       out.collectives.push_back(pc);
     }
   }
+  for (auto &[w, how] : weightGradients)
+    if (how.split && !how.partial)
+      out.splitGradientBytes += tensorBytes(w);
   return out;
 }
 

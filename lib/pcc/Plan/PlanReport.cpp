@@ -255,6 +255,9 @@ std::vector<CollectiveSummary> collectives(const PlanGraph &g,
     for (const PlannedCollective &pc : backward.collectives)
       add(collectiveName(pc.kind), axis, pc.bytes, pc.seconds, c.microbatches,
           g.nodes[pc.node].name + " (gradient)");
+    for (const PlannedCollective &pc : backward.perStep)
+      add(collectiveName(pc.kind), axis, pc.bytes, pc.seconds, 1,
+          g.nodes[pc.node].name + " (weight gradient)");
     return backward;
   };
   bool spelled = o.train && c.tp > 1 && c.mode == TensorMode::OneD &&
@@ -272,10 +275,22 @@ std::vector<CollectiveSummary> collectives(const PlanGraph &g,
         "gradients of weights read whole by split ops");
   // The sequence axis's layouts spell out their backward as the tensor
   // axis's do (the attention's included: ringAttentionBackward).
-  if (c.sequenceLayout)
-    list("sp", c.sequenceLayout->layouts,
-         o.train && c.sequenceLayout->layouts.size() == g.nodes.size(),
-         spMesh(c), 1.0 / double(c.dp * c.microbatches), c.sp);
+  // Weight gradients that come out split over sp (not partial) are summed
+  // over dp in a bucket of their own beside the dp x sp one.
+  if (c.sequenceLayout) {
+    BackwardCollectives sequence =
+        list("sp", c.sequenceLayout->layouts,
+             o.train && c.sequenceLayout->layouts.size() == g.nodes.size(),
+             spMesh(c), 1.0 / double(c.dp * c.microbatches), c.sp);
+    if (sequence.splitGradientBytes > 0 && c.dp > 1 && !c.zero) {
+      double bytes = sequence.splitGradientBytes / double(c.sp);
+      add("all_reduce", "dp", bytes,
+          CostModel(cluster, g.dtype, o.devices)
+              .collectiveTime(CollectiveKind::AllReduce, bytes, batch.size,
+                              batch.crossesNodes),
+          1, "gradients of weights split over sp");
+    }
+  }
   for (const PlanCandidate::StageTransfer &t : c.transfers)
     add("send_recv", "pp", t.bytes, t.seconds,
         c.microbatches * (o.train ? 2 : 1),

@@ -70,9 +70,9 @@ Choice costOption(const PlanNode &node, OpSharding sharding, const Mesh &mesh,
     // A weight stored in another layout than the op reads (3D) is held in
     // that one and gathered at use.
     const TensorSharding *stored =
-        i < sharding.storedWeights.size() &&
-                !sharding.storedWeights[i].dims.empty()
-            ? &sharding.storedWeights[i]
+        i < sharding.storedOperands.size() &&
+                !sharding.storedOperands[i].dims.empty()
+            ? &sharding.storedOperands[i]
             : nullptr;
     bool shared =
         llvm::any_of(node.sharedWeights, [&](auto s) { return s.first == i; });
@@ -777,14 +777,21 @@ void LayoutProblem::spellOut(SearchResult &result) const {
       colls = chosen.collectives;
     Operation *op = g.nodes[i].op;
     for (auto [k, p] : llvm::enumerate(g.nodes[i].producers)) {
-      if (p < 0)
-        continue;
       Value v = op->getOperand(k);
-      int rp = rep(p);
-      int ri = cast<OpResult>(v).getResultNumber();
-      const TensorSharding &from = options[rp][choice[rp]].sharding.results[ri];
+      // A model input arrives in the layout the fixed layouts stored it in
+      // (searched layouts take it as their reader wants it).
+      bool input = p < 0 && isa<BlockArgument>(v) &&
+                   k < chosen.sharding.storedOperands.size() &&
+                   !chosen.sharding.storedOperands[k].dims.empty();
+      if (p < 0 && !input)
+        continue;
+      int rp = input ? -1 : rep(p);
+      const TensorSharding &from =
+          input ? chosen.sharding.storedOperands[k]
+                : options[rp][choice[rp]]
+                      .sharding.results[cast<OpResult>(v).getResultNumber()];
       const TensorSharding &to = chosen.sharding.operands[k];
-      if (in.train)
+      if (in.train && !input)
         c.backwardComm +=
             weightGradientGather(g, i, k, chosen.sharding, from, mesh,
                                  cost, in.scale, in.crossNode, nullptr);
