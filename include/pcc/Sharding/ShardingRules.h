@@ -50,6 +50,12 @@ struct OpSharding {
 const DimSharding *splitSoftmaxAxis(mlir::Operation *op,
                                     const TensorSharding &in);
 
+/// A product laid out as SUMMA runs (`s`: x's contraction split over one
+/// grid axis, the weight's over another): {the weight's contraction axis
+/// (the grid's rows), x's (its columns)}, else none.
+std::optional<std::pair<int64_t, int64_t>> summaAxes(mlir::Operation *op,
+                                                     const OpSharding &s);
+
 /// Never fails: an op without a rule computes on whole (replicated) tensors.
 OpSharding inferOpSharding(mlir::Operation *op,
                            llvm::ArrayRef<TensorSharding> operands,

@@ -289,16 +289,10 @@ Operation *Partitioner::buildLocal(Operation *op, ValueRange operands,
   // the weight's over its rows.
   // (Only where the strategy marked it: an unmarked product's rule never
   // splits its two contraction dimensions differently.)
-  if (isa<MatMulOp, GemmOp>(op) && op->hasAttr(kSummaAttr) &&
-      s.operands.size() >= 2 && s.operands[1].dims.size() == 2) {
-    auto g = dyn_cast<GemmOp>(op);
-    ArrayRef<DimSharding> x = s.operands[0].dims;
-    const DimSharding &xk = x[g && g.getTransA() ? x.size() - 2 : x.size() - 1];
-    const DimSharding &wk = s.operands[1].dims[g && g.getTransB() ? 1 : 0];
-    if (xk.isSplit() && wk.isSplit() && xk.axes != wk.axes)
+  if (op->hasAttr(kSummaAttr))
+    if (auto axes = summaAxes(op, s))
       state.attributes.set("summa_axes",
-                           b.getDenseI64ArrayAttr({wk.axes[0], xk.axes[0]}));
-  }
+                           b.getDenseI64ArrayAttr({axes->first, axes->second}));
   // A depthwise convolution split over its channels convolves whole
   // groups: as many as it holds input channels.
   if (auto conv = dyn_cast<ConvOp>(op);

@@ -211,9 +211,10 @@ private:
   llvm::DenseMap<Value, Value> updated;
 };
 
-/// A partial sum over tp that several ops read is summed where it is first
-/// read, once (the partitioner reshards a value once per layout), rather
-/// than carried through each reader's linear ops and summed per branch:
+/// A partial sum over tp (1D, or a grid's axes) that several ops read is
+/// summed where it is first read, once (the partitioner reshards a value
+/// once per layout), rather than carried through each reader's linear ops
+/// and summed per branch:
 /// Megatron's one all-reduce of a column-parallel layer's input gradient,
 /// where a layer norm's backward would otherwise reduce four products.
 /// Later readers take it summed as the first reader did (Megatron-SP's
@@ -240,8 +241,10 @@ public:
         continue;
       }
       auto [it, isFirst] = first.try_emplace(v, s);
-      if (isFirst)
+      if (isFirst) {
         llvm::erase_if(it->second.partial, shared);
+        firstReader[v] = &op;
+      }
       s = it->second;
       summed = true;
     }
@@ -249,10 +252,21 @@ public:
       setOperandShardings(&op, kOperandShardingAttr, mesh, in);
   }
 
+  /// Later readers take a shared partial sum in the layout its first reader
+  /// ended up reading it in (the other placements may change it: a
+  /// product's output gradient read split as its forward result was).
+  void settle(Operation &op, ArrayRef<TensorSharding> in) {
+    for (auto [v, s] : llvm::zip(op.getOperands(), in))
+      if (firstReader.lookup(v) == &op &&
+          llvm::none_of(s.partial,
+                        [&, v = v](int64_t a) { return isShared(v, a); }))
+        first[v] = s;
+  }
+
 private:
   bool isShared(Value v, int64_t axis) const {
     StringRef name = mesh.axisNames[axis];
-    if (name == "tp")
+    if (name == "tp" || llvm::is_contained(kGridAxisNames, name))
       return true;
     Operation *def = v.getDefiningOp();
     return name == "dp" && def && !def->hasAttr(kGradientOfAttr);
@@ -260,6 +274,7 @@ private:
 
   const Mesh &mesh;
   llvm::DenseMap<Value, TensorSharding> first;
+  llvm::DenseMap<Value, Operation *> firstReader;
 };
 
 /// An embedding's gradient (GatherOp's rule: a one-hot [idx..., rows] of
@@ -511,12 +526,14 @@ private:
 };
 
 /// Bytes one device sends and receives to run `op` as `s` on operands laid
-/// out as `in`, its partial result summed over the axes `isTp` picks after
-/// (ring collectives: an all-reduce moves twice its buffer). Partial sums
-/// over other axes (dp: the gradient's bucket) cost every choice alike.
+/// out as `in`, its partial result summed over the axes `isTp` picks after,
+/// and brought to `dest` where the result's destination is known (ring
+/// collectives: an all-reduce moves twice its buffer). Partial sums over
+/// other axes (dp: the gradient's bucket) cost every choice alike.
 double movedBytes(Operation *op, ArrayRef<TensorSharding> in,
                   const OpSharding &s, const Mesh &mesh,
-                  function_ref<bool(int64_t)> isTp) {
+                  function_ref<bool(int64_t)> isTp,
+                  const TensorSharding *dest) {
   double bytes = 0;
   auto add = [&](const TensorSharding &from, const TensorSharding &to,
                  Value v) {
@@ -524,14 +541,45 @@ double movedBytes(Operation *op, ArrayRef<TensorSharding> in,
   };
   for (auto [v, from, to] : llvm::zip(op->getOperands(), in, s.operands))
     add(from, to, v);
-  for (auto [v, r] : llvm::zip(op->getResults(), s.results))
-    if (llvm::any_of(r.partial, isTp)) {
-      TensorSharding summed = r;
-      llvm::erase_if(summed.partial, isTp);
-      add(r, summed, v);
-    }
+  for (auto [v, r] : llvm::zip(op->getResults(), s.results)) {
+    TensorSharding from = r, to = dest ? *dest : r;
+    for (TensorSharding *t : {&from, &to})
+      llvm::erase_if(t->partial, [&](int64_t a) { return !isTp(a); });
+    to.partial.clear();
+    add(from, to, v);
+  }
   return bytes;
 }
+
+/// The layouts the forward products read their weights in (a value of
+/// weights alone: nn.Linear's transposed weight), by forward id: where the
+/// weight's gradient, the backward product X^T dY, must arrive.
+class WeightGradientDestinations {
+public:
+  void note(Operation &op, ArrayRef<TensorSharding> in,
+            const llvm::DenseSet<Value> &fromWeights) {
+    Attribute id = op.getAttr(kForwardIdAttr);
+    if (!id || !isa<MatMulOp, GemmOp>(op) || in.size() < 2)
+      return;
+    Value w = op.getOperand(1);
+    if (w.getDefiningOp<WeightOp>() || fromWeights.contains(w))
+      read[id] = {llvm::to_vector(shapeOf(w)), in[1]};
+  }
+  /// Where the result of `op`, a backward product, goes: the layout its
+  /// forward product read the weight in, if it makes that weight's
+  /// gradient.
+  const TensorSharding *of(Operation &op) const {
+    auto it = read.find(op.getAttr(kGradientOfAttr));
+    if (it == read.end() || op.getNumResults() != 1 ||
+        shapeOf(op.getResult(0)) != ArrayRef<int64_t>(it->second.first))
+      return nullptr;
+    return &it->second.second;
+  }
+
+private:
+  llvm::DenseMap<Attribute, std::pair<SmallVector<int64_t>, TensorSharding>>
+      read;
+};
 
 /// Whether `op` reads a weight (or a value made of weights alone).
 bool readsWeights(Operation &op, const llvm::DenseSet<Value> &fromWeights) {
@@ -546,28 +594,40 @@ bool readsWeights(Operation &op, const llvm::DenseSet<Value> &fromWeights) {
 /// (Megatron-SP's backward gathers the sequence-split input rather than
 /// resharding the output gradient and summing a whole weight gradient).
 /// Forward ops and products with weights keep their rules' choice: the
-/// planner priced those.
+/// planner priced those. On a 2D / 2.5D grid each operand is tried gathered
+/// over one grid axis at a time, and the weight gradient's way to its
+/// weight's layout (`dest`) counts: X gathered over the grid's columns
+/// makes [K, N over columns] partial over rows, one reduce-scatter from
+/// the weight's [K over rows, N over columns]; dY gathered instead makes K
+/// over columns, which an all-reduce and an all-to-all move.
 void gatherCheaperFactor(Operation &op, SmallVectorImpl<TensorSharding> &in,
-                         const Mesh &mesh) {
+                         const Mesh &mesh, const TensorSharding *dest) {
   if (llvm::any_of(in,
                    [](const TensorSharding &t) { return !t.partial.empty(); }))
     return;
-  auto isTp = [&](int64_t a) { return mesh.axisNames[a] == "tp"; };
+  // The tensor axes: 1D's, or a grid's.
+  auto isTp = [&](int64_t a) {
+    return mesh.axisNames[a] == "tp" ||
+           llvm::is_contained(kGridAxisNames, mesh.axisNames[a]);
+  };
   SmallVector<TensorSharding> best(in.begin(), in.end());
   double bestBytes =
-      movedBytes(&op, in, inferOpSharding(&op, in, mesh), mesh, isTp);
-  for (unsigned k = 0; k < in.size(); ++k) {
-    SmallVector<TensorSharding> other(in.begin(), in.end());
-    if (!other[k].gatherAxes(isTp))
-      continue;
-    OpSharding s = inferOpSharding(&op, other, mesh);
-    // Moved from the operands as they are to what this choice reads.
-    double bytes = movedBytes(&op, in, s, mesh, isTp);
-    if (bytes < bestBytes) {
-      bestBytes = bytes;
-      best = std::move(other);
+      movedBytes(&op, in, inferOpSharding(&op, in, mesh), mesh, isTp, dest);
+  for (unsigned k = 0; k < in.size(); ++k)
+    for (int64_t axis = 0; axis < int64_t(mesh.shape.size()); ++axis) {
+      if (!isTp(axis))
+        continue;
+      SmallVector<TensorSharding> other(in.begin(), in.end());
+      if (!other[k].gatherAxes([&](int64_t a) { return a == axis; }))
+        continue;
+      OpSharding s = inferOpSharding(&op, other, mesh);
+      // Moved from the operands as they are to what this choice reads.
+      double bytes = movedBytes(&op, in, s, mesh, isTp, dest);
+      if (bytes < bestBytes) {
+        bestBytes = bytes;
+        best = std::move(other);
+      }
     }
-  }
   if (llvm::equal(best, in))
     return;
   in.assign(best.begin(), best.end());
@@ -606,6 +666,7 @@ struct TrainingPropagation::State {
   TableGradients tables;
   AttentionGradients attentions;
   OutputGradients outputGradients;
+  WeightGradientDestinations weightGradients;
   /// Values made from weights alone (remade ones included).
   llvm::DenseSet<Value> fromWeights;
 };
@@ -626,6 +687,14 @@ void TrainingPropagation::adjustOperands(Operation &op,
                                          bool strategyPinned) {
   state->layouts.sumGradients(op, in);
   state->sharedPartials.sum(op, in);
+  state->weightGradients.note(op, in, state->fromWeights);
+  placeGradients(op, in, strategyPinned);
+  state->sharedPartials.settle(op, in);
+}
+
+void TrainingPropagation::placeGradients(Operation &op,
+                                         SmallVectorImpl<TensorSharding> &in,
+                                         bool strategyPinned) {
   if (state->tables.place(op, in, state->mesh) ||
       state->attentions.place(op, in, state->mesh))
     return;
@@ -635,7 +704,7 @@ void TrainingPropagation::adjustOperands(Operation &op,
   if (readsWeights(op, state->fromWeights))
     state->outputGradients.place(op, in, state->mesh);
   else if (isa<ContractionOpInterface>(op))
-    gatherCheaperFactor(op, in, state->mesh);
+    gatherCheaperFactor(op, in, state->mesh, state->weightGradients.of(op));
 }
 
 } // namespace pcc

@@ -37,6 +37,12 @@ public:
                       bool strategyPinned);
 
 private:
+  /// The placements of gradient tables, attention backwards and backward
+  /// products (each its own class in the .cpp).
+  void placeGradients(mlir::Operation &op,
+                      llvm::SmallVectorImpl<TensorSharding> &in,
+                      bool strategyPinned);
+
   struct State;
   std::unique_ptr<State> state;
 };

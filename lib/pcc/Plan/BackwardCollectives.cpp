@@ -117,6 +117,60 @@ BackwardCollectives backwardCollectives(const PlanGraph &g, const Mesh &mesh,
         out.collectives.push_back(pc);
       }
     }
+    // A product run as SUMMA: its gradients' products run on gathered
+    // panels (TrainingPropagation's gatherCheaperFactor): dX = dY W^T
+    // reads W gathered over the grid's rows and reduce-scatters dX over
+    // its columns; dW = X^T dY reads X gathered over the columns and
+    // reduce-scatters dW over the rows.
+    if (auto axes = summaAxes(op, s)) {
+      auto [rows, cols] = *axes;
+      SmallVector<PlannedCollective, 4> steps;
+      auto move = [&](const TensorSharding &layout, int64_t axis, bool sum,
+                      double bytes) {
+        TensorSharding other = layout;
+        other.gatherAxes([&](int64_t a) { return a == axis; });
+        if (sum)
+          other.partial.push_back(axis);
+        reshardTime(sum ? other : layout, sum ? layout : other, bytes, mesh,
+                    crossNode, cost, &steps);
+      };
+      double x = tensorBytes(op->getOperand(0)) * scale,
+             w = tensorBytes(op->getOperand(1));
+      int p = node.producers[0];
+      if (p >= 0 && trained[p]) {
+        move(s.operands[1], rows, false, w);
+        move(s.operands[0], cols, true, x);
+      }
+      if (node.producers[1] >= 0 ? trained[node.producers[1]]
+                                 : isTrainedWeight(1)) {
+        // (A model input stored whole is read whole: nothing gathered.)
+        bool whole = p < 0 && s.storedOperands.size() > 0 &&
+                     !s.storedOperands[0].dims.empty() &&
+                     !s.storedOperands[0].usesAxis(cols);
+        if (!whole)
+          move(s.operands[0], cols, false, x);
+        move(s.operands[1], rows, true, w);
+      }
+      for (PlannedCollective &pc : steps) {
+        pc.node = i;
+        out.collectives.push_back(pc);
+      }
+    }
+    // A layer norm over a split hidden dimension: its backward all-reduces
+    // the statistics it recomputes (two) and its two sums over a row.
+    if (auto ln = dyn_cast<LayerNormOp>(op);
+        ln && s.operands[0].dims.back().isSplit()) {
+      int64_t n = mesh.size(s.operands[0].dims.back().axes);
+      TensorSharding lines = s.operands[0];
+      lines.dims.back() = DimSharding();
+      double bytes = tensorBytes(ln.getInput()) /
+                     double(shapeOf(ln.getInput()).back()) * scale;
+      double t = cost.collectiveTime(CollectiveKind::AllReduce,
+                                     bytes / double(splitFactor(lines, mesh)),
+                                     n, crossNode);
+      for (int k = 0; k < 4; ++k)
+        out.collectives.push_back({CollectiveKind::AllReduce, i, bytes, t});
+    }
     // A softmax over a split axis: its gradient's sum along the axis
     // (of dy, or of dy * y) is all-reduced, one number a line.
     if (const DimSharding *d = splitSoftmaxAxis(op, s.results[0])) {
@@ -231,12 +285,11 @@ BackwardCollectives backwardCollectives(const PlanGraph &g, const Mesh &mesh,
     if (r >= s.results.size())
       continue;
     // A value of weights alone (a transposed weight) whose gradient comes
-    // whole but partial (its readers' work split, the weight not): the
-    // weight's partial gradient, summed in the step's gradient sums.
-    if (g.nodes[p].derived && llvm::all_of(grads, [](const TensorSharding &t) {
-          return !t.partial.empty() &&
-                 llvm::none_of(
-                     t.dims, [](const DimSharding &d) { return d.isSplit(); });
+    // laid out as the value but partial (its readers' work split over axes
+    // the weight is not): the weight's partial gradient, summed in the
+    // step's gradient sums.
+    if (g.nodes[p].derived && llvm::all_of(grads, [&](const TensorSharding &t) {
+          return !t.partial.empty() && t.dims == s.results[r].dims;
         })) {
       sumWithGradients(p, tensorBytes(g.nodes[p].op->getResult(r)));
       continue;

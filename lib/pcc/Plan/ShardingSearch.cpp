@@ -103,12 +103,33 @@ Choice costOption(const PlanNode &node, OpSharding sharding, const Mesh &mesh,
   bool splitWork = llvm::any_of(sharding.results, [](const TensorSharding &t) {
     return !t.isReplicated();
   });
-  if (in.train && splitWork)
-    for (auto [i, v, s] : llvm::enumerate(op->getOperands(), sharding.operands))
-      if (v.getDefiningOp<WeightOp>() && s.isReplicated() &&
-          !llvm::is_contained(node.frozenWeights, unsigned(i)))
+  // A weight not split over every axis the op's work is split over gets a
+  // partial gradient over the others (a replicated weight's over all; a
+  // grid's bias, split over the columns, over the rows), summed with the
+  // step's gradients.
+  if (in.train && splitWork) {
+    SmallVector<int64_t, 4> work;
+    for (const TensorSharding &r : sharding.results) {
+      for (const DimSharding &d : r.dims)
+        llvm::append_range(work, d.axes);
+      llvm::append_range(work, r.partial);
+    }
+    for (auto [i, v, s] :
+         llvm::enumerate(op->getOperands(), sharding.operands)) {
+      if (!v.getDefiningOp<WeightOp>() ||
+          llvm::is_contained(node.frozenWeights, unsigned(i)))
+        continue;
+      SmallVector<int64_t, 4> over;
+      for (int64_t a : work)
+        if (!s.usesAxis(a) && !llvm::is_contained(over, a))
+          over.push_back(a);
+      if (!over.empty())
         c.gradSync += cost.collectiveTime(CollectiveKind::AllReduce,
-                                          tensorBytes(v), in.degree, in.crossNode);
+                                          double(tensorBytes(v)) /
+                                              double(splitFactor(s, mesh)),
+                                          mesh.size(over), in.crossNode);
+    }
+  }
   // Ring attention: n - 1 shifts of this device's keys and values around
   // the group, overlapped with the work on the block in hand (only the
   // exceeding part costs time; see below).
@@ -143,25 +164,18 @@ Choice costOption(const PlanNode &node, OpSharding sharding, const Mesh &mesh,
   // weight's over another): q steps, each broadcasting a panel of each
   // along the grid's rows and columns and multiplying the panels.
   int64_t summaSteps = 1;
-  if (isa<MatMulOp, GemmOp>(op) && sharding.operands.size() >= 2 &&
-      sharding.operands[1].dims.size() == 2) {
-    auto g = dyn_cast<GemmOp>(op);
-    const DimSharding &xk = sharding.operands[0].dims.back();
-    const DimSharding &wk =
-        sharding.operands[1].dims[g && g.getTransB() ? 1 : 0];
-    if (xk.isSplit() && wk.isSplit() && xk.axes != wk.axes) {
-      int64_t q = mesh.size(xk.axes);
-      summaSteps = q;
-      for (int i : {0, 1}) {
-        double bytes = shapeBytes(local[i], elementTypeOf(op->getOperand(i))) *
-                       (i == 0 ? in.scale : 1.0);
-        double t = cost.collectiveTime(CollectiveKind::Broadcast, bytes, q,
-                                       in.crossNode);
-        for (int64_t s = 0; s < q; ++s)
-          c.collectives.push_back({CollectiveKind::Broadcast, -1, bytes, t});
-        c.comm += double(q) * t;
-        c.scratchBytes += bytes;
-      }
+  if (auto axes = summaAxes(op, sharding)) {
+    int64_t q = mesh.shape[axes->second];
+    summaSteps = q;
+    for (int i : {0, 1}) {
+      double bytes = shapeBytes(local[i], elementTypeOf(op->getOperand(i))) *
+                     (i == 0 ? in.scale : 1.0);
+      double t = cost.collectiveTime(CollectiveKind::Broadcast, bytes, q,
+                                     in.crossNode);
+      for (int64_t s = 0; s < q; ++s)
+        c.collectives.push_back({CollectiveKind::Broadcast, -1, bytes, t});
+      c.comm += double(q) * t;
+      c.scratchBytes += bytes;
     }
   }
   // A layer norm over a split hidden dimension: two all-reduces of one
@@ -433,8 +447,8 @@ double weightGradientGather(const PlanGraph &g, int i, unsigned operand,
   // in the bytes one device moves: the input gathered again, or the
   // product run on its split rows (the output gradient moved to them where
   // it is split on those axes: an all-to-all) and the weight's partial
-  // gradient summed (counted as an all-reduce, as there); a tie keeps the
-  // split rows.
+  // gradient brought to the weight's layout (a reduce-scatter into its
+  // split, as there); a tie keeps the split rows.
   double xBytes = tensorBytes(x) * scale;
   double wBytes = tensorBytes(op->getOperand(weight));
   const TensorSharding &w = layout.operands[weight];
@@ -442,8 +456,6 @@ double weightGradientGather(const PlanGraph &g, int i, unsigned operand,
   partial.gatherAxes(
       [&](int64_t a) { return llvm::is_contained(gathered, a); });
   partial.partial.assign(gathered.begin(), gathered.end());
-  TensorSharding summed = partial;
-  summed.partial.clear();
   std::vector<ReshardStep> sum = planReshard(partial, w);
   // The output gradient, split like the result, on the gathered axes.
   const TensorSharding &y = dy ? *dy : layout.results.front();
@@ -457,8 +469,8 @@ double weightGradientGather(const PlanGraph &g, int i, unsigned operand,
       a2a.toDim = 0;
       rows.push_back(a2a);
     }
-  double keep = stepsMovedBytes(rows, yBytes, mesh) +
-                stepsMovedBytes(planReshard(partial, summed), wBytes, mesh);
+  double keep =
+      stepsMovedBytes(rows, yBytes, mesh) + stepsMovedBytes(sum, wBytes, mesh);
   if (stepsMovedBytes(steps, xBytes, mesh) < keep)
     return stepsTime(steps, xBytes, mesh, crossNode, cost, out);
   return stepsTime(rows, yBytes, mesh, crossNode, cost, out) +

@@ -398,6 +398,20 @@ const DimSharding *splitSoftmaxAxis(Operation *op, const TensorSharding &in) {
   return &in.dims[axis.getInt()];
 }
 
+std::optional<std::pair<int64_t, int64_t>> summaAxes(Operation *op,
+                                                     const OpSharding &s) {
+  if (!isa<MatMulOp, GemmOp>(op) || s.operands.size() < 2 ||
+      s.operands[1].dims.size() != 2)
+    return std::nullopt;
+  auto g = dyn_cast<GemmOp>(op);
+  ArrayRef<DimSharding> x = s.operands[0].dims;
+  const DimSharding &xk = x[g && g.getTransA() ? x.size() - 2 : x.size() - 1];
+  const DimSharding &wk = s.operands[1].dims[g && g.getTransB() ? 1 : 0];
+  if (!xk.isSplit() || !wk.isSplit() || xk.axes == wk.axes)
+    return std::nullopt;
+  return std::make_pair(wk.axes[0], xk.axes[0]);
+}
+
 OpSharding inferOpSharding(Operation *op, ArrayRef<TensorSharding> in,
                            const Mesh &mesh) {
   // Layouts that do not fit their operand (hand-written IR) count as whole.
