@@ -205,6 +205,9 @@ struct BackwardCollectives {
   std::vector<PlannedCollective> perStep;
   llvm::SmallVector<int> partialGradientNodes;
   double partialGradientBytes = 0;
+  /// The distinct sets of axes those partial gradients are summed over
+  /// (pcc-bucket-gradients joins the sums of one set).
+  llvm::SmallVector<llvm::SmallVector<int64_t, 2>> gradientSumAxes;
   double splitGradientBytes = 0;
 };
 BackwardCollectives backwardCollectives(const PlanGraph &graph,

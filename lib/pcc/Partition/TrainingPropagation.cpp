@@ -464,6 +464,78 @@ private:
   llvm::DenseMap<Attribute, std::pair<Value, TensorSharding>> producers;
 };
 
+/// Colossal-AI's 3D linear layers (Strategy.cpp's CubeHook) run their
+/// backward as their forward does, transposed: with X' and W' the input
+/// and weight as the forward product read them (X gathered over a, W over
+/// x) and dY' the output gradient gathered back over b onto the forward
+/// product's rows, dX = dY' W'^T is a partial sum over a (reduce-scattered
+/// onto the rows, where X was made) and dW = X'^T dY' one over x
+/// (reduce-scattered into the weight's stored split). Left to their rules
+/// the gradient products gathered weights whole over two axes and moved
+/// their results by all-to-alls.
+class CubeGradients {
+public:
+  explicit CubeGradients(const Mesh &mesh)
+      : cube(mesh.axisNamed("tp_x") >= 0) {}
+
+  /// Notes a forward 3D product's layouts; pins a backward product of one.
+  /// Whether it pinned.
+  bool place(Operation &op, SmallVectorImpl<TensorSharding> &in,
+             const Mesh &mesh) {
+    if (!cube || !isa<MatMulOp, GemmOp>(op) || in.size() < 2)
+      return false;
+    if (Attribute id = op.getAttr(kForwardIdAttr)) {
+      note(op, id, in, mesh);
+      return false;
+    }
+    auto it = products.find(op.getAttr(kGradientOfAttr));
+    if (it == products.end())
+      return false;
+    const Product &p = it->second;
+    bool readsX = llvm::is_contained(op.getOperands(), p.x),
+         readsW = llvm::is_contained(op.getOperands(), p.w);
+    if (readsX == readsW)
+      return false;
+    for (auto [v, s] : llvm::zip(op.getOperands(), in))
+      s = v == p.x ? p.xRead : v == p.w ? p.wRead : p.dyRead;
+    setOperandShardings(&op, kOperandShardingAttr, mesh, in);
+    return true;
+  }
+
+private:
+  struct Product {
+    Value x, w;
+    TensorSharding xRead, wRead, dyRead;
+  };
+
+  /// A 3D product: x's contraction and the weight's split over the same
+  /// axis (their product a partial sum over it), the weight gathered from
+  /// its stored split.
+  void note(Operation &op, Attribute id, ArrayRef<TensorSharding> in,
+            const Mesh &mesh) {
+    if (!in[0].partial.empty() || in[0].dims.size() < 2 ||
+        in[1].dims.size() != 2)
+      return;
+    auto g = dyn_cast<GemmOp>(&op);
+    if (g && (g.getTransA() || g.getC()))
+      return;
+    const DimSharding &xk = in[0].dims.back();
+    const DimSharding &wk = in[1].dims[g && g.getTransB() ? 1 : 0];
+    if (xk.axes.size() != 1 || xk != wk ||
+        shardingOf(op.getOperand(1)) == in[1])
+      return;
+    OpSharding s = inferOpSharding(&op, in, mesh);
+    if (s.results[0].partial != ArrayRef<int64_t>(xk.axes))
+      return;
+    TensorSharding dy = s.results[0];
+    dy.partial.clear();
+    products[id] = {op.getOperand(0), op.getOperand(1), in[0], in[1], dy};
+  }
+
+  bool cube;
+  llvm::DenseMap<Attribute, Product> products;
+};
+
 /// An op's output gradient arriving whole where its forward result was
 /// split (the gradient of a gather: a head's logits over the whole sequence
 /// while the layer before ran on the sequence split) is read as that result
@@ -605,10 +677,12 @@ void gatherCheaperFactor(Operation &op, SmallVectorImpl<TensorSharding> &in,
   if (llvm::any_of(in,
                    [](const TensorSharding &t) { return !t.partial.empty(); }))
     return;
-  // The tensor axes: 1D's, or a grid's.
+  // The tensor axes: 1D's, or a grid's (2.5D's depth splits the batch as
+  // dp does: its weight gradients' sums are the bucket's).
   auto isTp = [&](int64_t a) {
-    return mesh.axisNames[a] == "tp" ||
-           llvm::is_contained(kGridAxisNames, mesh.axisNames[a]);
+    StringRef name = mesh.axisNames[a];
+    return name == "tp" ||
+           (name != "tp_dep" && llvm::is_contained(kGridAxisNames, name));
   };
   SmallVector<TensorSharding> best(in.begin(), in.end());
   double bestBytes =
@@ -658,13 +732,14 @@ llvm::DenseSet<Value> valuesMadeOfWeights(Block &body) {
 struct TrainingPropagation::State {
   State(func::FuncOp fn, const Mesh &mesh)
       : mesh(mesh), layouts(fn, mesh), sharedPartials(mesh), tables(fn),
-        outputGradients(fn),
+        cubes(mesh), outputGradients(fn),
         fromWeights(valuesMadeOfWeights(fn.getBody().front())) {}
   const Mesh &mesh;
   TrainingLayouts layouts;
   SharedPartials sharedPartials;
   TableGradients tables;
   AttentionGradients attentions;
+  CubeGradients cubes;
   OutputGradients outputGradients;
   WeightGradientDestinations weightGradients;
   /// Values made from weights alone (remade ones included).
@@ -696,7 +771,8 @@ void TrainingPropagation::placeGradients(Operation &op,
                                          SmallVectorImpl<TensorSharding> &in,
                                          bool strategyPinned) {
   if (state->tables.place(op, in, state->mesh) ||
-      state->attentions.place(op, in, state->mesh))
+      state->attentions.place(op, in, state->mesh) ||
+      state->cubes.place(op, in, state->mesh))
     return;
   // The rest lays out the backward ops a strategy left to their rules.
   if (!op.hasAttr(kGradientOfAttr) || strategyPinned)

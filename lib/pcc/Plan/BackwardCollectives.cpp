@@ -59,12 +59,16 @@ BackwardCollectives backwardCollectives(const PlanGraph &g, const Mesh &mesh,
                                         ArrayRef<NodeLayout> layouts) {
   BackwardCollectives out;
   int n = g.nodes.size();
-  // A weight's partial gradient (of `bytes`, made by node i) joins the
-  // step's gradient sums.
-  auto sumWithGradients = [&](int i, double bytes) {
+  // A weight's partial gradient (of `bytes`, made by node i, partial over
+  // `axes`) joins the step's gradient sums: one bucket per set of axes.
+  auto sumWithGradients = [&](int i, double bytes, ArrayRef<int64_t> axes) {
     out.partialGradientBytes += bytes;
     if (!llvm::is_contained(out.partialGradientNodes, i))
       out.partialGradientNodes.push_back(i);
+    SmallVector<int64_t, 2> set(axes.begin(), axes.end());
+    llvm::sort(set);
+    if (!llvm::is_contained(out.gradientSumAxes, set))
+      out.gradientSumAxes.push_back(set);
   };
   // Copies after the second carry their first copy's layout.
   auto layoutOf = [&](int i) -> const OpSharding & {
@@ -193,7 +197,7 @@ BackwardCollectives backwardCollectives(const PlanGraph &g, const Mesh &mesh,
       if (p < 0) {
         // A weight's partial gradient joins the step's gradient sums.
         if (isTrainedWeight(k) && !grad.partial.empty())
-          sumWithGradients(i, tensorBytes(v));
+          sumWithGradients(i, tensorBytes(v), grad.partial);
         if (isTrainedWeight(k)) {
           WeightGradient &w = weightGradients[v];
           w.partial |= !grad.partial.empty();
@@ -291,7 +295,8 @@ BackwardCollectives backwardCollectives(const PlanGraph &g, const Mesh &mesh,
     if (g.nodes[p].derived && llvm::all_of(grads, [&](const TensorSharding &t) {
           return !t.partial.empty() && t.dims == s.results[r].dims;
         })) {
-      sumWithGradients(p, tensorBytes(g.nodes[p].op->getResult(r)));
+      sumWithGradients(p, tensorBytes(g.nodes[p].op->getResult(r)),
+                       grads.front().partial);
       continue;
     }
     // A lookup in a table not split by rows (a position embedding under
@@ -305,8 +310,8 @@ BackwardCollectives backwardCollectives(const PlanGraph &g, const Mesh &mesh,
         gather.getInput().getDefiningOp<WeightOp>()) {
       // (Only where the tokens are split: otherwise every device's
       // gradient is the whole one.)
-      if (!gradientLayout(s, 0).partial.empty())
-        sumWithGradients(p, tensorBytes(gather.getInput()));
+      if (TensorSharding grad = gradientLayout(s, 0); !grad.partial.empty())
+        sumWithGradients(p, tensorBytes(gather.getInput()), grad.partial);
       continue;
     }
     // A sum run on partial operands (two vocabulary-parallel lookups

@@ -241,13 +241,14 @@ std::vector<CollectiveSummary> collectives(const PlanGraph &g,
   // value's partial axes together), not one per axis.
   ReplicaGroup batch = batchReplicas(c, cluster);
   std::set<int> lossOverTp;
+  // (The sum's own result, or its reader's reshard of it.)
   auto sumsLossOverTp = [&](StringRef axis, int node,
                             const PlannedCollective &pc) {
+    int sum = pc.producer < 0 ? node : pc.producer;
     return axis == "tp" && c.lossSums > 0 && batch.size > 1 &&
-           pc.kind == CollectiveKind::AllReduce && pc.producer < 0 &&
-           pc.node == node &&
+           pc.kind == CollectiveKind::AllReduce &&
            llvm::any_of(g.batchSums, [&](const PlanGraph::BatchSum &s) {
-             return s.node == node && !s.coupled;
+             return s.node == sum && !s.coupled;
            });
   };
   auto list = [&](StringRef axis, ArrayRef<NodeLayout> layouts, bool spelled,
@@ -255,7 +256,7 @@ std::vector<CollectiveSummary> collectives(const PlanGraph &g,
     for (auto [i, nc] : llvm::enumerate(layouts))
       for (const PlannedCollective &pc : nc.collectives) {
         if (sumsLossOverTp(axis, i, pc)) {
-          lossOverTp.insert(i);
+          lossOverTp.insert(pc.producer < 0 ? int(i) : pc.producer);
           continue;
         }
         bool repeated = again[i] && (pc.producer < 0 ||
@@ -349,6 +350,11 @@ std::vector<CollectiveSummary> collectives(const PlanGraph &g,
             1, int64_t(std::ceil(params * 4 / double(c.tp) / (25 << 20))));
     }
     buckets = std::max<int64_t>(buckets, 1);
+    // A grid without dp sums its partial gradients over the grid's axes:
+    // one bucket per set of them (2.5D: weights over the depth, biases
+    // over the depth and the rows).
+    if (c.mode != TensorMode::OneD && c.dp == 1 && c.sp == 1)
+      buckets = std::max<int64_t>(buckets, backward.gradientSumAxes.size());
     add("all_reduce",
         c.sp > 1   ? "dp x sp"
         : c.dp > 1 ? "dp"
