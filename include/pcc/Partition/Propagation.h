@@ -24,6 +24,14 @@ using StrategyHook =
 void propagateShardings(mlir::func::FuncOp fn, const Mesh &mesh,
                         StrategyHook hook = nullptr);
 
+/// Stores the weight behind `v` so that `v` is laid out as `now`: `v` is
+/// the weight, or a view of it (the transpose of MatMul(x, Transpose(W)),
+/// as exports without constant folding write nn.Linear; a mixed-precision
+/// step's cast of its master), while the weight is still replicated or
+/// already stored so. Each device then keeps, trains and updates only its
+/// part.
+bool storeThrough(mlir::Value v, const TensorSharding &now, const Mesh &mesh);
+
 /// The forward values of a training step made from weights alone (a
 /// transposed weight, its reshape): under ZeRO-3 a backward op that reads
 /// one makes it again before it (propagateShardings), from gathers of its

@@ -27,12 +27,12 @@ namespace pcc {
 
 namespace {
 
-/// Whether every reader of `v` is an optimizer op, or a scatter or gather
-/// of it (planReshard's next step: a gradient split where its update is
-/// not) that only optimizer ops read.
+/// Whether every reader of `v` is an optimizer op, or a scatter, gather or
+/// reshape of it (planReshard's next steps: a gradient split where its
+/// update is not) that only optimizer ops read.
 bool readByOptimizer(Value v) {
   return !v.use_empty() && llvm::all_of(v.getUsers(), [](Operation *u) {
-    if (isa<shard::ReduceScatterOp, shard::AllGatherOp>(u))
+    if (isa<shard::ReduceScatterOp, shard::AllGatherOp, ReshapeOp>(u))
       return readByOptimizer(u->getResult(0));
     return u->hasAttr(kOptimizerAttr);
   });

@@ -24,14 +24,6 @@ namespace pcc {
 #define GEN_PASS_DEF_PROPAGATESHARDING
 #include "pcc/Partition/Passes.h.inc"
 
-namespace {
-
-/// Stores the weight behind `v` so that `v` is laid out as `now`: `v` is
-/// the weight, or a view of it (the transpose of MatMul(x, Transpose(W)),
-/// as exports without constant folding write nn.Linear; a mixed-precision
-/// step's cast of its master), while the weight is still replicated or
-/// already stored so. Each device then keeps, trains and updates only its
-/// part.
 bool storeThrough(Value v, const TensorSharding &now, const Mesh &mesh) {
   if (v.getDefiningOp<WeightOp>()) {
     TensorSharding current = shardingOf(v);
@@ -56,6 +48,8 @@ bool storeThrough(Value v, const TensorSharding &now, const Mesh &mesh) {
   setSharding(v, mesh, now);
   return true;
 }
+
+namespace {
 
 /// A view of a weight that an op asks for in layout `now` while it is
 /// still as inferred (`old`): the weight is stored so that the view is

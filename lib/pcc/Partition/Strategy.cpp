@@ -475,7 +475,10 @@ struct CubeHook {
     // A weight shared with an earlier layer is stored already.
     if (!in[1].isReplicated() && in[1] != stored)
       return;
-    setSharding(w, mesh, stored);
+    // The weight behind a view (a training export's Transpose(W)) is
+    // stored so too: each device keeps and updates its 1/q^3 part.
+    if (!storeThrough(w, stored, mesh))
+      setSharding(w, mesh, stored);
     in[0] = std::move(a);
     in[1] = std::move(use);
   }
@@ -776,7 +779,10 @@ shardingsOnAxes(func::FuncOp fn, const ParallelPlan &plan,
     for (auto [v, use] : llvm::zip(c->getOperands(), s.operands)) {
       // A model input arrives in its own layout (the strategy's seed); a
       // reader wanting another reshards it.
-      bool input = isa<BlockArgument>(v) &&
+      // So does a weight's view (3D gathers a transposed weight's stored
+      // split at use).
+      bool input = (isa<BlockArgument>(v) || isLinearWeight(v)) &&
+                   !v.getDefiningOp<WeightOp>() &&
                    onAxes(shardingOf(v), keep) != onAxes(use, keep);
       if (input || (v.getDefiningOp<WeightOp>() &&
                     gathersStoredWeight(shardingOf(v), use))) {

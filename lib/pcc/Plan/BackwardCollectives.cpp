@@ -51,6 +51,35 @@ TensorSharding gradientLayout(const OpSharding &s, unsigned k) {
   return grad;
 }
 
+/// Whether `to` is `from`'s blocks cut further (each dimension split over
+/// `from`'s axes and maybe more after them): reached by slicing alone.
+bool slicesTo(const TensorSharding &from, const TensorSharding &to) {
+  if (from.dims.size() != to.dims.size())
+    return false;
+  for (auto [f, t] : llvm::zip(from.dims, to.dims))
+    if (f.isSplit() &&
+        (f.groups != t.groups || t.axes.size() < f.axes.size() ||
+         !llvm::equal(f.axes, ArrayRef(t.axes).take_front(f.axes.size()))))
+      return false;
+  return true;
+}
+
+/// A 3D product's contraction split (see CubeGradients), or null.
+const DimSharding *cubeContraction(Operation *op, const OpSharding &s) {
+  auto g = dyn_cast<GemmOp>(op);
+  if (!isa<MatMulOp, GemmOp>(op) || (g && (g.getTransA() || g.getC())) ||
+      s.operands.size() < 2 || s.operands[1].dims.size() != 2 ||
+      s.operands[0].dims.size() < 2 || s.storedOperands.size() < 2 ||
+      s.storedOperands[1].dims.empty())
+    return nullptr;
+  const DimSharding &xk = s.operands[0].dims.back();
+  const DimSharding &wk = s.operands[1].dims[g && g.getTransB() ? 1 : 0];
+  if (xk.axes.size() != 1 || xk != wk ||
+      s.results[0].partial != ArrayRef<int64_t>(xk.axes))
+    return nullptr;
+  return &xk;
+}
+
 } // namespace
 
 BackwardCollectives backwardCollectives(const PlanGraph &g, const Mesh &mesh,
@@ -160,6 +189,39 @@ BackwardCollectives backwardCollectives(const PlanGraph &g, const Mesh &mesh,
         out.collectives.push_back(pc);
       }
     }
+    // A 3D product (x's contraction and the weight's split over one axis b,
+    // the product a partial sum over it, the weight gathered from its
+    // stored split): its gradient products read what the forward read
+    // (TrainingPropagation's CubeGradients): the weight gathered again for
+    // dX, x gathered again for dW. The output gradient comes back to the
+    // product's rows, dX's partial sum reaches x's maker and dW's the
+    // weight below, as every op's.
+    bool cube = cubeContraction(op, s);
+    if (cube) {
+      SmallVector<PlannedCollective, 4> steps;
+      // Where operand k is kept: as stored (a weight or its view), or in
+      // its maker's layout.
+      auto kept = [&](unsigned k) -> const TensorSharding & {
+        if (k < s.storedOperands.size() && !s.storedOperands[k].dims.empty())
+          return s.storedOperands[k];
+        int q = node.producers[k];
+        return q >= 0 ? layoutOf(q).results[cast<OpResult>(op->getOperand(k))
+                                                .getResultNumber()]
+                      : s.operands[k];
+      };
+      int p = node.producers[0];
+      if (p >= 0 && trained[p])
+        reshardTime(kept(1), s.operands[1], tensorBytes(op->getOperand(1)),
+                    mesh, crossNode, cost, &steps);
+      if (p >= 0)
+        reshardTime(kept(0), s.operands[0],
+                    tensorBytes(op->getOperand(0)) * scale, mesh, crossNode,
+                    cost, &steps);
+      for (PlannedCollective &pc : steps) {
+        pc.node = i;
+        out.collectives.push_back(pc);
+      }
+    }
     // A layer norm over a split hidden dimension: its backward all-reduces
     // the statistics it recomputes (two) and its two sums over a row.
     if (auto ln = dyn_cast<LayerNormOp>(op);
@@ -207,8 +269,8 @@ BackwardCollectives backwardCollectives(const PlanGraph &g, const Mesh &mesh,
       }
       unsigned r = cast<OpResult>(v).getResultNumber();
       // The input gathered again for the weight's gradient (below, once
-      // the output gradient's layout is known).
-      if (r < layoutOf(p).results.size())
+      // the output gradient's layout is known; a 3D product's above).
+      if (r < layoutOf(p).results.size() && !cube)
         rereads.push_back({i, unsigned(k), p, r});
       if (!trained[p])
         continue;
@@ -289,11 +351,16 @@ BackwardCollectives backwardCollectives(const PlanGraph &g, const Mesh &mesh,
     if (r >= s.results.size())
       continue;
     // A value of weights alone (a transposed weight) whose gradient comes
-    // laid out as the value but partial (its readers' work split over axes
-    // the weight is not): the weight's partial gradient, summed in the
-    // step's gradient sums.
+    // laid out as the value, or less split, but partial over axes the value
+    // does not split (its readers' work split over axes the weight is
+    // not): the weight's partial gradient, summed in the step's gradient
+    // sums. (Partial over an axis the value splits further, as a 3D
+    // weight's over x, it is reduce-scattered below.)
     if (g.nodes[p].derived && llvm::all_of(grads, [&](const TensorSharding &t) {
-          return !t.partial.empty() && t.dims == s.results[r].dims;
+          return !t.partial.empty() && slicesTo(t, s.results[r]) &&
+                 llvm::none_of(t.partial, [&](int64_t a) {
+                   return s.results[r].usesAxis(a);
+                 });
         })) {
       sumWithGradients(p, tensorBytes(g.nodes[p].op->getResult(r)),
                        grads.front().partial);
