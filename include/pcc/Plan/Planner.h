@@ -191,6 +191,11 @@ ReplicaGroup gradientReplicas(const PlanCandidate &c,
 /// sum over a split sequence is the sequence layouts' own collective.
 ReplicaGroup batchReplicas(const PlanCandidate &c, const ClusterSpec &cluster);
 
+/// The grid a 2D / 2.5D / 3D tensor mode's layouts are priced on: q x q
+/// (tp_row, tp_col), depth x q x q (tp_dep first) or q x q x q (tp_x,
+/// tp_y, tp_z), as the partitioner's program mesh names them.
+Mesh tensorGridMesh(TensorMode mode, int64_t q, int64_t depth);
+
 } // namespace pcc
 
 #endif // PCC_PLAN_PLANNER_H

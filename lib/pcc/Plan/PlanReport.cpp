@@ -108,23 +108,6 @@ Mesh tpMesh(const PlanCandidate &c) {
   return m;
 }
 
-/// The grid a 2D / 2.5D / 3D candidate's layouts are priced on (as
-/// PlanSearch::layoutFor builds it).
-Mesh gridMesh(const PlanCandidate &c) {
-  Mesh m;
-  if (c.mode == TensorMode::TwoPointFiveD) {
-    m.shape = {c.depth, c.q, c.q};
-    m.axisNames = {"tp_dep", "tp_row", "tp_col"};
-  } else if (c.mode == TensorMode::ThreeD) {
-    m.shape = {c.q, c.q, c.q};
-    m.axisNames = {"tp_x", "tp_y", "tp_z"};
-  } else {
-    m.shape = {c.q, c.q};
-    m.axisNames = {"tp_row", "tp_col"};
-  }
-  return m;
-}
-
 /// The one-axis mesh the sequence layouts are priced on (searchTensorParallel
 /// names its one axis tp).
 Mesh spMesh(const PlanCandidate &c) {
@@ -282,7 +265,8 @@ std::vector<CollectiveSummary> collectives(const PlanGraph &g,
       o.train && c.tp > 1 && c.layout->layouts.size() == g.nodes.size();
   BackwardCollectives backward =
       list("tp", c.layout->layouts, spelled,
-           c.mode == TensorMode::OneD ? tpMesh(c) : gridMesh(c),
+           c.mode == TensorMode::OneD ? tpMesh(c)
+                                      : tensorGridMesh(c.mode, c.q, c.depth),
            1.0 / double(c.dp * c.microbatches * c.sp), c.tp);
   double partialGradients = backward.partialGradientBytes, partialSync = 0;
   for (int i : backward.partialGradientNodes)

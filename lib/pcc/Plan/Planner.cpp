@@ -181,6 +181,21 @@ ReplicaGroup batchReplicas(const PlanCandidate &c, const ClusterSpec &cluster) {
   return r;
 }
 
+Mesh tensorGridMesh(TensorMode mode, int64_t q, int64_t depth) {
+  Mesh m;
+  if (mode == TensorMode::TwoPointFiveD) {
+    m.shape = {depth, q, q};
+    m.axisNames = {"tp_dep", "tp_row", "tp_col"};
+  } else if (mode == TensorMode::ThreeD) {
+    m.shape = {q, q, q};
+    m.axisNames = {"tp_x", "tp_y", "tp_z"};
+  } else {
+    m.shape = {q, q};
+    m.axisNames = {"tp_row", "tp_col"};
+  }
+  return m;
+}
+
 ParallelPlan PlanCandidate::toPlan(bool train) const {
   ParallelPlan p = ParallelPlan::withDegrees(pp, dp, sp, tp);
   p.tensorMode = mode;
@@ -648,17 +663,7 @@ PlanSearch::layoutFor(int64_t pp, int64_t dp, int64_t tg, TensorMode mode,
     Derived &fixed = derived(fixedGrid[fixedKey], [&] {
       return opt.gridLayouts(dp, tg, mode, grid.second);
     });
-    Mesh gridMesh;
-    if (mode == TensorMode::TwoPointFiveD) {
-      gridMesh.shape = {grid.second, grid.first, grid.first};
-      gridMesh.axisNames = {"tp_dep", "tp_row", "tp_col"};
-    } else if (mode == TensorMode::ThreeD) {
-      gridMesh.shape = {grid.first, grid.first, grid.first};
-      gridMesh.axisNames = {"tp_x", "tp_y", "tp_z"};
-    } else {
-      gridMesh.shape = {grid.first, grid.first};
-      gridMesh.axisNames = {"tp_row", "tp_col"};
-    }
+    Mesh gridMesh = tensorGridMesh(mode, grid.first, grid.second);
     SearchInput in;
     in.degree = tg;
     in.crossNode = groupCrossesNodes(1, tg, cluster);
