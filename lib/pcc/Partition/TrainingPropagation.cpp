@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "TrainingPropagation.h"
+#include "ProductGradients.h"
 
 #include "pcc/Dialect/PCC/IR/PCCOps.h"
 #include "pcc/Dialect/PCC/IR/TensorUtils.h"
@@ -464,78 +465,6 @@ private:
   llvm::DenseMap<Attribute, std::pair<Value, TensorSharding>> producers;
 };
 
-/// Colossal-AI's 3D linear layers (Strategy.cpp's CubeHook) run their
-/// backward as their forward does, transposed: with X' and W' the input
-/// and weight as the forward product read them (X gathered over a, W over
-/// x) and dY' the output gradient gathered back over b onto the forward
-/// product's rows, dX = dY' W'^T is a partial sum over a (reduce-scattered
-/// onto the rows, where X was made) and dW = X'^T dY' one over x
-/// (reduce-scattered into the weight's stored split). Left to their rules
-/// the gradient products gathered weights whole over two axes and moved
-/// their results by all-to-alls.
-class CubeGradients {
-public:
-  explicit CubeGradients(const Mesh &mesh)
-      : cube(mesh.axisNamed("tp_x") >= 0) {}
-
-  /// Notes a forward 3D product's layouts; pins a backward product of one.
-  /// Whether it pinned.
-  bool place(Operation &op, SmallVectorImpl<TensorSharding> &in,
-             const Mesh &mesh) {
-    if (!cube || !isa<MatMulOp, GemmOp>(op) || in.size() < 2)
-      return false;
-    if (Attribute id = op.getAttr(kForwardIdAttr)) {
-      note(op, id, in, mesh);
-      return false;
-    }
-    auto it = products.find(op.getAttr(kGradientOfAttr));
-    if (it == products.end())
-      return false;
-    const Product &p = it->second;
-    bool readsX = llvm::is_contained(op.getOperands(), p.x),
-         readsW = llvm::is_contained(op.getOperands(), p.w);
-    if (readsX == readsW)
-      return false;
-    for (auto [v, s] : llvm::zip(op.getOperands(), in))
-      s = v == p.x ? p.xRead : v == p.w ? p.wRead : p.dyRead;
-    setOperandShardings(&op, kOperandShardingAttr, mesh, in);
-    return true;
-  }
-
-private:
-  struct Product {
-    Value x, w;
-    TensorSharding xRead, wRead, dyRead;
-  };
-
-  /// A 3D product: x's contraction and the weight's split over the same
-  /// axis (their product a partial sum over it), the weight gathered from
-  /// its stored split.
-  void note(Operation &op, Attribute id, ArrayRef<TensorSharding> in,
-            const Mesh &mesh) {
-    if (!in[0].partial.empty() || in[0].dims.size() < 2 ||
-        in[1].dims.size() != 2)
-      return;
-    auto g = dyn_cast<GemmOp>(&op);
-    if (g && (g.getTransA() || g.getC()))
-      return;
-    const DimSharding &xk = in[0].dims.back();
-    const DimSharding &wk = in[1].dims[g && g.getTransB() ? 1 : 0];
-    if (xk.axes.size() != 1 || xk != wk ||
-        shardingOf(op.getOperand(1)) == in[1])
-      return;
-    OpSharding s = inferOpSharding(&op, in, mesh);
-    if (s.results[0].partial != ArrayRef<int64_t>(xk.axes))
-      return;
-    TensorSharding dy = s.results[0];
-    dy.partial.clear();
-    products[id] = {op.getOperand(0), op.getOperand(1), in[0], in[1], dy};
-  }
-
-  bool cube;
-  llvm::DenseMap<Attribute, Product> products;
-};
-
 /// An op's output gradient arriving whole where its forward result was
 /// split (the gradient of a gather: a head's logits over the whole sequence
 /// while the layer before ran on the sequence split) is read as that result
@@ -597,115 +526,11 @@ private:
   llvm::DenseMap<Attribute, Operation *> forward;
 };
 
-/// Bytes one device sends and receives to run `op` as `s` on operands laid
-/// out as `in`, its partial result summed over the axes `isTp` picks after,
-/// and brought to `dest` where the result's destination is known (ring
-/// collectives: an all-reduce moves twice its buffer). Partial sums over
-/// other axes (dp: the gradient's bucket) cost every choice alike.
-double movedBytes(Operation *op, ArrayRef<TensorSharding> in,
-                  const OpSharding &s, const Mesh &mesh,
-                  function_ref<bool(int64_t)> isTp,
-                  const TensorSharding *dest) {
-  double bytes = 0;
-  auto add = [&](const TensorSharding &from, const TensorSharding &to,
-                 Value v) {
-    bytes += stepsMovedBytes(planReshard(from, to), tensorBytes(v), mesh);
-  };
-  for (auto [v, from, to] : llvm::zip(op->getOperands(), in, s.operands))
-    add(from, to, v);
-  for (auto [v, r] : llvm::zip(op->getResults(), s.results)) {
-    TensorSharding from = r, to = dest ? *dest : r;
-    for (TensorSharding *t : {&from, &to})
-      llvm::erase_if(t->partial, [&](int64_t a) { return !isTp(a); });
-    to.partial.clear();
-    add(from, to, v);
-  }
-  return bytes;
-}
-
-/// The layouts the forward products read their weights in (a value of
-/// weights alone: nn.Linear's transposed weight), by forward id: where the
-/// weight's gradient, the backward product X^T dY, must arrive.
-class WeightGradientDestinations {
-public:
-  void note(Operation &op, ArrayRef<TensorSharding> in,
-            const llvm::DenseSet<Value> &fromWeights) {
-    Attribute id = op.getAttr(kForwardIdAttr);
-    if (!id || !isa<MatMulOp, GemmOp>(op) || in.size() < 2)
-      return;
-    Value w = op.getOperand(1);
-    if (w.getDefiningOp<WeightOp>() || fromWeights.contains(w))
-      read[id] = {llvm::to_vector(shapeOf(w)), in[1]};
-  }
-  /// Where the result of `op`, a backward product, goes: the layout its
-  /// forward product read the weight in, if it makes that weight's
-  /// gradient.
-  const TensorSharding *of(Operation &op) const {
-    auto it = read.find(op.getAttr(kGradientOfAttr));
-    if (it == read.end() || op.getNumResults() != 1 ||
-        shapeOf(op.getResult(0)) != ArrayRef<int64_t>(it->second.first))
-      return nullptr;
-    return &it->second.second;
-  }
-
-private:
-  llvm::DenseMap<Attribute, std::pair<SmallVector<int64_t>, TensorSharding>>
-      read;
-};
-
 /// Whether `op` reads a weight (or a value made of weights alone).
 bool readsWeights(Operation &op, const llvm::DenseSet<Value> &fromWeights) {
   return llvm::any_of(op.getOperands(), [&](Value v) {
     return v.getDefiningOp<WeightOp>() || fromWeights.contains(v);
   });
-}
-
-/// A weight's gradient (X^T dY, a backward product of two activations)
-/// splits the factor its first split operand offers; when gathering that
-/// operand's tensor split instead moves fewer bytes, it is gathered
-/// (Megatron-SP's backward gathers the sequence-split input rather than
-/// resharding the output gradient and summing a whole weight gradient).
-/// Forward ops and products with weights keep their rules' choice: the
-/// planner priced those. On a 2D / 2.5D grid each operand is tried gathered
-/// over one grid axis at a time, and the weight gradient's way to its
-/// weight's layout (`dest`) counts: X gathered over the grid's columns
-/// makes [K, N over columns] partial over rows, one reduce-scatter from
-/// the weight's [K over rows, N over columns]; dY gathered instead makes K
-/// over columns, which an all-reduce and an all-to-all move.
-void gatherCheaperFactor(Operation &op, SmallVectorImpl<TensorSharding> &in,
-                         const Mesh &mesh, const TensorSharding *dest) {
-  if (llvm::any_of(in,
-                   [](const TensorSharding &t) { return !t.partial.empty(); }))
-    return;
-  // The tensor axes: 1D's, or a grid's (2.5D's depth splits the batch as
-  // dp does: its weight gradients' sums are the bucket's).
-  auto isTp = [&](int64_t a) {
-    StringRef name = mesh.axisNames[a];
-    return name == "tp" ||
-           (name != "tp_dep" && llvm::is_contained(kGridAxisNames, name));
-  };
-  SmallVector<TensorSharding> best(in.begin(), in.end());
-  double bestBytes =
-      movedBytes(&op, in, inferOpSharding(&op, in, mesh), mesh, isTp, dest);
-  for (unsigned k = 0; k < in.size(); ++k)
-    for (int64_t axis = 0; axis < int64_t(mesh.shape.size()); ++axis) {
-      if (!isTp(axis))
-        continue;
-      SmallVector<TensorSharding> other(in.begin(), in.end());
-      if (!other[k].gatherAxes([&](int64_t a) { return a == axis; }))
-        continue;
-      OpSharding s = inferOpSharding(&op, other, mesh);
-      // Moved from the operands as they are to what this choice reads.
-      double bytes = movedBytes(&op, in, s, mesh, isTp, dest);
-      if (bytes < bestBytes) {
-        bestBytes = bytes;
-        best = std::move(other);
-      }
-    }
-  if (llvm::equal(best, in))
-    return;
-  in.assign(best.begin(), best.end());
-  setOperandShardings(&op, kOperandShardingAttr, mesh, in);
 }
 
 } // namespace
