@@ -223,9 +223,19 @@ BackwardCollectives backwardCollectives(const PlanGraph &g, const Mesh &mesh,
       }
     }
     // A layer norm over a split hidden dimension: its backward all-reduces
-    // the statistics it recomputes (two) and its two sums over a row.
+    // the statistics it recomputes (two; none where its input is kept
+    // whole, as a ViT's first norm's sum of embeddings is, and sliced) and
+    // its two sums over a row.
     if (auto ln = dyn_cast<LayerNormOp>(op);
         ln && s.operands[0].dims.back().isSplit()) {
+      int p = node.producers[0];
+      const TensorSharding &kept =
+          p >= 0 ? layoutOf(p)
+                       .results[cast<OpResult>(ln.getInput()).getResultNumber()]
+          : !s.storedOperands.empty() && !s.storedOperands[0].dims.empty()
+              ? s.storedOperands[0]
+              : s.operands[0];
+      int sums = kept.dims.back().isSplit() ? 4 : 2;
       int64_t n = mesh.size(s.operands[0].dims.back().axes);
       TensorSharding lines = s.operands[0];
       lines.dims.back() = DimSharding();
@@ -234,7 +244,7 @@ BackwardCollectives backwardCollectives(const PlanGraph &g, const Mesh &mesh,
       double t = cost.collectiveTime(CollectiveKind::AllReduce,
                                      bytes / double(splitFactor(lines, mesh)),
                                      n, crossNode);
-      for (int k = 0; k < 4; ++k)
+      for (int k = 0; k < sums; ++k)
         out.collectives.push_back({CollectiveKind::AllReduce, i, bytes, t});
     }
     // A softmax over a split axis: its gradient's sum along the axis
