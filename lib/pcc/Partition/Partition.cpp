@@ -89,6 +89,9 @@ private:
   llvm::DenseMap<Value, TensorSharding> layout;
   std::map<std::pair<Operation *, std::string>, Value> weightShards;
   std::map<std::pair<void *, std::string>, Value> resharded;
+  /// The summed copies made of each partial value, with their layouts.
+  llvm::DenseMap<Value, SmallVector<std::pair<TensorSharding, Value>, 1>>
+      summed;
 };
 
 Value Partitioner::reshape(Location loc, Value v, ArrayRef<int64_t> shape) {
@@ -221,8 +224,22 @@ FailureOr<Value> Partitioner::operandFor(Operation *user, Value global,
   auto done = resharded.find(key);
   if (done != resharded.end())
     return done->second;
+  // A partial sum another reader took summed: cut from that copy (free)
+  // where it can be, rather than summed a second time.
+  if (!layout[global].partial.empty())
+    for (auto &[was, copy] : summed.lookup(global))
+      if (copy.getParentBlock() == b.getInsertionBlock() &&
+          llvm::all_of(planReshard(was, required), [](const ReshardStep &s) {
+            return s.kind == ReshardKind::AllSlice;
+          })) {
+        Value v = reshard(loc, copy, was, required);
+        resharded[key] = v;
+        return v;
+      }
   Value v = reshard(loc, it->second, layout[global], required);
   resharded[key] = v;
+  if (!layout[global].partial.empty() && required.partial.empty())
+    summed[global].push_back({required, v});
   return v;
 }
 

@@ -243,7 +243,22 @@ public:
       }
       auto [it, isFirst] = first.try_emplace(v, s);
       if (isFirst) {
-        llvm::erase_if(it->second.partial, shared);
+        TensorSharding &t = it->second;
+        // On a tensor grid an activation's gradient is summed onto its
+        // features, as the grid holds activations (a reduce-scatter; whole
+        // readers cut theirs from it), not whole on every device.
+        SmallVector<int64_t, 2> grid;
+        for (int64_t a : t.partial)
+          if (shared(a) && isGridAxis(a))
+            grid.push_back(a);
+        llvm::erase_if(t.partial, shared);
+        if (grid.size() == 1 && t.dims.size() >= 2 &&
+            !t.dims.back().isSplit() && !t.usesAxis(grid[0])) {
+          TensorSharding onFeatures = t;
+          onFeatures.dims.back().axes = {grid[0]};
+          if (divides(shapeOf(v), onFeatures, mesh))
+            t = std::move(onFeatures);
+        }
         firstReader[v] = &op;
       }
       s = it->second;
@@ -265,6 +280,13 @@ public:
   }
 
 private:
+  /// A tensor grid's axis that splits features (2.5D's depth splits the
+  /// batch).
+  bool isGridAxis(int64_t axis) const {
+    StringRef name = mesh.axisNames[axis];
+    return name != "tp_dep" && llvm::is_contained(kGridAxisNames, name);
+  }
+
   bool isShared(Value v, int64_t axis) const {
     StringRef name = mesh.axisNames[axis];
     if (name == "tp" || llvm::is_contained(kGridAxisNames, name))
