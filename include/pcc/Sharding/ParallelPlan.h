@@ -121,6 +121,17 @@ Mesh programMesh(const ParallelPlan &plan);
 inline constexpr llvm::StringLiteral kGridAxisNames[] = {
     "tp_dep", "tp_row", "tp_col", "tp_x", "tp_y", "tp_z"};
 
+/// A program mesh axis of tensor parallelism: 1D's `tp` or a grid's.
+inline bool isTensorAxis(llvm::StringRef name) {
+  return name == "tp" || llvm::is_contained(kGridAxisNames, name);
+}
+
+/// A tensor axis that splits features and weights; 2.5D's depth splits the
+/// batch, as dp does.
+inline bool splitsFeatures(llvm::StringRef name) {
+  return isTensorAxis(name) && name != "tp_dep";
+}
+
 /// Module attribute holding the plan (a #pcc.plan).
 inline constexpr llvm::StringLiteral kPlanAttr = "pcc.plan";
 

@@ -56,6 +56,12 @@ const DimSharding *splitSoftmaxAxis(mlir::Operation *op,
 std::optional<std::pair<int64_t, int64_t>> summaAxes(mlir::Operation *op,
                                                      const OpSharding &s);
 
+/// A product laid out as Colossal-AI's 3D linear layers run (`s`: x's
+/// contraction and the weight's split over the same one axis, the result
+/// a partial sum over it; a Gemm without transA or C): that contraction's
+/// split, else null.
+const DimSharding *cubeContraction(mlir::Operation *op, const OpSharding &s);
+
 /// Never fails: an op without a rule computes on whole (replicated) tensors.
 OpSharding inferOpSharding(mlir::Operation *op,
                            llvm::ArrayRef<TensorSharding> operands,

@@ -88,17 +88,10 @@ bool CubeGradients::place(Operation &op, SmallVectorImpl<TensorSharding> &in,
 
 void CubeGradients::note(Operation &op, Attribute id,
                          ArrayRef<TensorSharding> in, const Mesh &mesh) {
-  if (!in[0].partial.empty() || in[0].dims.size() < 2 || in[1].dims.size() != 2)
-    return;
-  auto g = dyn_cast<GemmOp>(&op);
-  if (g && (g.getTransA() || g.getC()))
-    return;
-  const DimSharding &xk = in[0].dims.back();
-  const DimSharding &wk = in[1].dims[g && g.getTransB() ? 1 : 0];
-  if (xk.axes.size() != 1 || xk != wk || shardingOf(op.getOperand(1)) == in[1])
+  if (in[1].dims.size() != 2 || shardingOf(op.getOperand(1)) == in[1])
     return;
   OpSharding s = inferOpSharding(&op, in, mesh);
-  if (s.results[0].partial != ArrayRef<int64_t>(xk.axes))
+  if (!cubeContraction(&op, s))
     return;
   TensorSharding dy = s.results[0];
   dy.partial.clear();
@@ -110,13 +103,9 @@ void gatherCheaperFactor(Operation &op, SmallVectorImpl<TensorSharding> &in,
   if (llvm::any_of(in,
                    [](const TensorSharding &t) { return !t.partial.empty(); }))
     return;
-  // The tensor axes: 1D's, or a grid's (2.5D's depth splits the batch as
-  // dp does: its weight gradients' sums are the bucket's).
-  auto isTp = [&](int64_t a) {
-    StringRef name = mesh.axisNames[a];
-    return name == "tp" ||
-           (name != "tp_dep" && llvm::is_contained(kGridAxisNames, name));
-  };
+  // The tensor axes that split features: 1D's, or a grid's (2.5D's depth
+  // splits the batch: its weight gradients' sums are the bucket's).
+  auto isTp = [&](int64_t a) { return splitsFeatures(mesh.axisNames[a]); };
   SmallVector<TensorSharding> best(in.begin(), in.end());
   double bestBytes =
       movedBytes(&op, in, inferOpSharding(&op, in, mesh), mesh, isTp, dest);

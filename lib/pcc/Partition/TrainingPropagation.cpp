@@ -280,16 +280,15 @@ public:
   }
 
 private:
-  /// A tensor grid's axis that splits features (2.5D's depth splits the
-  /// batch).
+  /// A tensor grid's axis that splits features.
   bool isGridAxis(int64_t axis) const {
     StringRef name = mesh.axisNames[axis];
-    return name != "tp_dep" && llvm::is_contained(kGridAxisNames, name);
+    return name != "tp" && splitsFeatures(name);
   }
 
   bool isShared(Value v, int64_t axis) const {
     StringRef name = mesh.axisNames[axis];
-    if (name == "tp" || llvm::is_contained(kGridAxisNames, name))
+    if (isTensorAxis(name))
       return true;
     Operation *def = v.getDefiningOp();
     return name == "dp" && def && !def->hasAttr(kGradientOfAttr);

@@ -64,22 +64,6 @@ bool slicesTo(const TensorSharding &from, const TensorSharding &to) {
   return true;
 }
 
-/// A 3D product's contraction split (see CubeGradients), or null.
-const DimSharding *cubeContraction(Operation *op, const OpSharding &s) {
-  auto g = dyn_cast<GemmOp>(op);
-  if (!isa<MatMulOp, GemmOp>(op) || (g && (g.getTransA() || g.getC())) ||
-      s.operands.size() < 2 || s.operands[1].dims.size() != 2 ||
-      s.operands[0].dims.size() < 2 || s.storedOperands.size() < 2 ||
-      s.storedOperands[1].dims.empty())
-    return nullptr;
-  const DimSharding &xk = s.operands[0].dims.back();
-  const DimSharding &wk = s.operands[1].dims[g && g.getTransB() ? 1 : 0];
-  if (xk.axes.size() != 1 || xk != wk ||
-      s.results[0].partial != ArrayRef<int64_t>(xk.axes))
-    return nullptr;
-  return &xk;
-}
-
 } // namespace
 
 BackwardCollectives backwardCollectives(const PlanGraph &g, const Mesh &mesh,
@@ -150,6 +134,16 @@ BackwardCollectives backwardCollectives(const PlanGraph &g, const Mesh &mesh,
         out.collectives.push_back(pc);
       }
     }
+    // Where operand k is kept: as stored (a weight, its view or a model
+    // input stored apart from this op's read), or in its maker's layout.
+    auto kept = [&](unsigned k) -> const TensorSharding & {
+      if (k < s.storedOperands.size() && !s.storedOperands[k].dims.empty())
+        return s.storedOperands[k];
+      int q = node.producers[k];
+      return q >= 0 ? layoutOf(q).results[cast<OpResult>(op->getOperand(k))
+                                              .getResultNumber()]
+                    : s.operands[k];
+    };
     // A product run as SUMMA: its gradients' products run on gathered
     // panels (TrainingPropagation's gatherCheaperFactor): dX = dY W^T
     // reads W gathered over the grid's rows and reduce-scatters dX over
@@ -177,10 +171,7 @@ BackwardCollectives backwardCollectives(const PlanGraph &g, const Mesh &mesh,
       if (node.producers[1] >= 0 ? trained[node.producers[1]]
                                  : isTrainedWeight(1)) {
         // (A model input stored whole is read whole: nothing gathered.)
-        bool whole = p < 0 && s.storedOperands.size() > 0 &&
-                     !s.storedOperands[0].dims.empty() &&
-                     !s.storedOperands[0].usesAxis(cols);
-        if (!whole)
+        if (p >= 0 || kept(0).usesAxis(cols))
           move(s.operands[0], cols, false, x);
         move(s.operands[1], rows, true, w);
       }
@@ -196,19 +187,10 @@ BackwardCollectives backwardCollectives(const PlanGraph &g, const Mesh &mesh,
     // dX, x gathered again for dW. The output gradient comes back to the
     // product's rows, dX's partial sum reaches x's maker and dW's the
     // weight below, as every op's.
-    bool cube = cubeContraction(op, s);
+    bool cube = cubeContraction(op, s) && s.storedOperands.size() > 1 &&
+                !s.storedOperands[1].dims.empty();
     if (cube) {
       SmallVector<PlannedCollective, 4> steps;
-      // Where operand k is kept: as stored (a weight or its view), or in
-      // its maker's layout.
-      auto kept = [&](unsigned k) -> const TensorSharding & {
-        if (k < s.storedOperands.size() && !s.storedOperands[k].dims.empty())
-          return s.storedOperands[k];
-        int q = node.producers[k];
-        return q >= 0 ? layoutOf(q).results[cast<OpResult>(op->getOperand(k))
-                                                .getResultNumber()]
-                      : s.operands[k];
-      };
       int p = node.producers[0];
       if (p >= 0 && trained[p])
         reshardTime(kept(1), s.operands[1], tensorBytes(op->getOperand(1)),
@@ -228,14 +210,7 @@ BackwardCollectives backwardCollectives(const PlanGraph &g, const Mesh &mesh,
     // its two sums over a row.
     if (auto ln = dyn_cast<LayerNormOp>(op);
         ln && s.operands[0].dims.back().isSplit()) {
-      int p = node.producers[0];
-      const TensorSharding &kept =
-          p >= 0 ? layoutOf(p)
-                       .results[cast<OpResult>(ln.getInput()).getResultNumber()]
-          : !s.storedOperands.empty() && !s.storedOperands[0].dims.empty()
-              ? s.storedOperands[0]
-              : s.operands[0];
-      int sums = kept.dims.back().isSplit() ? 4 : 2;
+      int sums = kept(0).dims.back().isSplit() ? 4 : 2;
       int64_t n = mesh.size(s.operands[0].dims.back().axes);
       TensorSharding lines = s.operands[0];
       lines.dims.back() = DimSharding();

@@ -412,6 +412,21 @@ std::optional<std::pair<int64_t, int64_t>> summaAxes(Operation *op,
   return std::make_pair(wk.axes[0], xk.axes[0]);
 }
 
+const DimSharding *cubeContraction(Operation *op, const OpSharding &s) {
+  auto g = dyn_cast<GemmOp>(op);
+  if (!isa<MatMulOp, GemmOp>(op) || (g && (g.getTransA() || g.getC())) ||
+      s.operands.size() < 2 || s.operands[1].dims.size() != 2 ||
+      s.operands[0].dims.size() < 2 || !s.operands[0].partial.empty() ||
+      s.results.empty())
+    return nullptr;
+  const DimSharding &xk = s.operands[0].dims.back();
+  const DimSharding &wk = s.operands[1].dims[g && g.getTransB() ? 1 : 0];
+  if (xk.axes.size() != 1 || xk != wk ||
+      s.results[0].partial != ArrayRef<int64_t>(xk.axes))
+    return nullptr;
+  return &xk;
+}
+
 OpSharding inferOpSharding(Operation *op, ArrayRef<TensorSharding> in,
                            const Mesh &mesh) {
   // Layouts that do not fit their operand (hand-written IR) count as whole.
