@@ -24,6 +24,9 @@ torch export ("/h.3/attn/MatMul"):
           q @ kT * 1/sqrt(d) + causal mask -> Softmax -> @ v ->
           Transpose/Reshape -> MatMul+Add (out projection)
     mlp:  MatMul+Add -> erf GELU (Div, Erf, Add, Mul, Mul) -> MatMul+Add
+    --dropout P: training-mode Dropout after the embeddings, on the
+          attention probabilities and after both residual branches'
+          output projections, where Megatron-LM's GPT has them
           pcc raises the GELU chain to pcc.gelu in float32; in float16 the
           f16-rounded sqrt 2 (1.4140625) misses the raising pattern's 1e-6
           relative tolerance, so the chain stays five elementwise ops.
@@ -31,7 +34,8 @@ torch export ("/h.3/attn/MatMul"):
 
 usage:
   make_gpt.py --hidden H --layers L --heads A --batch B [--seq 2048]
-              [--vocab 51200] [--dtype float16|float32] -o model.onnx
+              [--vocab 51200] [--dtype float16|float32] [--dropout P]
+              -o model.onnx
   make_gpt.py --row N [--batch B] [--dtype ...] -o model.onnx
                                       (N = 1..10, Table 1 row; batch = its global batch)
   make_gpt.py --all OUTDIR [--dtype ...]   (gpt-<params>b.onnx for every row)
@@ -139,10 +143,20 @@ def attention(g, l, x, c, consts):
     scores = g.node(scope, "Mul", [scores, consts["attn_scale"]])
     scores = g.node(scope, "Add", [scores, consts["mask"]])
     probs = g.node(scope, "Softmax", [scores], axis=-1)
+    probs = dropout(g, scope, probs, consts)
     ctx = g.node(scope, "MatMul", [probs, v])
     ctx = g.node(scope, "Transpose", [ctx], perm=[0, 2, 1, 3])
     ctx = g.node(scope, "Reshape", [ctx, consts["hidden_shape"]])
-    return linear(g, f"{scope}/c_proj", f"{prefix}.c_proj", ctx, c["h"], c["h"])
+    out = linear(g, f"{scope}/c_proj", f"{prefix}.c_proj", ctx, c["h"], c["h"])
+    return dropout(g, scope, out, consts)
+
+
+def dropout(g, scope, x, consts):
+    """Training-mode Dropout (Megatron-LM's attention and hidden dropout);
+    the identity when the graph is built without dropout."""
+    if "dropout" not in consts:
+        return x
+    return g.node(scope, "Dropout", [x, consts["dropout"], consts["training"]])
 
 
 def gelu(g, scope, x, consts):
@@ -156,7 +170,8 @@ def mlp(g, l, x, c, consts):
     scope, prefix = f"/h.{l}/mlp", f"h.{l}.mlp"
     y = linear(g, f"{scope}/c_fc", f"{prefix}.c_fc", x, c["h"], 4 * c["h"])
     y = gelu(g, f"{scope}/act", y, consts)
-    return linear(g, f"{scope}/c_proj", f"{prefix}.c_proj", y, 4 * c["h"], c["h"])
+    y = linear(g, f"{scope}/c_proj", f"{prefix}.c_proj", y, 4 * c["h"], c["h"])
+    return dropout(g, scope, y, consts)
 
 
 def decoder_layer(g, l, x, c, consts):
@@ -171,7 +186,11 @@ def decoder_layer(g, l, x, c, consts):
 def shared_constants(g, c):
     """Constants every layer uses: inline shapes and scalars, external mask."""
     b, s, h, a = c["batch"], c["seq"], c["h"], c["heads"]
-    return {
+    consts = {}
+    if c.get("dropout"):
+        consts["dropout"] = g.scalar("dropout_ratio", c["dropout"])
+        consts["training"] = g.inline("dropout_training", np.array(True))
+    return consts | {
         "split": g.ints("split_sizes", [h, h, h]),
         "heads_shape": g.ints("heads_shape", [b, s, a, h // a]),
         "hidden_shape": g.ints("hidden_shape", [b, s, h]),
@@ -185,18 +204,19 @@ def shared_constants(g, c):
 
 
 def build_gpt(hidden, layers, heads, batch, seq, vocab, dtype, weights_file,
-              name="gpt"):
+              name="gpt", dropout_ratio=0.0):
     """The shape-only GPT ModelProto."""
     if hidden % heads:
         sys.exit(f"error: hidden {hidden} is not a multiple of heads {heads}")
-    c = {"h": hidden, "heads": heads, "batch": batch, "seq": seq}
+    c = {"h": hidden, "heads": heads, "batch": batch, "seq": seq,
+         "dropout": dropout_ratio}
     g = GraphBuilder(weights_file, dtype)
     consts = shared_constants(g, c)
 
     wte = g.external("wte.weight", [vocab, hidden])
     wpe = g.external("wpe.weight", [seq, hidden])
     x = g.node("/wte", "Gather", [wte, "tokens"], axis=0)
-    x = g.node("", "Add", [x, wpe])
+    x = dropout(g, "/drop", g.node("", "Add", [x, wpe]), consts)
     for l in range(layers):
         x = decoder_layer(g, l, x, c, consts)
     x = layer_norm(g, "/ln_f", "ln_f", x, hidden)
@@ -258,7 +278,8 @@ def write(cfg, dtype, path):
     weights_file = f"{stem}.weights"
     model, weight_bytes = build_gpt(
         cfg["hidden"], cfg["layers"], cfg["heads"], cfg["batch"], cfg["seq"],
-        cfg["vocab"], dtype, weights_file, name=cfg.get("name", stem))
+        cfg["vocab"], dtype, weights_file, name=cfg.get("name", stem),
+        dropout_ratio=cfg.get("dropout", 0.0))
     check(model, weights_file)
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path, "wb") as f:
@@ -279,6 +300,10 @@ def parse_args(argv):
     p.add_argument("--seq", type=int, default=2048)
     p.add_argument("--vocab", type=int, default=51200)
     p.add_argument("--dtype", choices=sorted(DTYPES), default="float16")
+    p.add_argument("--dropout", type=float, default=0.0,
+                   help="training-mode Dropout after the embeddings, on the "
+                   "attention probabilities and after each residual branch "
+                   "(Megatron-LM's places; its default is 0.1)")
     p.add_argument("--row", type=int, help="Table 1 row, 1..10")
     p.add_argument("--all", metavar="OUTDIR",
                    help="write gpt-<params>b.onnx for every Table 1 row")
@@ -303,9 +328,10 @@ def jobs(args):
     else:
         return [({"hidden": args.hidden, "layers": args.layers,
                   "heads": args.heads, "batch": args.batch, "seq": args.seq,
-                  "vocab": args.vocab}, args.output)]
+                  "vocab": args.vocab, "dropout": args.dropout}, args.output)]
     for c in cfgs:
         c["batch"] = args.batch or c["batch"]
+        c["dropout"] = args.dropout
     return list(zip(cfgs, paths))
 
 

@@ -9,7 +9,16 @@ microbatches searched), (c) the published measurement. TFLOP/s per GPU use the p
 96*B*s*l*h^2*(1 + s/6h + V/16lh) FLOPs per iteration (recomputed forward
 included) for all three, so they compare iteration times like for like.
 
-  /usr/bin/python3 bench/plan/megatron_table1.py --pcc build/bin/pcc [--json out.json]
+The graph is Megatron-LM's GPT as it trained: dropout 0.1 after the
+embeddings, on the attention probabilities and after each residual branch
+(`--dropout 0` leaves it out). pcc prices what it would compile for that
+graph: attention with dropout on its probabilities is not one fused
+kernel (the scores are materialized, as in Megatron-LM's 2021 runs).
+`--style hf|nanogpt|megatron` plans a torch export of the same shapes
+written that way (torch_gpt.py --shape-only) instead of make_gpt.py's.
+
+  /usr/bin/python3 bench/plan/megatron_table1.py --pcc build/bin/pcc \
+      [--style make_gpt|hf|nanogpt|megatron] [--dropout 0.1] [--json out.json]
 """
 
 import argparse
@@ -41,11 +50,42 @@ def plan(pcc, model, devices, extra):
     return json.loads(out.stdout), wall
 
 
+def write_model(args, table, i, model):
+    """Row i's GPT in the chosen style, fp16, shape-only."""
+    cfg = make_gpt.row_config(table, i)
+    cfg["dropout"] = args.dropout
+    if args.style == "make_gpt":
+        with open(os.devnull, "w") as quiet:
+            stdout, sys.stdout = sys.stdout, quiet
+            try:
+                make_gpt.write(cfg, "float16", model)
+            finally:
+                sys.stdout = stdout
+        return
+    cmd = [sys.executable, os.path.join(HERE, "torch_gpt.py"), "--style",
+           args.style, "--shape-only", "--dtype", "float16", "--opset", "17",
+           "--dropout", str(args.dropout), "--layers", str(cfg["layers"]),
+           "--hidden", str(cfg["hidden"]), "--heads", str(cfg["heads"]),
+           "--vocab", str(cfg["vocab"]), "--seq", str(cfg["seq"]),
+           "--batch", str(cfg["batch"]), "-o", model]
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed: {out.stderr.strip()}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pcc", default=os.path.join(HERE, "../../build/bin/pcc"))
     ap.add_argument("--json", help="write the results here")
     ap.add_argument("--rows", help="comma-separated 1-based rows (default all)")
+    ap.add_argument("--dropout", type=float, default=0.1,
+                    help="attention and hidden dropout in the graph "
+                    "(Megatron-LM's default, as its Table 1 runs trained; 0: none)")
+    ap.add_argument("--style", default="make_gpt",
+                    choices=["make_gpt", "hf", "nanogpt", "megatron"],
+                    help="the graph: make_gpt.py's, or a torch export in "
+                    "torch_gpt.py's style (shape-only: traced on the meta "
+                    "device, fp16, opset 17)")
     args = ap.parse_args()
 
     table = json.load(open(os.path.join(HERE, "megatron_table1.json")))
@@ -62,13 +102,7 @@ def main():
         for i in picked:
             row = rows[i - 1]
             model = os.path.join(tmp, f"gpt-{row['params_b']}b.onnx")
-            cfg = make_gpt.row_config(table, i)
-            with open(os.devnull, "w") as quiet:
-                stdout, sys.stdout = sys.stdout, quiet
-                try:
-                    make_gpt.write(cfg, "float16", model)
-                finally:
-                    sys.stdout = stdout
+            write_model(args, table, i, model)
             flops = paper_flops(row, seq, vocab)
             gpus = row["gpus"]
             dp = gpus // (row["tp"] * row["pp"])
@@ -102,10 +136,10 @@ def main():
                   f"| {row['tp']}/{row['pp']}/{dp} | {b:.1f} | {c} "
                   f"| {b / c:.2f} | {'yes' if res['a_ge_b'] else 'NO'} "
                   f"| {own_wall:.2f} s |", flush=True)
-    within = sum(1 for r in results if abs(r["b_over_c"] - 1) <= 0.2)
+    within = sum(1 for r in results if abs(r["b_over_c"] - 1) <= 0.1)
     wins = sum(1 for r in results if r["a_ge_b"])
     slowest = max(r["own"]["plan_seconds"] for r in results)
-    print(f"\n(a) >= (b) on {wins}/{len(results)} rows; (b) within +-20% of (c) "
+    print(f"\n(a) >= (b) on {wins}/{len(results)} rows; (b) within +-10% of (c) "
           f"on {within}/{len(results)}; slowest plan {slowest:.2f} s")
     if args.json:
         with open(args.json, "w") as f:

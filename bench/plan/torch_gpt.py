@@ -35,10 +35,12 @@ import math
 import os
 import sys
 
+import numpy as np
 import onnx
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from onnx import numpy_helper
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "..", "test", "models"))
@@ -87,6 +89,7 @@ class Attention(nn.Module):
         else:
             self.q, self.k, self.v = (linear(cfg, d, d) for _ in range(3))
         self.proj = linear(cfg, d, d)
+        self.drop = nn.Dropout(cfg.dropout)
         if cfg.mask == "where":
             n = cfg.seq
             self.register_buffer(
@@ -116,14 +119,16 @@ class Attention(nn.Module):
                                dtype=scores.dtype)
             scores = torch.where(causal, scores, low)
         elif cfg.mask == "fill":
-            keep = torch.tril(torch.ones(s, s, dtype=torch.bool))
+            keep = torch.tril(torch.ones(s, s, dtype=torch.bool,
+                                         device=scores.device))
             scores = scores.masked_fill(~keep, float("-inf"))
         else:
-            hide = torch.triu(torch.ones(s, s), diagonal=1)
+            hide = torch.triu(torch.ones(s, s, dtype=scores.dtype,
+                                         device=scores.device), diagonal=1)
             scores = scores + hide * -10000.0
-        probs = F.softmax(scores, dim=-1)
+        probs = self.drop(F.softmax(scores, dim=-1))
         y = torch.matmul(probs, v).permute(0, 2, 1, 3).contiguous()
-        return self.proj(y.view(y.size(0), y.size(1), cfg.hidden))
+        return self.drop(self.proj(y.view(y.size(0), y.size(1), cfg.hidden)))
 
 
 class Block(nn.Module):
@@ -135,10 +140,12 @@ class Block(nn.Module):
         self.ln_2 = nn.LayerNorm(cfg.hidden)
         self.fc = linear(cfg, cfg.hidden, 4 * cfg.hidden)
         self.fc_out = linear(cfg, 4 * cfg.hidden, cfg.hidden)
+        self.drop = nn.Dropout(cfg.dropout)
 
     def forward(self, x):
         x = x + self.attn(self.ln_1(x))
-        return x + self.fc_out(gelu(self.cfg, self.fc(self.ln_2(x))))
+        return x + self.drop(self.fc_out(gelu(self.cfg,
+                                               self.fc(self.ln_2(x)))))
 
 
 class GPT(nn.Module):
@@ -148,13 +155,14 @@ class GPT(nn.Module):
         self.wpe = nn.Embedding(cfg.seq, cfg.hidden)
         self.h = nn.ModuleList([Block(cfg) for _ in range(cfg.layers)])
         self.ln_f = nn.LayerNorm(cfg.hidden)
+        self.drop = nn.Dropout(cfg.dropout)
         self.lm_head = nn.Linear(cfg.hidden, cfg.vocab, bias=False)
         if cfg.tied:
             self.lm_head.weight = self.wte.weight
 
     def forward(self, tokens):
         pos = torch.arange(tokens.size(1), dtype=torch.long).unsqueeze(0)
-        x = self.wte(tokens) + self.wpe(pos)
+        x = self.drop(self.wte(tokens) + self.wpe(pos))
         for block in self.h:
             x = block(x)
         return self.lm_head(self.ln_f(x))
@@ -178,6 +186,13 @@ def config(argv=None):
     ap.add_argument("--dtype", choices=["float32", "float16"],
                     default="float32")
     ap.add_argument("--opset", type=int, default=14)
+    ap.add_argument("--dropout", type=float, default=0.0,
+                    help="attention, hidden and embedding dropout; exported "
+                    "in training mode (Dropout nodes) when not 0")
+    ap.add_argument("--shape-only", action="store_true",
+                    help="no weights: trace on PyTorch's meta device and "
+                    "write every parameter as external data that is never "
+                    "written (any size plans; nothing runs)")
     ap.add_argument("-o", "--output", required=True)
     ap.add_argument("--data", help="also write the tokens and PyTorch's fp32 "
                     "logits here (input_0.pb, output_0.pb), for --check")
@@ -188,7 +203,136 @@ def config(argv=None):
     return cfg
 
 
+def meta_model(cfg):
+    """The GPT with every parameter and buffer on PyTorch's meta device
+    (shapes, no memory): the tensor factories its modules call make meta
+    tensors while it is built."""
+    factories = {f: getattr(torch, f) for f in ("empty", "zeros", "ones",
+                                                "randn")}
+
+    def on_meta(make):
+        def made(*args, **kwargs):
+            if kwargs.get("device") is None:
+                kwargs["device"] = "meta"
+            return make(*args, **kwargs)
+        return made
+
+    try:
+        for name, make in factories.items():
+            setattr(torch, name, on_meta(make))
+        model = GPT(cfg)
+    finally:
+        for name, make in factories.items():
+            setattr(torch, name, make)
+    return model
+
+
+def fold_static_shapes(m):
+    """Shape of a tensor whose shape is static made a constant, as torch's
+    export does with its own shape inference (off here: it reads the meta
+    parameters' data): masks made from a sequence length fold, as in a
+    full export."""
+    g = m.graph
+    inferred = onnx.shape_inference.infer_shapes(m)
+    shapes = {}
+    for v in (list(inferred.graph.value_info) + list(inferred.graph.input)
+              + list(inferred.graph.output)):
+        dims = v.type.tensor_type.shape.dim
+        if dims and all(d.HasField("dim_value") for d in dims):
+            shapes[v.name] = [d.dim_value for d in dims]
+    for t in g.initializer:
+        shapes[t.name] = list(t.dims)
+    for i, node in enumerate(g.node):
+        if node.op_type != "Shape" or node.input[0] not in shapes:
+            continue
+        dims = shapes[node.input[0]]
+        attrs = {a.name: a.i for a in node.attribute}
+        start, end = attrs.get("start", 0), attrs.get("end", len(dims))
+        value = numpy_helper.from_array(np.array(dims[start:end],
+                                                 dtype=np.int64))
+        g.node[i].CopyFrom(onnx.helper.make_node(
+            "Constant", [], list(node.output), name=node.name, value=value))
+
+
+def export_shape_only(cfg):
+    """Traces the meta model (any size: nothing is computed) and writes its
+    parameters as external data that is never written, as make_gpt.py does;
+    the causal `bias` buffers (values the planner reads) are inlined once."""
+    model = meta_model(cfg)
+    training = cfg.dropout > 0
+    model.train(training)
+    tokens = torch.zeros(cfg.batch, cfg.seq, dtype=torch.long)
+    buf = io.BytesIO()
+    # Tensors without data all compare equal, so torch's merging of equal
+    # initializers would merge every parameter: off (shared parameters are
+    # one value in the trace anyway).
+    dedup = torch._C._jit_pass_onnx_deduplicate_initializers
+    torch._C._jit_pass_onnx_deduplicate_initializers = \
+        lambda graph, params, train: params
+    try:
+        with torch.no_grad():
+            torch.onnx.utils._export(
+                model, (tokens,), buf, export_params=False,
+                opset_version=cfg.opset, input_names=["tokens"],
+                output_names=["logits"], do_constant_folding=False,
+                training=(torch.onnx.TrainingMode.TRAINING if training
+                          else torch.onnx.TrainingMode.EVAL),
+                onnx_shape_inference=False)
+    finally:
+        torch._C._jit_pass_onnx_deduplicate_initializers = dedup
+    m = onnx.load_from_string(buf.getvalue())
+    g = m.graph
+    stem = os.path.splitext(os.path.basename(cfg.output))[0]
+    offset, causal, params = 0, None, 0
+    renames = {}
+    for v in list(g.input):
+        if v.name == "tokens":
+            continue
+        t = v.type.tensor_type
+        dims = [d.dim_value for d in t.shape.dim]
+        g.input.remove(v)
+        if v.name.endswith("attn.bias"):
+            # The causal buffer: one inlined copy for every layer.
+            if causal is None:
+                causal = v.name
+                n = cfg.seq
+                g.initializer.append(numpy_helper.from_array(
+                    np.tril(np.ones((n, n), dtype=bool)).reshape(dims),
+                    v.name))
+            renames[v.name] = causal
+            continue
+        elem = t.elem_type
+        if elem == onnx.TensorProto.FLOAT and cfg.dtype == "float16":
+            elem = onnx.TensorProto.FLOAT16
+        init = onnx.TensorProto(name=v.name, data_type=elem, dims=dims)
+        init.data_location = onnx.TensorProto.EXTERNAL
+        length = math.prod(dims) * (2 if elem == onnx.TensorProto.FLOAT16
+                                    else 4)
+        for key, value in (("location", f"{stem}.weights"),
+                           ("offset", str(offset)), ("length", str(length))):
+            entry = init.external_data.add()
+            entry.key, entry.value = key, value
+        offset += length
+        params += math.prod(dims)
+        g.initializer.append(init)
+    for node in g.node:
+        for i, name in enumerate(node.input):
+            node.input[i] = renames.get(name, name)
+    if cfg.dtype == "float16":
+        # As the full export: traced in fp32, stored in fp16 (the externals
+        # are fp16 already).
+        from export_models import onnx_to_float16
+        m = onnx_to_float16(m)
+    fold_static_shapes(m)
+    onnx.save(m, cfg.output)
+    print(f"{cfg.output}: {cfg.style} shape-only, {len(g.node)} nodes, "
+          f"{params} parameters ({offset / 2**30:.1f} GiB external "
+          f"'{stem}.weights', not written)")
+
+
 def export(cfg):
+    if cfg.shape_only:
+        return export_shape_only(cfg)
     torch.manual_seed(0)
     model = GPT(cfg).eval()
     # No two parameters equal (zero biases, unit norm scales): torch's export
@@ -208,10 +352,17 @@ def export(cfg):
         write_tensor(os.path.join(cfg.data, "output_0.pb"), logits.numpy(),
                      "logits")
     buf = io.BytesIO()
+    # With dropout, a training-mode export (Dropout nodes, nothing folded),
+    # as docs/training.md says to export for training.
+    training = cfg.dropout > 0
+    model.train(training)
     with torch.no_grad():
         torch.onnx.export(model, (tokens,), buf, opset_version=cfg.opset,
-                          do_constant_folding=True, input_names=["tokens"],
-                          output_names=["logits"])
+                          do_constant_folding=not training,
+                          training=(torch.onnx.TrainingMode.TRAINING
+                                    if training
+                                    else torch.onnx.TrainingMode.EVAL),
+                          input_names=["tokens"], output_names=["logits"])
     m = onnx.load_from_string(buf.getvalue())
     if cfg.dtype == "float16":
         from export_models import onnx_to_float16

@@ -180,6 +180,15 @@ std::vector<bool> recomputedNodes(const PlanGraph &graph);
 PlanGraph buildPlanGraph(mlir::func::FuncOp fn, bool gpuKernels = false,
                          llvm::ArrayRef<std::string> frozen = {});
 
+/// A training step's backward work on `node` against its forward's. A matrix
+/// product's two gradient products double its FLOPs; an attention's
+/// gradient rule runs five products where its forward ran two (scores made
+/// again, then dV, dP, dQ, dK), as FlashAttention's backward does. Any
+/// other op's gradient reads its output's gradient and a saved operand or
+/// result and writes its operand's gradient: three tensors where the
+/// forward moved two. Ops of weights and constants alone carry none.
+double backwardWork(const PlanNode &node);
+
 /// Marks the ops of each copy of `fn`'s repeated blocks with kLayerAttr (the
 /// layer's number), the layers activation recompute checkpoints, and
 /// returns how many there are (0 when the model repeats no block).

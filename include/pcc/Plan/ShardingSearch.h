@@ -131,9 +131,10 @@ struct SearchInput {
   /// Fraction of the global batch and sequence one device computes per
   /// microbatch (1 / (dp * microbatches * sp)).
   double scale = 1;
-  /// Objective weights: 1 and 1 for inference; for training the forward,
-  /// two backward passes (and a recomputed forward) of compute, and the
-  /// forward and backward collectives (and recomputed ones).
+  /// Objective weights: the forward passes of compute (1; 2 when training
+  /// recomputes the forward; a training step adds each op's backwardWork),
+  /// and of collectives 1 for inference; for training the forward and
+  /// backward collectives (and recomputed ones).
   double computeWeight = 1, commWeight = 1;
   /// Budget for weight bytes x `weightFactor` per device, summed over the
   /// whole model (0: no limit).

@@ -94,10 +94,13 @@ std::vector<RepeatedBlock> findRepeatedBlocks(const PlanGraph &g) {
   for (int i = 0; i < n; ++i) {
     Operation *op = g.nodes[i].op;
     // pcc's own discardable marks (a pipeline stage, planned layouts, a
-    // layer number) differ between copies of one layer: not compared.
+    // layer number) and a dropout's random stream (one per dropout) differ
+    // between copies of one layer: not compared.
     llvm::hash_code h = llvm::hash_value(op->getName().getAsOpaquePointer());
     for (NamedAttribute a : op->getAttrs())
-      if (!a.getName().strref().starts_with("pcc."))
+      if (!a.getName().strref().starts_with("pcc.") &&
+          !(isa<DropoutOp>(op) &&
+            a.getName() == DropoutOp::getStreamAttrName(op->getName())))
         h = llvm::hash_combine(h, a.getName().getAsOpaquePointer(),
                                a.getValue().getAsOpaquePointer());
     for (Type t : op->getOperandTypes())
@@ -310,6 +313,16 @@ int PlanGraph::layers() const {
 int PlanGraph::representative(int i) const {
   const RepeatedBlock *b = blockOf(i);
   return b ? b->begin + (i - b->begin) % b->period : i;
+}
+
+double backwardWork(const PlanNode &node) {
+  if (node.derived)
+    return 0;
+  if (isa<AttentionOp>(node.op))
+    return 2.5;
+  if (isa<ContractionOpInterface>(node.op))
+    return 2;
+  return 1.5;
 }
 
 int markRepeatedLayers(func::FuncOp fn) {

@@ -878,7 +878,9 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
       for (int i = unit.first; i <= unit.last; ++i) {
         const NodeCost &nc = layout.costs[i];
         UnitSum &sum = sums[u];
-        sum.compute += nc.compute;
+        const PlanNode &node = g.nodes[i];
+        sum.compute +=
+            (cw + (opt.train ? backwardWork(node) : 0.0)) * nc.compute;
         sum.comm += nc.comm + (sequence ? sequence->costs[i].comm : 0.0);
         sum.backwardComm +=
             nc.backwardComm + (sequence ? sequence->costs[i].backwardComm : 0.0);
@@ -886,7 +888,6 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
         sum.frozenWeightBytes += nc.frozenWeightBytes;
         sum.gradSync += nc.gradSync;
         sum.resultBytes += nc.resultBytes;
-        const PlanNode &node = g.nodes[i];
         if (!isa<ContractionOpInterface>(node.op))
           sum.otherCompute += nc.compute;
         if (node.linear)
@@ -911,7 +912,7 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
                                   ? sum.weightBytes / sum.paramElements
                                   : double(g.elementBytes) / double(c.tp));
     }
-    unitTime[u] = cw * sums[u].compute + cc * sums[u].comm +
+    unitTime[u] = sums[u].compute + cc * sums[u].comm +
                   (opt.train ? sums[u].backwardComm : 0.0);
     // Selective recompute repeats a layer's ops between its products once.
     if (c.recompute == Recompute::Selective && opt.train && unit.block >= 0)
@@ -1175,7 +1176,9 @@ PlanCandidate PlanSearch::evaluate(int64_t pp, int64_t tg, TensorMode mode,
   // Full recompute repeats every forward op and collective; selective
   // only its layers' cheap ops (priced per unit in priceStages).
   bool full = recompute == Recompute::Full;
-  double cw = opt.train ? (full ? 4 : 3) : 1;
+  // Forward passes of compute; a training step adds each op's backward
+  // (backwardWork) where compute is summed.
+  double cw = full ? 2 : 1;
   double cc = opt.train ? (full ? 3 : 2) : 1;
   std::shared_ptr<const SearchResult> layout = layoutFor(
       pp, dp, tg, mode, grid, scheme, m, full, scale, cw, cc, pricing);
@@ -1217,7 +1220,7 @@ PlanCandidate PlanSearch::evaluate(int64_t pp, int64_t tg, TensorMode mode,
           *std::max_element(sendTime.begin(), sendTime.end());
   }
   double perMicrobatch = stages.worstTime + p2p;
-  c.compute = double(m) * cw * worst.compute;
+  c.compute = double(m) * worst.compute;
   c.comm = double(m) * (cc * worst.comm + worst.backwardComm + p2p);
   // The pipeline fills and drains in (pp - 1) steps of one stage: a
   // device's share of a microbatch, or with interleaved 1F1B one chunk's
@@ -1234,7 +1237,9 @@ PlanCandidate PlanSearch::evaluate(int64_t pp, int64_t tg, TensorMode mode,
     c.dataParallel = c.lossSums = batchSumsTime(c);
   c.stepTime =
       double(m) * perMicrobatch + c.bubble + c.dataParallel + c.optimizer;
-  c.flopsPerDevice = g.totalFlops * cw / double(n);
+  // Hardware FLOPs: the forward passes, and a backward of twice the
+  // forward's (its products').
+  c.flopsPerDevice = g.totalFlops * (cw + (opt.train ? 2 : 0)) / double(n);
   c.tflopsPerDevice = c.flopsPerDevice / c.stepTime / 1e12;
   c.fits = c.memory <= usable && layout->feasible;
   if (stagesOut)

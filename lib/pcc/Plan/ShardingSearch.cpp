@@ -509,6 +509,11 @@ private:
   /// the producing option's cost.
   void priceOutputReductions();
   double edgeCost(const Edge &e, int a, int b) const;
+  /// The weight of node `i`'s compute in the objective: its forward passes
+  /// and, training, its backward's share (backwardWork).
+  double computeWeight(int i) const {
+    return in.computeWeight + (in.train ? backwardWork(g.nodes[i]) : 0.0);
+  }
   /// Training: what the backward adds on the edge, once per microbatch
   /// (weightGradientGather).
   double edgeBackwardCost(const Edge &e, int a, int b) const {
@@ -688,7 +693,7 @@ void LayoutProblem::solveProgram(SearchResult &result) {
     std::vector<std::pair<int, double>> one;
     for (const Choice &c : options[i]) {
       double objective =
-          nodeMult[i] * (in.computeWeight * c.compute + in.commWeight * c.comm +
+          nodeMult[i] * (computeWeight(i) * c.compute + in.commWeight * c.comm +
                          c.gradSync / in.microbatches +
                          in.weightPrice * c.weightBytes * in.weightFactor);
       one.push_back({p.addVariable(objective, nodeMult[i] * c.weightBytes *
@@ -852,7 +857,7 @@ SearchResult LayoutProblem::solve() {
   spellOut(result);
   for (int i = 0; i < n; ++i) {
     const NodeCost &c = result.costs[i];
-    result.objective += in.computeWeight * c.compute + in.commWeight * c.comm +
+    result.objective += computeWeight(i) * c.compute + in.commWeight * c.comm +
                         c.backwardComm + c.gradSync / in.microbatches;
     result.weightBytes += c.weightBytes * in.weightFactor;
   }
