@@ -87,6 +87,10 @@ struct PlanNode {
   /// weight): the compiled program runs it in the pipeline stage of its
   /// first reader (pcc-apply-plan), wherever it sits in the node order.
   bool derived = false;
+  /// Derived from constants alone (a causal mask made from a sequence
+  /// length): each pipeline stage that reads it makes its own
+  /// (madeOfConstants in Stages.cpp), nothing is sent.
+  bool madeOfConstants = false;
   /// A view of its operand, no kernel launched, nothing moved or held: a
   /// reshape; a 2-D transpose its GEMMs read through their transpose flags
   /// (GemmOperands.h); on GPU ranks, attention's head transposes.

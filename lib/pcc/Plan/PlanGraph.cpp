@@ -596,6 +596,7 @@ PlanGraph buildPlanGraph(func::FuncOp fn, bool gpuKernels,
           return (def && isa<WeightOp>(def)) ||
                  (it != index.end() && weightDerived[it->second]);
         }));
+    node.madeOfConstants = node.derived && !weightDerived.back();
     index[&op] = g.nodes.size();
     g.nodes.push_back(std::move(node));
   }

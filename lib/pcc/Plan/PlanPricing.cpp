@@ -215,7 +215,8 @@ TransferEdges transferEdges(const PlanGraph &g) {
     if (node.derived)
       continue;
     for (auto [k, p] : llvm::enumerate(node.producers)) {
-      if (p < 0)
+      // A value of constants alone is made in each stage that reads it.
+      if (p < 0 || g.nodes[p].madeOfConstants)
         continue;
       Value v = node.op->getOperand(k);
       int base = p;
