@@ -291,6 +291,33 @@ TEST_F(LayoutSearch, GpuRanksPriceHeadsInPlaceAndEpilogues) {
   check(/*gpu=*/false);
 }
 
+// A training step's backward per op: a product's two gradient products, an
+// attention's five against its forward's two, one more tensor moved for any
+// other op, nothing for a weight's transpose (the transpose of its
+// gradient is a view).
+TEST_F(LayoutSearch, BackwardWorkPerOp) {
+  func::FuncOp fn = parse(R"mlir(
+    func.func @main(%x: tensor<2x2x16x64xf32>) -> tensor<2x2x16x64xf32> {
+      %w = pcc.weight "w" : tensor<64x64xf32>
+      %t = pcc.transpose %w {perm = array<i64: 1, 0>} : (tensor<64x64xf32>) -> tensor<64x64xf32>
+      %h = pcc.matmul %x, %t : (tensor<2x2x16x64xf32>, tensor<64x64xf32>) -> tensor<2x2x16x64xf32>
+      %g = pcc.gelu %h : tensor<2x2x16x64xf32>
+      %o = pcc.attention %g, %g, %g {scale = 0.125 : f64} : (tensor<2x2x16x64xf32>, tensor<2x2x16x64xf32>, tensor<2x2x16x64xf32>) -> tensor<2x2x16x64xf32>
+      return %o : tensor<2x2x16x64xf32>
+    })mlir");
+  PlanGraph g = buildPlanGraph(fn);
+  int seen = 0;
+  for (const PlanNode &n : g.nodes) {
+    double expected = isa<TransposeOp>(n.op)   ? 0
+                      : isa<MatMulOp>(n.op)    ? 2
+                      : isa<AttentionOp>(n.op) ? 2.5
+                                               : 1.5;
+    EXPECT_EQ(backwardWork(n), expected) << n.name;
+    seen += isa<TransposeOp, MatMulOp, GeluOp, AttentionOp>(n.op);
+  }
+  EXPECT_EQ(seen, 4);
+}
+
 // An attention the function returns (no merging transpose after it) is
 // priced as it is, heads not in place.
 TEST_F(LayoutSearch, GpuRanksReturnedAttention) {

@@ -47,7 +47,7 @@ ClusterSpec dgxH100() {
   ClusterSpec c = dgxA100();
   c.name = "dgx-h100";
   c.deviceName = "NVIDIA H100-SXM5-80GB";
-  c.nodes = 256;
+  c.nodes = 768; // 6144 GPUs, Megatron-Core's largest published H100 run
   c.peakFlops = {{"fp32", 67 * kTera},
                  {"tf32", 494.5 * kTera},
                  {"bf16", 989 * kTera},
