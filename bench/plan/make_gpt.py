@@ -273,7 +273,8 @@ def check(model, weights_file):
         onnx.checker.check_model(path)
 
 
-def write(cfg, dtype, path):
+def write(cfg, dtype, path, quiet=False):
+    """Writes the model to `path`; says what it wrote unless `quiet`."""
     stem = os.path.splitext(os.path.basename(path))[0]
     weights_file = f"{stem}.weights"
     model, weight_bytes = build_gpt(
@@ -284,6 +285,8 @@ def write(cfg, dtype, path):
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path, "wb") as f:
         f.write(model.SerializeToString())
+    if quiet:
+        return
     params = graph_params(cfg["hidden"], cfg["layers"], cfg["seq"], cfg["vocab"])
     print(f"{path}: {len(model.graph.node)} nodes, {params / 1e9:.1f}B params "
           f"(untied head), {weight_bytes / 2**30:.1f} GiB external "

@@ -50,12 +50,7 @@ def main():
     print("|" + "---|" * 7)
     with tempfile.TemporaryDirectory() as tmp:
         model = os.path.join(tmp, "gpt3.onnx")
-        with open(os.devnull, "w") as quiet:
-            stdout, sys.stdout = sys.stdout, quiet
-            try:
-                make_gpt.write(GPT3, "float16", model)
-            finally:
-                sys.stdout = stdout
+        make_gpt.write(GPT3, "float16", model, quiet=True)
         for gpus, published in POINTS:
             cmd = [args.pcc, "plan", model, "--devices", str(gpus),
                    "--cluster", "dgx-h100", "--train", "--precision", "bf16",

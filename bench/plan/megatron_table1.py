@@ -55,12 +55,7 @@ def write_model(args, table, i, model):
     cfg = make_gpt.row_config(table, i)
     cfg["dropout"] = args.dropout
     if args.style == "make_gpt":
-        with open(os.devnull, "w") as quiet:
-            stdout, sys.stdout = sys.stdout, quiet
-            try:
-                make_gpt.write(cfg, "float16", model)
-            finally:
-                sys.stdout = stdout
+        make_gpt.write(cfg, "float16", model, quiet=True)
         return
     cmd = [sys.executable, os.path.join(HERE, "torch_gpt.py"), "--style",
            args.style, "--shape-only", "--dtype", "float16", "--opset", "17",
