@@ -10,7 +10,8 @@
 // - Every value has one storage: a model input, an entry of the weights file
 //   (pcc.weight and pcc.constant), an arena buffer, an output buffer (a
 //   returned result, `outputIndex`), an alias of another value's storage
-//   (pcc.reshape), or none (an op fused into a loop).
+//   (pcc.reshape), the weight a training step's update overwrites in place
+//   (`storedIn`), or none (an op fused into a loop).
 // - Each fusion group runs at the position of its root (last) op, so all of
 //   its leaf operands are live until then.
 // - A value's arena buffer lives from the position that writes it to the last
@@ -50,6 +51,10 @@ struct Schedule {
   llvm::DenseMap<mlir::Value, unsigned> outputIndex;
   /// Views (reshape results) and the value whose storage they share.
   llvm::DenseMap<mlir::Value, mlir::Value> aliasOf;
+  /// New values of a trained parameter or optimizer state that their loop
+  /// writes over the old one (updateInPlace), by the weight they replace:
+  /// no arena buffer, and their pcc.assign copies nothing.
+  llvm::DenseMap<mlir::Value, mlir::Value> storedIn;
   /// Arena buffers of values and of kernels' scratch, into `buffers`.
   llvm::DenseMap<mlir::Value, int64_t> bufferIndex;
   llvm::DenseMap<mlir::Operation *, int64_t> scratchIndex;

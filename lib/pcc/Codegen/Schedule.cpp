@@ -17,6 +17,14 @@ using namespace mlir;
 namespace pcc {
 namespace {
 
+/// The part of a microbatched step `op` runs in: the prologue, a
+/// microbatch's forward or backward, or the once-per-step update.
+std::tuple<bool, bool, bool> partOf(Operation *op) {
+  return std::make_tuple(op->hasAttr(kPrologueAttr),
+                         op->hasAttr(kOncePerStepAttr),
+                         op->hasAttr(kBackwardAttr));
+}
+
 /// A training step stores its new parameters and optimizer states last
 /// (TrainStep.cpp), which would keep every new value live to the end of the
 /// step. Each assign runs instead right after its value is made and the last
@@ -50,12 +58,7 @@ void hoistAssigns(Schedule &s) {
     // A microbatched step's parts (prologue, each microbatch's forward and
     // backward, the once-per-step update) stay in order: an assign after
     // the last microbatch is not moved into them.
-    auto part = [](Operation *o) {
-      return std::make_tuple(o->hasAttr(kPrologueAttr),
-                             o->hasAttr(kOncePerStepAttr),
-                             o->hasAttr(kBackwardAttr));
-    };
-    if (readAfter || !anchor || part(anchor) != part(op))
+    if (readAfter || !anchor || partOf(anchor) != partOf(op))
       continue;
     after[anchor].push_back(op);
     moved.insert(op);
@@ -124,6 +127,46 @@ void placeOutputs(Schedule &s, Block &block, std::optional<int64_t> stage) {
   }
 }
 
+/// A new parameter or optimizer state whose pointwise loop reads the old one
+/// only at its own index, with no read of the old one after the loop: the
+/// loop writes the new value over the old (an AdamW update of a weight was
+/// a loop into a buffer and a copy back, five passes over the weight's
+/// bytes where three do).
+void updateInPlace(Schedule &s) {
+  for (Operation *op : s.ops) {
+    auto assign = dyn_cast<AssignOp>(op);
+    if (!assign)
+      continue;
+    Value v = assign.getValue(), target = assign.getTarget();
+    Operation *def = v.getDefiningOp();
+    Operation *weight = target.getDefiningOp<WeightOp>();
+    if (!def || !weight || !s.position.count(weight) ||
+        !s.position.count(def) || !isPointwise(def) || s.isFusedAway(def) ||
+        s.productOf.count(def) || s.outputIndex.count(v) ||
+        s.storedIn.count(v) || v.getType() != target.getType())
+      continue;
+    // Parts of a microbatched step repeat differently (a forward runs once
+    // per microbatch, the update once per step): the loop must run where
+    // the assign does, or it would write the new value more than once.
+    if (partOf(def) != partOf(op))
+      continue;
+    int64_t at = s.position[def];
+    bool safe = llvm::all_of(target.getUsers(), [&](Operation *user) {
+      if (user == op)
+        return true;
+      if (!s.position.count(user) || isa<ReshapeOp, AssignOp>(user))
+        return false;
+      Operation *root = s.rootOf.lookup(user);
+      // In the loop, elementwise at the loop's shape: read at its index.
+      if (root == def)
+        return user->getResult(0).getType() == v.getType();
+      return s.position[root] < at;
+    });
+    if (safe)
+      s.storedIn[v] = target;
+  }
+}
+
 /// Storage and live ranges of every value the schedule keeps in the arena.
 void assignStorage(Schedule &s, Block &block, func::FuncOp fn,
                    std::optional<int64_t> stage) {
@@ -138,7 +181,7 @@ void assignStorage(Schedule &s, Block &block, func::FuncOp fn,
       continue;
     }
     for (Value r : op->getResults()) {
-      if (s.outputIndex.count(r))
+      if (s.outputIndex.count(r) || s.storedIn.count(r))
         continue;
       s.bufferIndex[r] = s.buffers.size();
       s.buffers.push_back({at(op), at(op), tensorBytes(r)});
@@ -198,6 +241,7 @@ Schedule scheduleFunction(func::FuncOp fn, ScratchBytesFn scratchBytes,
   if (absorbs)
     absorbEpilogues(s, absorbs);
   placeOutputs(s, block, stage);
+  updateInPlace(s);
   assignStorage(s, block, fn, stage);
   for (Operation *op : s.ops) {
     if (int64_t bytes = scratchBytes(op)) {

@@ -209,6 +209,17 @@ LogicalResult Emitter::declareValues() {
         names[r] = name;
         continue;
       }
+      // A parameter's new value written over the old one: the weight's
+      // bytes are this rank's own to write (see the assign).
+      if (Value target = schedule.storedIn.lookup(r)) {
+        std::string name = fresh(), type = elemType(r);
+        declare(name, [&] {
+          os << "  " << type << " *" << name << " = const_cast<" << type
+             << " *>(" << names.lookup(target) << ");\n";
+        });
+        names[r] = name;
+        continue;
+      }
       if (!schedule.bufferIndex.count(r))
         continue;
       std::string name = fresh();
@@ -253,6 +264,8 @@ LogicalResult Emitter::emitOp(Operation *op) {
   // The weight's bytes are this rank's own (a private writable mapping, or
   // the device copy on GPU ranks).
   if (auto assign = dyn_cast<AssignOp>(op)) {
+    if (schedule.storedIn.lookup(assign.getValue()) == assign.getTarget())
+      return success(); // written in place by its loop
     std::string to = "const_cast<" + elemType(assign.getTarget()) + " *>(" +
                      ptr(assign.getTarget()) + ")";
     emitCopy(to, ptr(assign.getValue()), tensorBytes(assign.getValue()));

@@ -128,6 +128,10 @@ private:
   std::string ptr(mlir::Value v) {
     std::string name = names.lookup(v);
     used.insert(name);
+    // A parameter's new value written over it is declared from the
+    // parameter's own pointer.
+    if (mlir::Value target = schedule.storedIn.lookup(v))
+      used.insert(names.lookup(target));
     return name;
   }
   /// Records the declaration of `name` (text written by `write`).

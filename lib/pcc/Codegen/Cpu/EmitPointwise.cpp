@@ -222,6 +222,27 @@ LogicalResult Emitter::emitFusedLoop(Operation *root) {
     os << " " << op->getName().stripDialect();
   os << "\n";
   std::string indent = "    ";
+  // What the loop reads each leaf through. A value read at every index
+  // (a scalar: a learning rate, a bias correction) is read once, into a
+  // local the loop's stores cannot alias; a parameter the loop overwrites
+  // (Schedule::storedIn) is read through the pointer it is written
+  // through. Otherwise GCC vectorises only behind a run-time overlap
+  // check, which a loop writing over its own operand fails.
+  Value result = root->getResult(0);
+  Value overwritten = schedule.storedIn.lookup(result);
+  SmallVector<std::string> leafPtr;
+  for (auto [k, v] : llvm::enumerate(leaves)) {
+    if (v == overwritten) {
+      leafPtr.push_back(ptr(result));
+    } else if (leafIdx[k] == "0" && numElements(shape) > 1) {
+      std::string local = "h" + std::to_string(nextTemp++);
+      os << indent << "const " << elemType(v) << " " << local << "[1] = {"
+         << ptr(v) << "[0]};\n";
+      leafPtr.push_back(local);
+    } else {
+      leafPtr.push_back(ptr(v));
+    }
+  }
   if (flat) {
     os << indent << "for (int64_t i = 0; i < " << numElements(shape)
        << "; ++i) {\n";
@@ -237,8 +258,8 @@ LogicalResult Emitter::emitFusedLoop(Operation *root) {
     os << ";\n";
   }
   auto text = fusedBody(
-      group, leaves, leafIdx, [&](size_t k) { return ptr(leaves[k]); },
-      ptr(root->getResult(0)), indent);
+      group, leaves, leafIdx, [&](size_t k) { return leafPtr[k]; }, ptr(result),
+      indent);
   if (failed(text))
     return failure();
   os << *text << indent << "}\n  }\n";

@@ -141,7 +141,14 @@ LogicalResult buildExecutable(Location loc, const StagedDirectory &staged,
   tc.compiler = PCC_CXX_COMPILER;
   // No trapping math: the kernels read no floating-point exception flags,
   // and selects around operations that may trap (pccTanh's) then vectorise.
-  tc.compileFlags = {"-std=c++17", "-O3", "-w", "-fno-trapping-math",
+  // No errno either: nothing reads it, and a square root that may set it
+  // is a call that keeps its loop scalar (AdamW's update ran one float at
+  // a time). Both leave every result's bits as they are.
+  tc.compileFlags = {"-std=c++17",
+                     "-O3",
+                     "-w",
+                     "-fno-trapping-math",
+                     "-fno-math-errno",
                      std::string("-I") + PCC_RUNTIME_INCLUDE_DIR};
   for (StringRef flag : llvm::split(StringRef(options.cxxFlags), ' '))
     if (!flag.empty())
