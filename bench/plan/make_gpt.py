@@ -61,6 +61,26 @@ DTYPES = {"float16": (TensorProto.FLOAT16, np.float16, 2),
           "float32": (TensorProto.FLOAT, np.float32, 4)}
 
 
+def external_tensor(name, elem_type, elem_bytes, shape, location, offset):
+    """An initializer of `shape` whose data are `location`'s bytes from
+    `offset` on: pcc plans from its shape and never reads them."""
+    t = TensorProto()
+    t.name = name
+    t.data_type = elem_type
+    t.dims.extend(shape)
+    t.data_location = TensorProto.EXTERNAL
+    for key, value in (("location", location), ("offset", str(offset)),
+                       ("length", str(math.prod(shape) * elem_bytes))):
+        entry = t.external_data.add()
+        entry.key, entry.value = key, value
+    return t
+
+
+def external_length(t):
+    """The bytes an external_tensor's data take in its file."""
+    return int(next(e.value for e in t.external_data if e.key == "length"))
+
+
 class GraphBuilder:
     """Collects nodes and initializers; names nodes the way torch does.
 
@@ -86,18 +106,9 @@ class GraphBuilder:
 
     def external(self, name, shape):
         """A float initializer of `shape` whose data is in the weights file."""
-        t = TensorProto()
-        t.name = name
-        t.data_type = self.elem_type
-        t.dims.extend(shape)
-        length = math.prod(shape) * self.elem_bytes
-        t.data_location = TensorProto.EXTERNAL
-        for key, value in (("location", self.weights_file),
-                           ("offset", str(self.offset)),
-                           ("length", str(length))):
-            entry = t.external_data.add()
-            entry.key, entry.value = key, value
-        self.offset += length
+        t = external_tensor(name, self.elem_type, self.elem_bytes, shape,
+                            self.weights_file, self.offset)
+        self.offset += external_length(t)
         self.initializers.append(t)
         return name
 

@@ -42,6 +42,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 from onnx import numpy_helper
 
+from make_gpt import external_length, external_tensor
+
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "..", "test", "models"))
 
@@ -203,6 +205,13 @@ def config(argv=None):
     return cfg
 
 
+def export_mode(cfg):
+    """With dropout, a training-mode export (Dropout nodes, nothing folded),
+    as docs/training.md says to export for training."""
+    return (torch.onnx.TrainingMode.TRAINING if cfg.dropout > 0
+            else torch.onnx.TrainingMode.EVAL)
+
+
 def meta_model(cfg):
     """The GPT with every parameter and buffer on PyTorch's meta device
     (shapes, no memory): the tensor factories its modules call make meta
@@ -259,8 +268,7 @@ def export_shape_only(cfg):
     parameters as external data that is never written, as make_gpt.py does;
     the causal `bias` buffers (values the planner reads) are inlined once."""
     model = meta_model(cfg)
-    training = cfg.dropout > 0
-    model.train(training)
+    model.train(cfg.dropout > 0)
     tokens = torch.zeros(cfg.batch, cfg.seq, dtype=torch.long)
     buf = io.BytesIO()
     # Tensors without data all compare equal, so torch's merging of equal
@@ -275,9 +283,7 @@ def export_shape_only(cfg):
                 model, (tokens,), buf, export_params=False,
                 opset_version=cfg.opset, input_names=["tokens"],
                 output_names=["logits"], do_constant_folding=False,
-                training=(torch.onnx.TrainingMode.TRAINING if training
-                          else torch.onnx.TrainingMode.EVAL),
-                onnx_shape_inference=False)
+                training=export_mode(cfg), onnx_shape_inference=False)
     finally:
         torch._C._jit_pass_onnx_deduplicate_initializers = dedup
     m = onnx.load_from_string(buf.getvalue())
@@ -301,18 +307,12 @@ def export_shape_only(cfg):
                     v.name))
             renames[v.name] = causal
             continue
-        elem = t.elem_type
+        elem, elem_bytes = t.elem_type, 4
         if elem == onnx.TensorProto.FLOAT and cfg.dtype == "float16":
-            elem = onnx.TensorProto.FLOAT16
-        init = onnx.TensorProto(name=v.name, data_type=elem, dims=dims)
-        init.data_location = onnx.TensorProto.EXTERNAL
-        length = math.prod(dims) * (2 if elem == onnx.TensorProto.FLOAT16
-                                    else 4)
-        for key, value in (("location", f"{stem}.weights"),
-                           ("offset", str(offset)), ("length", str(length))):
-            entry = init.external_data.add()
-            entry.key, entry.value = key, value
-        offset += length
+            elem, elem_bytes = onnx.TensorProto.FLOAT16, 2
+        init = external_tensor(v.name, elem, elem_bytes, dims,
+                               f"{stem}.weights", offset)
+        offset += external_length(init)
         params += math.prod(dims)
         g.initializer.append(init)
     for node in g.node:
@@ -352,16 +352,12 @@ def export(cfg):
         write_tensor(os.path.join(cfg.data, "output_0.pb"), logits.numpy(),
                      "logits")
     buf = io.BytesIO()
-    # With dropout, a training-mode export (Dropout nodes, nothing folded),
-    # as docs/training.md says to export for training.
     training = cfg.dropout > 0
     model.train(training)
     with torch.no_grad():
         torch.onnx.export(model, (tokens,), buf, opset_version=cfg.opset,
                           do_constant_folding=not training,
-                          training=(torch.onnx.TrainingMode.TRAINING
-                                    if training
-                                    else torch.onnx.TrainingMode.EVAL),
+                          training=export_mode(cfg),
                           input_names=["tokens"], output_names=["logits"])
     m = onnx.load_from_string(buf.getvalue())
     if cfg.dtype == "float16":

@@ -193,6 +193,12 @@ PlanGraph buildPlanGraph(mlir::func::FuncOp fn, bool gpuKernels = false,
 /// forward moved two. Ops of weights and constants alone carry none.
 double backwardWork(const PlanNode &node);
 
+/// The weight of `node`'s forward compute in a step: `forwardPasses` (2
+/// under full recompute) and, training, its backward (backwardWork).
+inline double stepWork(const PlanNode &node, double forwardPasses, bool train) {
+  return forwardPasses + (train ? backwardWork(node) : 0.0);
+}
+
 /// Marks the ops of each copy of `fn`'s repeated blocks with kLayerAttr (the
 /// layer's number), the layers activation recompute checkpoints, and
 /// returns how many there are (0 when the model repeats no block).

@@ -879,8 +879,7 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
         const NodeCost &nc = layout.costs[i];
         UnitSum &sum = sums[u];
         const PlanNode &node = g.nodes[i];
-        sum.compute +=
-            (cw + (opt.train ? backwardWork(node) : 0.0)) * nc.compute;
+        sum.compute += stepWork(node, cw, opt.train) * nc.compute;
         sum.comm += nc.comm + (sequence ? sequence->costs[i].comm : 0.0);
         sum.backwardComm +=
             nc.backwardComm + (sequence ? sequence->costs[i].backwardComm : 0.0);
@@ -1177,7 +1176,7 @@ PlanCandidate PlanSearch::evaluate(int64_t pp, int64_t tg, TensorMode mode,
   // only its layers' cheap ops (priced per unit in priceStages).
   bool full = recompute == Recompute::Full;
   // Forward passes of compute; a training step adds each op's backward
-  // (backwardWork) where compute is summed.
+  // where compute is summed (stepWork).
   double cw = full ? 2 : 1;
   double cc = opt.train ? (full ? 3 : 2) : 1;
   std::shared_ptr<const SearchResult> layout = layoutFor(

@@ -509,10 +509,9 @@ private:
   /// the producing option's cost.
   void priceOutputReductions();
   double edgeCost(const Edge &e, int a, int b) const;
-  /// The weight of node `i`'s compute in the objective: its forward passes
-  /// and, training, its backward's share (backwardWork).
+  /// The weight of node `i`'s compute in the objective (stepWork).
   double computeWeight(int i) const {
-    return in.computeWeight + (in.train ? backwardWork(g.nodes[i]) : 0.0);
+    return stepWork(g.nodes[i], in.computeWeight, in.train);
   }
   /// Training: what the backward adds on the edge, once per microbatch
   /// (weightGradientGather).
