@@ -247,6 +247,77 @@ TEST_F(LayoutSearch, AttentionNoWorseThanMegatron) {
   EXPECT_LE(total(searched), total(megatron) * (1 + 1e-9));
 }
 
+// A fused Q|K|V projection whose weight must be split: the search may split
+// its columns group by group (each device whole heads of Q, K and V, as
+// Megatron lays them out), so the split into Q, K and V moves nothing.
+TEST_F(LayoutSearch, FusedProjectionSplitsGroupByGroup) {
+  func::FuncOp fn = parse(R"mlir(
+    func.func @main(%x: tensor<4x32x256xf32>) -> tensor<4x4x32x64xf32> {
+      %wqkv = pcc.weight "qkv" : tensor<256x768xf32>
+      %qkv = pcc.matmul %x, %wqkv : (tensor<4x32x256xf32>, tensor<256x768xf32>) -> tensor<4x32x768xf32>
+      %q, %k, %v = pcc.split %qkv {axis = 2 : i64, sizes = array<i64: 256, 256, 256>} : (tensor<4x32x768xf32>) -> (tensor<4x32x256xf32>, tensor<4x32x256xf32>, tensor<4x32x256xf32>)
+      %q4 = pcc.reshape %q {shape = array<i64: 4, 32, 4, 64>} : (tensor<4x32x256xf32>) -> tensor<4x32x4x64xf32>
+      %k4 = pcc.reshape %k {shape = array<i64: 4, 32, 4, 64>} : (tensor<4x32x256xf32>) -> tensor<4x32x4x64xf32>
+      %v4 = pcc.reshape %v {shape = array<i64: 4, 32, 4, 64>} : (tensor<4x32x256xf32>) -> tensor<4x32x4x64xf32>
+      %qt = pcc.transpose %q4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<4x32x4x64xf32>) -> tensor<4x4x32x64xf32>
+      %kt = pcc.transpose %k4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<4x32x4x64xf32>) -> tensor<4x4x32x64xf32>
+      %vt = pcc.transpose %v4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<4x32x4x64xf32>) -> tensor<4x4x32x64xf32>
+      %o = pcc.attention %qt, %kt, %vt {scale = 0.125 : f64} : (tensor<4x4x32x64xf32>, tensor<4x4x32x64xf32>, tensor<4x4x32x64xf32>) -> tensor<4x4x32x64xf32>
+      return %o : tensor<4x4x32x64xf32>
+    })mlir");
+  double weights = 256.0 * 768 * 4;
+  auto [searched, megatron] = searchAndMegatron(fn, 2, weights / 2 * 1.01);
+  ASSERT_TRUE(searched.optimal && searched.feasible);
+  EXPECT_LE(total(searched), total(megatron) * (1 + 1e-9));
+  const DimSharding &cols = searched.layouts[0].sharding.operands[1].dims[1];
+  EXPECT_TRUE(cols.isSplit());
+  EXPECT_EQ(cols.groups, 3);
+  for (const NodeLayout &l : searched.layouts)
+    EXPECT_TRUE(l.collectives.empty());
+}
+
+// A transposed weight (a training export's nn.Linear) gathered for a
+// product is the whole weight whatever share of the batch a device runs:
+// it does not shrink with the microbatch as activations do.
+TEST_F(LayoutSearch, GatheredTransposedWeightIsTheWholeWeight) {
+  func::FuncOp fn = parse(R"mlir(
+    func.func @main(%x: tensor<64x64xf32>) -> tensor<64x32xf32> {
+      %w = pcc.weight "fc.weight" : tensor<32x64xf32>
+      %t = pcc.transpose %w {perm = array<i64: 1, 0>} : (tensor<32x64xf32>) -> tensor<64x32xf32>
+      %h = pcc.matmul %x, %t : (tensor<64x64xf32>, tensor<64x32xf32>) -> tensor<64x32xf32>
+      return %h : tensor<64x32xf32>
+    })mlir");
+  graph = buildPlanGraph(fn);
+  ASSERT_EQ(graph.nodes.size(), 2u);
+  auto cluster = loadCluster("dgx-a100");
+  ASSERT_TRUE(bool(cluster));
+  CostModel cost(*cluster, graph.dtype, 2);
+  Mesh mesh;
+  mesh.shape = {2};
+  mesh.axisNames = {"tp"};
+  // The transposed weight made split by its columns, read whole by a
+  // product on the sequence's rows.
+  auto split = [](int64_t rank, int64_t dim) {
+    TensorSharding t = TensorSharding::replicated(rank);
+    t.dims[dim].axes = {0};
+    return t;
+  };
+  std::vector<OpSharding> fixed = {
+      inferOpSharding(graph.nodes[0].op, {split(2, 0)}, mesh),
+      inferOpSharding(graph.nodes[1].op,
+                      {split(2, 0), TensorSharding::replicated(2)}, mesh)};
+  ASSERT_TRUE(fixed[0].results[0].dims[1].isSplit());
+  SearchInput in;
+  in.degree = 2;
+  in.scale = 1.0 / 64;
+  in.fixed = &fixed;
+  SearchResult r = searchTensorParallel(graph, cost, in);
+  ASSERT_EQ(r.layouts[1].collectives.size(), 1u);
+  const PlannedCollective &gather = r.layouts[1].collectives[0];
+  EXPECT_EQ(gather.kind, CollectiveKind::AllGather);
+  EXPECT_EQ(gather.bytes, 32.0 * 64 * 4);
+}
+
 // What GPU ranks compile a bf16 block to, priced only for them: the QKV
 // split and the head transposes around a 64-feature attention move
 // nothing (heads read in place), the output projection's product is never

@@ -161,6 +161,10 @@ struct PlanGraph {
   /// Node `i`'s block copy and offset mapped to its block's first copy;
   /// nodes outside blocks map to themselves.
   int representative(int i) const;
+  /// Bytes of node `p`'s result `r` in a share `scale` of the batch (one
+  /// device's microbatch): what weights and constants alone make (a
+  /// transposed weight, a mask) does not shrink with the batch share.
+  double resultBytes(int p, int r, double scale) const;
 };
 
 /// ZeRO-3's gathers of `node`'s parameters in the backward pass: its

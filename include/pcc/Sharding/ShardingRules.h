@@ -62,6 +62,12 @@ std::optional<std::pair<int64_t, int64_t>> summaAxes(mlir::Operation *op,
 /// split, else null.
 const DimSharding *cubeContraction(mlir::Operation *op, const OpSharding &s);
 
+/// Number of equal pieces the last axis of `v` is later cut into (a fused
+/// Q|K|V projection is split in 3, by a split or by slices), looking through
+/// a bias add and views that keep the last axis (Hugging Face's Conv1D
+/// computes on [B*S, d] and views the result as [B, S, 3d]); 1 if none.
+int64_t fusedGroups(mlir::Value v);
+
 /// Never fails: an op without a rule computes on whole (replicated) tensors.
 OpSharding inferOpSharding(mlir::Operation *op,
                            llvm::ArrayRef<TensorSharding> operands,

@@ -40,47 +40,6 @@ bool isWeightMatrix(Value v) {
          t.getPerm() == ArrayRef<int64_t>{1, 0};
 }
 
-/// Number of equal pieces the last axis of `v` is later cut into (a fused
-/// Q|K|V projection is split in 3, by a split or by slices), looking through
-/// a bias add and views that keep the last axis (Hugging Face's Conv1D
-/// computes on [B*S, d] and views the result as [B, S, 3d]); 1 if none.
-int64_t fusedGroups(Value v) {
-  int64_t cols = shapeOf(v).back();
-  for (int hops = 0; hops < 3; ++hops) {
-    int64_t rank = shapeOf(v).size();
-    int64_t sliceSize = 0;
-    bool slices = !v.use_empty();
-    for (Operation *user : v.getUsers()) {
-      if (auto sp = dyn_cast<SplitOp>(user)) {
-        int64_t axis = normalizeAxis(sp.getAxis(), rank);
-        if (axis == rank - 1 && llvm::all_equal(sp.getSizes()))
-          return sp.getSizes().size();
-      }
-      // Slices of one size, each taking one aligned piece of the last axis.
-      auto sl = dyn_cast<SliceOp>(user);
-      if (!sl) {
-        slices = false;
-        continue;
-      }
-      int64_t start = sl.getStarts().back(), size = sl.getSizes().back();
-      if (sl.getSteps().back() != 1 || (sliceSize && size != sliceSize) ||
-          cols % size || start % size)
-        slices = false;
-      sliceSize = size;
-    }
-    if (slices && sliceSize && sliceSize < cols)
-      return cols / sliceSize;
-    if (!v.hasOneUse())
-      break;
-    Operation *user = *v.getUsers().begin();
-    if (!isa<AddOp>(user) &&
-        !(isa<ReshapeOp>(user) && shapeOf(user->getResult(0)).back() == cols))
-      break;
-    v = user->getResult(0);
-  }
-  return 1;
-}
-
 /// Megatron-LM's layout of one tensor-parallel axis `tp` of size `n`; with
 /// `sequence`, Megatron's sequence parallelism between its layers.
 struct MegatronHook {

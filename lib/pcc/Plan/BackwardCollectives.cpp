@@ -422,7 +422,7 @@ BackwardCollectives backwardCollectives(const PlanGraph &g, const Mesh &mesh,
       }
       continue;
     }
-    double bytes = tensorBytes(g.nodes[p].op->getResult(r)) * scale;
+    double bytes = g.resultBytes(p, r, scale);
     SmallVector<PlannedCollective, 2> steps;
     for (const TensorSharding &grad : grads)
       reshardTime(grad, whole, bytes, mesh, crossNode, cost, &steps);

@@ -315,6 +315,12 @@ int PlanGraph::representative(int i) const {
   return b ? b->begin + (i - b->begin) % b->period : i;
 }
 
+double PlanGraph::resultBytes(int p, int r, double scale) const {
+  const PlanNode &node = nodes[p];
+  return double(tensorBytes(node.op->getResult(r))) *
+         (node.derived ? 1.0 : scale);
+}
+
 double backwardWork(const PlanNode &node) {
   if (node.derived)
     return 0;

@@ -296,6 +296,27 @@ std::vector<Choice> enumerateOptions(const PlanNode &node, const Mesh &mesh,
   add(seed);
   if (in.degree <= 1)
     return options;
+  // A fused Q|K|V projection's columns (and what makes or reads them, a
+  // transposed weight included) split group by group, as Megatron lays
+  // them out (fusedGroups): each device then holds whole heads of Q, K and
+  // V, and the split needs no collective. Pairs (columns, groups).
+  SmallVector<std::pair<int64_t, int64_t>, 2> fused;
+  auto addFused = [&](Value v) {
+    if (shapeOf(v).empty())
+      return;
+    int64_t g = fusedGroups(v);
+    std::pair<int64_t, int64_t> f{shapeOf(v).back(), g};
+    if (g > 1 && !llvm::is_contained(fused, f))
+      fused.push_back(f);
+  };
+  for (Value v : op->getOperands())
+    addFused(v);
+  for (Value v : op->getResults()) {
+    addFused(v);
+    for (Operation *user : v.getUsers())
+      for (Value r : user->getResults())
+        addFused(r);
+  }
   for (auto [i, v] : llvm::enumerate(op->getOperands())) {
     for (auto [d, size] : llvm::enumerate(shapeOf(v))) {
       if (size < in.degree || size % in.degree ||
@@ -303,6 +324,12 @@ std::vector<Choice> enumerateOptions(const PlanNode &node, const Mesh &mesh,
         continue;
       seed[i].dims[d].axes = {0};
       add(seed);
+      for (auto [cols, groups] : fused)
+        if (size == cols && size % (groups * in.degree) == 0) {
+          seed[i].dims[d].groups = groups;
+          add(seed);
+          seed[i].dims[d].groups = 1;
+        }
       seed[i].dims[d].axes.clear();
     }
   }
@@ -624,10 +651,10 @@ void LayoutProblem::priceOutputReductions() {
 }
 
 double LayoutProblem::edgeCost(const Edge &e, int a, int b) const {
-  Value v = g.nodes[e.consumer].op->getOperand(e.operand);
   return reshardTime(options[e.producer][a].sharding.results[e.result],
                      options[e.consumer][b].sharding.operands[e.operand],
-                     tensorBytes(v) * in.scale, mesh, in.crossNode, cost);
+                     g.resultBytes(e.producer, e.result, in.scale), mesh,
+                     in.crossNode, cost);
 }
 
 void LayoutProblem::addEdge(Program &p, const Edge &e,
@@ -820,8 +847,12 @@ void LayoutProblem::spellOut(SearchResult &result) const {
         continue;
       done.push_back(to);
       size_t before = colls.size();
-      c.comm += stepsTime(steps, tensorBytes(v) * in.scale, mesh, in.crossNode,
-                          cost, in.layouts ? &colls : nullptr);
+      double bytes =
+          input
+              ? tensorBytes(v) * in.scale
+              : g.resultBytes(p, cast<OpResult>(v).getResultNumber(), in.scale);
+      c.comm += stepsTime(steps, bytes, mesh, in.crossNode, cost,
+                          in.layouts ? &colls : nullptr);
       for (size_t j = before; j < colls.size(); ++j)
         colls[j].producer = p;
       // A gathered or moved operand is a buffer of its own while the op
@@ -832,7 +863,7 @@ void LayoutProblem::spellOut(SearchResult &result) const {
           }))
         c.scratchBytes +=
             shapeBytes(localShape(shapeOf(v), to, mesh), elementTypeOf(v)) *
-            in.scale;
+            bytes / double(tensorBytes(v));
     }
     result.costs[i] = c;
     if (!in.layouts)

@@ -493,4 +493,41 @@ OpSharding annotatedOpSharding(Operation *op, const Mesh &mesh) {
   return inferOpSharding(op, in, mesh);
 }
 
+int64_t fusedGroups(Value v) {
+  int64_t cols = shapeOf(v).back();
+  for (int hops = 0; hops < 3; ++hops) {
+    int64_t rank = shapeOf(v).size();
+    int64_t sliceSize = 0;
+    bool slices = !v.use_empty();
+    for (Operation *user : v.getUsers()) {
+      if (auto sp = dyn_cast<SplitOp>(user)) {
+        int64_t axis = normalizeAxis(sp.getAxis(), rank);
+        if (axis == rank - 1 && llvm::all_equal(sp.getSizes()))
+          return sp.getSizes().size();
+      }
+      // Slices of one size, each taking one aligned piece of the last axis.
+      auto sl = dyn_cast<SliceOp>(user);
+      if (!sl) {
+        slices = false;
+        continue;
+      }
+      int64_t start = sl.getStarts().back(), size = sl.getSizes().back();
+      if (sl.getSteps().back() != 1 || (sliceSize && size != sliceSize) ||
+          cols % size || start % size)
+        slices = false;
+      sliceSize = size;
+    }
+    if (slices && sliceSize && sliceSize < cols)
+      return cols / sliceSize;
+    if (!v.hasOneUse())
+      break;
+    Operation *user = *v.getUsers().begin();
+    if (!isa<AddOp>(user) &&
+        !(isa<ReshapeOp>(user) && shapeOf(user->getResult(0)).back() == cols))
+      break;
+    v = user->getResult(0);
+  }
+  return 1;
+}
+
 } // namespace pcc
