@@ -57,7 +57,7 @@ def plan(pcc, model, devices, cluster, train, flags):
     return json.loads(out.stdout), ""
 
 
-def check(pcc, model, devices, cluster, train):
+def check(pcc, model, devices, cluster, train, only=None):
     searched, err = plan(pcc, model, devices, cluster, train, [])
     if searched is None:
         print(f"{model}: the search failed: {err}")
@@ -66,7 +66,7 @@ def check(pcc, model, devices, cluster, train):
     print(f"{model}: searched {searched['label']}: {best * 1e3:.4f} ms")
     ok = True
     n = devices
-    families = FAMILIES + (TRAIN_ONLY if train else [])
+    families = only or FAMILIES + (TRAIN_ONLY if train else [])
     for name, pattern in families:
         if ("{q}" in pattern and n % 4) or ("{h}" in pattern and n % 2):
             continue
@@ -92,9 +92,15 @@ def main():
     ap.add_argument("--devices", type=int, default=8)
     ap.add_argument("--cluster", default="dgx-a100")
     ap.add_argument("--train", action="store_true")
+    ap.add_argument("--force", action="append", metavar="NAME=FLAGS",
+                    help="check only these plans (repeatable), e.g. "
+                    "'deep pipeline=--dp 6 --pp 64 --tp 8'")
     ap.add_argument("models", nargs="+")
     args = ap.parse_args()
-    ok = all([check(args.pcc, m, args.devices, args.cluster, args.train)
+    only = [tuple(f.split("=", 1)) for f in args.force or []]
+    if any(len(f) != 2 for f in only):
+        ap.error("--force takes NAME=FLAGS")
+    ok = all([check(args.pcc, m, args.devices, args.cluster, args.train, only)
               for m in args.models])
     print("searched <= every forced family" if ok else
           "a forced plan beats the search")

@@ -53,7 +53,8 @@ def main():
         make_gpt.write(GPT3, "float16", model, quiet=True)
         for gpus, published in POINTS:
             cmd = [args.pcc, "plan", model, "--devices", str(gpus),
-                   "--cluster", "dgx-h100", "--train", "--precision", "bf16",
+                   "--cluster", "dgx-h100", "--target", "cuda", "--train",
+                   "--precision", "bf16",
                    "--pp-schedule", "1f1b", "--format", "json"]
             start = time.monotonic()
             out = subprocess.run(cmd, capture_output=True, text=True)

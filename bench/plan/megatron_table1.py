@@ -16,9 +16,14 @@ graph: attention with dropout on its probabilities is not one fused
 kernel (the scores are materialized, as in Megatron-LM's 2021 runs).
 `--style hf|nanogpt|megatron` plans a torch export of the same shapes
 written that way (torch_gpt.py --shape-only) instead of make_gpt.py's.
+Planned for GPU ranks (`--target cuda`: the kernels pcc's CUDA back end
+emits, GEMM epilogues and fused pointwise chains, as Megatron-LM's fused
+bias-GELU and bias-dropout-add kernels); `--target cpu` prices CPU ranks'
+kernels on the same cluster spec instead.
 
   /usr/bin/python3 bench/plan/megatron_table1.py --pcc build/bin/pcc \
-      [--style make_gpt|hf|nanogpt|megatron] [--dropout 0.1] [--json out.json]
+      [--style make_gpt|hf|nanogpt|megatron] [--dropout 0.1] [--target cuda]
+      [--json out.json]
 """
 
 import argparse
@@ -39,9 +44,9 @@ def paper_flops(row, seq, vocab):
     return 96 * B * seq * l * h * h * (1 + seq / (6 * h) + vocab / (16 * l * h))
 
 
-def plan(pcc, model, devices, extra):
+def plan(pcc, model, devices, target, extra):
     cmd = [pcc, "plan", model, "--devices", str(devices), "--cluster",
-           "dgx-a100", "--train", "--format", "json"] + extra
+           "dgx-a100", "--target", target, "--train", "--format", "json"] + extra
     start = time.monotonic()
     out = subprocess.run(cmd, capture_output=True, text=True)
     wall = time.monotonic() - start
@@ -81,6 +86,9 @@ def main():
                     help="the graph: make_gpt.py's, or a torch export in "
                     "torch_gpt.py's style (shape-only: traced on the meta "
                     "device, fp16, opset 17)")
+    ap.add_argument("--target", default="cuda", choices=["cuda", "cpu"],
+                    help="the ranks' kernels to price (GPU ranks: pcc's CUDA "
+                    "back end's)")
     args = ap.parse_args()
 
     table = json.load(open(os.path.join(HERE, "megatron_table1.json")))
@@ -101,9 +109,9 @@ def main():
             flops = paper_flops(row, seq, vocab)
             gpus = row["gpus"]
             dp = gpus // (row["tp"] * row["pp"])
-            own, own_wall = plan(args.pcc, model, gpus, [])
+            own, own_wall = plan(args.pcc, model, gpus, args.target, [])
             forced, forced_wall = plan(
-                args.pcc, model, gpus,
+                args.pcc, model, gpus, args.target,
                 ["--tp", str(row["tp"]), "--pp", str(row["pp"]), "--dp",
                  str(dp), "--sp", "1", "--tp-mode", "1d", "--tp-layout",
                  "megatron", "--recompute", "full", "--zero", "0",

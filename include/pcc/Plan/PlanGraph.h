@@ -53,6 +53,10 @@ struct PlanNode {
   /// Float weight operands that are not trained (--freeze: buffers such as
   /// a float causal mask): held, but no parameters.
   llvm::SmallVector<unsigned, 1> frozenWeights;
+  /// Float operands another node makes of weights alone (a training
+  /// export's transposed nn.Linear weight): their gradient is a weight's,
+  /// summed over the axes this node's work is split over and they are not.
+  llvm::SmallVector<unsigned, 1> derivedWeights;
   /// Training: whether the backward pass reads this node's result (its
   /// gradient rule's, as the training step is built; markSavedResults).
   /// Only those results stay live until the backward.

@@ -581,6 +581,7 @@ PlanGraph buildPlanGraph(func::FuncOp fn, bool gpuKernels,
         // A weight through ops of weights alone (a training export's
         // transposed Linear weight): still a linear layer.
         weightOperand = true;
+        node.derivedWeights.push_back(unsigned(node.producers.size() - 1));
         activationOperands = false;
       }
     }

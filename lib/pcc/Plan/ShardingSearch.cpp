@@ -103,10 +103,11 @@ Choice costOption(const PlanNode &node, OpSharding sharding, const Mesh &mesh,
   bool splitWork = llvm::any_of(sharding.results, [](const TensorSharding &t) {
     return !t.isReplicated();
   });
-  // A weight not split over every axis the op's work is split over gets a
-  // partial gradient over the others (a replicated weight's over all; a
-  // grid's bias, split over the columns, over the rows), summed with the
-  // step's gradients.
+  // A weight (or a value made of weights alone: a transposed weight) not
+  // split over every axis the op's work is split over gets a partial
+  // gradient over the others (a replicated weight's over all; a grid's
+  // bias, split over the columns, over the rows), summed with the step's
+  // gradients.
   if (in.train && splitWork) {
     SmallVector<int64_t, 4> work;
     for (const TensorSharding &r : sharding.results) {
@@ -116,8 +117,9 @@ Choice costOption(const PlanNode &node, OpSharding sharding, const Mesh &mesh,
     }
     for (auto [i, v, s] :
          llvm::enumerate(op->getOperands(), sharding.operands)) {
-      if (!v.getDefiningOp<WeightOp>() ||
-          llvm::is_contained(node.frozenWeights, unsigned(i)))
+      bool weight = v.getDefiningOp<WeightOp>() &&
+                    !llvm::is_contained(node.frozenWeights, unsigned(i));
+      if (!weight && !llvm::is_contained(node.derivedWeights, unsigned(i)))
         continue;
       SmallVector<int64_t, 4> over;
       for (int64_t a : work)
