@@ -639,6 +639,7 @@ int printPlan(mlir::func::FuncOp fn, const pcc::PlanOptions &options) {
   const auto &[spec, graph, plan] = *planned;
   pcc::ReportOptions report;
   report.modelPath = inputFile;
+  report.target = selectedTarget().name().str();
   report.compare = compare;
   report.explain = explainPlan;
   if (outputFormat == Format::Json)

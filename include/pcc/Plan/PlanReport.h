@@ -11,6 +11,8 @@ namespace pcc {
 
 struct ReportOptions {
   std::string modelPath;
+  /// The target whose kernels were priced ("cpu", "cuda"; empty: unsaid).
+  std::string target;
   bool compare = false, explain = false;
   /// Alternatives listed by --compare.
   int alternatives = 12;

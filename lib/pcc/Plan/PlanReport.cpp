@@ -450,6 +450,14 @@ void printPlanText(raw_ostream &os, const PlanGraph &g,
                                            : cluster.deviceName,
                 cluster.name, o.train ? "training (Adam)" : "inference",
                 g.dtype);
+  // pcc plan prices CPU ranks' kernels unless told --target cuda, on a GPU
+  // spec too: the report says which.
+  if (!r.target.empty())
+    os << formatv("priced for: {0} ranks' kernels{1}\n", r.target,
+                  r.target == "cpu" && !cluster.sharedCores
+                      ? " (--target cuda prices the kernels pcc compiles for "
+                        "GPU ranks)"
+                      : "");
   os << formatv("model: {0}parameters, {1}FLOP per forward pass, batch {2}, "
                 "{3} ops",
                 count(g.totalParams), count(g.totalFlops), g.batch,
