@@ -55,22 +55,28 @@ def plan(pcc, model, devices, target, extra):
     return json.loads(out.stdout), wall
 
 
+def torch_export(style, cfg, model, extra=()):
+    """`cfg`'s GPT (make_gpt.row_config's keys and its dropout) exported by
+    torch in `style`, fp16, opset 17, shape-only (torch_gpt.py)."""
+    cmd = [sys.executable, os.path.join(HERE, "torch_gpt.py"), "--style",
+           style, "--shape-only", "--dtype", "float16", "--opset", "17",
+           "--dropout", str(cfg["dropout"]), "--layers", str(cfg["layers"]),
+           "--hidden", str(cfg["hidden"]), "--heads", str(cfg["heads"]),
+           "--vocab", str(cfg["vocab"]), "--seq", str(cfg["seq"]),
+           "--batch", str(cfg["batch"]), "-o", model, *extra]
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed: {out.stderr.strip()}")
+
+
 def write_model(args, table, i, model):
     """Row i's GPT in the chosen style, fp16, shape-only."""
     cfg = make_gpt.row_config(table, i)
     cfg["dropout"] = args.dropout
     if args.style == "make_gpt":
         make_gpt.write(cfg, "float16", model, quiet=True)
-        return
-    cmd = [sys.executable, os.path.join(HERE, "torch_gpt.py"), "--style",
-           args.style, "--shape-only", "--dtype", "float16", "--opset", "17",
-           "--dropout", str(args.dropout), "--layers", str(cfg["layers"]),
-           "--hidden", str(cfg["hidden"]), "--heads", str(cfg["heads"]),
-           "--vocab", str(cfg["vocab"]), "--seq", str(cfg["seq"]),
-           "--batch", str(cfg["batch"]), "-o", model]
-    out = subprocess.run(cmd, capture_output=True, text=True)
-    if out.returncode != 0:
-        raise SystemExit(f"{' '.join(cmd)} failed: {out.stderr.strip()}")
+    else:
+        torch_export(args.style, cfg, model)
 
 
 def main():

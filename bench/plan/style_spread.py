@@ -21,6 +21,9 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from megatron_table1 import torch_export  # noqa: E402
+
 STYLES = ["hf", "nanogpt", "megatron"]
 FORCED = [
     "megatron=--tp 4 --pp 2 --tp-mode 1d --tp-layout megatron --sp 1 "
@@ -28,18 +31,6 @@ FORCED = [
     "megatron zero1=--tp 4 --pp 2 --tp-mode 1d --tp-layout megatron --sp 1 "
     "--recompute selective --zero 1",
 ]
-
-
-def export(style, args, path):
-    cmd = [sys.executable, os.path.join(HERE, "torch_gpt.py"), "--style",
-           style, "--tied", "--shape-only", "--dtype", "float16", "--opset",
-           "17", "--dropout", str(args.dropout), "--layers", str(args.layers),
-           "--hidden", str(args.hidden), "--heads", str(args.heads), "--vocab",
-           str(args.vocab), "--seq", str(args.seq), "--batch", str(args.batch),
-           "-o", path]
-    out = subprocess.run(cmd, capture_output=True, text=True)
-    if out.returncode != 0:
-        raise SystemExit(f"{' '.join(cmd)} failed: {out.stderr.strip()}")
 
 
 def plan(args, model, flags):
@@ -77,10 +68,13 @@ def main():
         for f in (args.force or FORCED)]
     ok = True
     with tempfile.TemporaryDirectory() as tmp:
+        cfg = {k: getattr(args, k) for k in
+               ("layers", "hidden", "heads", "vocab", "seq", "batch",
+                "dropout")}
         models = {}
         for style in STYLES:
             models[style] = os.path.join(tmp, f"{style}.onnx")
-            export(style, args, models[style])
+            torch_export(style, cfg, models[style], ["--tied"])
         print("| plan | " + " | ".join(STYLES) + " | spread |")
         print("|---" * (len(STYLES) + 2) + "|")
         for name, flags in plans:
