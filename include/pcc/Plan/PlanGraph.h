@@ -53,6 +53,10 @@ struct PlanNode {
   /// Float weight operands that are not trained (--freeze: buffers such as
   /// a float causal mask): held, but no parameters.
   llvm::SmallVector<unsigned, 1> frozenWeights;
+  /// Fused Q|K|V columns this node reads, makes or feeds (fusedGroups):
+  /// (columns, groups), offered to the layout search as group-by-group
+  /// splits of any dimension of that size.
+  llvm::SmallVector<std::pair<int64_t, int64_t>, 1> fusedColumns;
   /// Float operands another node makes of weights alone (a training
   /// export's transposed nn.Linear weight): their gradient is a weight's,
   /// summed over the axes this node's work is split over and they are not.
@@ -165,11 +169,17 @@ struct PlanGraph {
   /// Node `i`'s block copy and offset mapped to its block's first copy;
   /// nodes outside blocks map to themselves.
   int representative(int i) const;
-  /// Bytes of node `p`'s result `r` in a share `scale` of the batch (one
-  /// device's microbatch): what weights and constants alone make (a
-  /// transposed weight, a mask) does not shrink with the batch share.
+  /// Bytes of node `p`'s result `r` one device holds when it runs a share
+  /// `scale` of the batch (resultShare).
   double resultBytes(int p, int r, double scale) const;
 };
+
+/// The share of `node`'s results one device holds when it runs a share
+/// `scale` of the batch: what weights and constants alone make (a
+/// transposed weight, a mask) does not shrink with it.
+inline double resultShare(const PlanNode &node, double scale) {
+  return node.derived ? 1.0 : scale;
+}
 
 /// ZeRO-3's gathers of `node`'s parameters in the backward pass: its
 /// gradient rules' reads and, when full recompute runs it again

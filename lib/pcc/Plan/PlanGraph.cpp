@@ -317,8 +317,7 @@ int PlanGraph::representative(int i) const {
 
 double PlanGraph::resultBytes(int p, int r, double scale) const {
   const PlanNode &node = nodes[p];
-  return double(tensorBytes(node.op->getResult(r))) *
-         (node.derived ? 1.0 : scale);
+  return double(tensorBytes(node.op->getResult(r))) * resultShare(node, scale);
 }
 
 double backwardWork(const PlanNode &node) {
@@ -543,6 +542,23 @@ PlanGraph buildPlanGraph(func::FuncOp fn, bool gpuKernels,
     node.derived = derived.count(&op);
     // A reshape, or a transpose its GEMMs read through their flags.
     node.view = isa<ReshapeOp>(op) || isFoldedTranspose(&op);
+    // Fused Q|K|V columns: of what the op reads or makes, and what its
+    // readers make (a transposed weight feeding the fused product).
+    auto addFused = [&](Value v) {
+      if (shapeOf(v).empty())
+        return;
+      std::pair<int64_t, int64_t> f{shapeOf(v).back(), fusedGroups(v)};
+      if (f.second > 1 && !llvm::is_contained(node.fusedColumns, f))
+        node.fusedColumns.push_back(f);
+    };
+    for (Value v : op.getOperands())
+      addFused(v);
+    for (Value v : op.getResults()) {
+      addFused(v);
+      for (Operation *user : v.getUsers())
+        for (Value r : user->getResults())
+          addFused(r);
+    }
     if (auto attn = dyn_cast<AttentionOp>(op))
       node.visibleScores = visibleScores(attn);
     bool weightOperand = false, activationOperands = true;

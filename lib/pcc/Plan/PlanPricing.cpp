@@ -85,8 +85,7 @@ SearchResult gridLayout(const PlanGraph &g, const CostModel &cost,
       c.frozenWeightBytes += tensorBytes(op->getOperand(operand)) / weightShare;
     if (!node.view)
       for (Value v : op->getResults())
-        c.resultBytes +=
-            tensorBytes(v) * (node.derived ? 1.0 : scale) / grid.size;
+        c.resultBytes += tensorBytes(v) * resultShare(node, scale) / grid.size;
     auto add = [&](CollectiveKind kind, double bytes, int64_t n, bool cross,
                    double times) {
       double t = times * cost.collectiveTime(kind, bytes, n, cross);

@@ -98,7 +98,7 @@ Choice costOption(const PlanNode &node, OpSharding sharding, const Mesh &mesh,
       c.resultBytes +=
           shapeBytes(localOut.back(),
                      cast<ShapedType>(v.getType()).getElementType()) *
-          (node.derived ? 1.0 : in.scale);
+          resultShare(node, in.scale);
   }
   bool splitWork = llvm::any_of(sharding.results, [](const TensorSharding &t) {
     return !t.isReplicated();
@@ -298,27 +298,6 @@ std::vector<Choice> enumerateOptions(const PlanNode &node, const Mesh &mesh,
   add(seed);
   if (in.degree <= 1)
     return options;
-  // A fused Q|K|V projection's columns (and what makes or reads them, a
-  // transposed weight included) split group by group, as Megatron lays
-  // them out (fusedGroups): each device then holds whole heads of Q, K and
-  // V, and the split needs no collective. Pairs (columns, groups).
-  SmallVector<std::pair<int64_t, int64_t>, 2> fused;
-  auto addFused = [&](Value v) {
-    if (shapeOf(v).empty())
-      return;
-    int64_t g = fusedGroups(v);
-    std::pair<int64_t, int64_t> f{shapeOf(v).back(), g};
-    if (g > 1 && !llvm::is_contained(fused, f))
-      fused.push_back(f);
-  };
-  for (Value v : op->getOperands())
-    addFused(v);
-  for (Value v : op->getResults()) {
-    addFused(v);
-    for (Operation *user : v.getUsers())
-      for (Value r : user->getResults())
-        addFused(r);
-  }
   for (auto [i, v] : llvm::enumerate(op->getOperands())) {
     for (auto [d, size] : llvm::enumerate(shapeOf(v))) {
       if (size < in.degree || size % in.degree ||
@@ -326,7 +305,10 @@ std::vector<Choice> enumerateOptions(const PlanNode &node, const Mesh &mesh,
         continue;
       seed[i].dims[d].axes = {0};
       add(seed);
-      for (auto [cols, groups] : fused)
+      // A fused Q|K|V projection's columns split group by group, as
+      // Megatron lays them out: each device then holds whole heads of Q, K
+      // and V, and the split into them needs no collective.
+      for (auto [cols, groups] : node.fusedColumns)
         if (size == cols && size % (groups * in.degree) == 0) {
           seed[i].dims[d].groups = groups;
           add(seed);
@@ -858,12 +840,9 @@ void LayoutProblem::spellOut(SearchResult &result) const {
         continue;
       done.push_back(to);
       size_t before = colls.size();
-      double bytes =
-          input
-              ? tensorBytes(v) * in.scale
-              : g.resultBytes(p, cast<OpResult>(v).getResultNumber(), in.scale);
-      c.comm += stepsTime(steps, bytes, mesh, in.crossNode, cost,
-                          in.layouts ? &colls : nullptr);
+      double share = input ? in.scale : resultShare(g.nodes[p], in.scale);
+      c.comm += stepsTime(steps, tensorBytes(v) * share, mesh, in.crossNode,
+                          cost, in.layouts ? &colls : nullptr);
       for (size_t j = before; j < colls.size(); ++j)
         colls[j].producer = p;
       // A gathered or moved operand is a buffer of its own while the op
@@ -874,7 +853,7 @@ void LayoutProblem::spellOut(SearchResult &result) const {
           }))
         c.scratchBytes +=
             shapeBytes(localShape(shapeOf(v), to, mesh), elementTypeOf(v)) *
-            bytes / double(tensorBytes(v));
+            share;
     }
     result.costs[i] = c;
     if (!in.layouts)
