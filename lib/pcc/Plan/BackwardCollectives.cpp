@@ -93,6 +93,9 @@ BackwardCollectives backwardCollectives(const PlanGraph &g, const Mesh &mesh,
   // Which nodes' results carry a gradient: those computed from a trained
   // weight.
   std::vector<bool> trained(n, false);
+  // Which carry their gradient to weights alone, through ops that keep its
+  // split (a ViT's patch embedding, class token and positions).
+  std::vector<bool> toWeights(n, false);
   // The gradients reaching each (producer, result), by layout.
   std::map<std::pair<int, unsigned>, std::vector<TensorSharding>> reaching;
   // Products' operands read again by the backward: (node, operand,
@@ -126,6 +129,14 @@ BackwardCollectives backwardCollectives(const PlanGraph &g, const Mesh &mesh,
           trained[i] || (p >= 0 ? bool(trained[p]) : isTrainedWeight(k));
     if (!trained[i])
       continue;
+    // Ops that pass a gradient down in whatever split it comes (views and
+    // sums) or turn it into weight gradients alone (a product or
+    // convolution of a model input), down to weights only.
+    bool passes = isa<ReshapeOp, TransposeOp, ExpandOp, ConcatOp, AddOp>(op);
+    if (passes || isa<ConvOp, GemmOp, MatMulOp>(op))
+      toWeights[i] = llvm::all_of(node.producers, [&](int p) {
+        return p < 0 || !trained[p] || (passes && toWeights[p]);
+      });
     if (auto attn = dyn_cast<AttentionOp>(op)) {
       SmallVector<PlannedCollective, 5> ring;
       ringAttentionBackward(attn, s, mesh, cost, scale, crossNode, &ring);
@@ -396,11 +407,15 @@ BackwardCollectives backwardCollectives(const PlanGraph &g, const Mesh &mesh,
     TensorSharding whole = s.results[r];
     whole.partial.clear();
     // A value of weights alone (a relative-position bias looked up from
-    // its table) whose gradient comes split another way than it was made
-    // (by heads, under Ulysses): its gradient ops run on the split down to
-    // the weights, whose gradients are gathered once before their update
-    // (and summed over the other axes on their own).
-    if (g.nodes[p].derived && llvm::all_of(grads, [&](const TensorSharding &t) {
+    // its table), or one whose gradient reaches weights alone through ops
+    // that keep its split (toWeights: a ViT's embeddings, kept whole in the
+    // forward), whose gradient comes split another way than it was made
+    // (by heads, under Ulysses; by features, under a grid): its gradient
+    // ops run on the split down to the weights, whose gradients are
+    // gathered once before their update (and summed over the other axes
+    // on their own).
+    if ((g.nodes[p].derived || toWeights[p]) &&
+        llvm::all_of(grads, [&](const TensorSharding &t) {
           return t.partial.empty() && t != whole;
         })) {
       SmallVector<int64_t, 2> axes;
