@@ -24,6 +24,7 @@
 #include <functional>
 #include <map>
 #include <set>
+#include <tuple>
 
 using namespace mlir;
 
@@ -72,10 +73,14 @@ BackwardCollectives backwardCollectives(const PlanGraph &g, const Mesh &mesh,
                                         ArrayRef<NodeLayout> layouts) {
   BackwardCollectives out;
   int n = g.nodes.size();
-  // A weight's partial gradient (of `bytes`, made by node i, partial over
-  // `axes`) joins the step's gradient sums: one bucket per set of axes.
-  auto sumWithGradients = [&](int i, double bytes, ArrayRef<int64_t> axes) {
-    out.partialGradientBytes += bytes;
+  // A weight's partial gradient (of `bytes` on each device, made by node
+  // i, partial over `axes`) joins the step's gradient sums: one bucket per
+  // set of axes, each weight in it once (a table two lookups read).
+  llvm::DenseMap<Value, double> partialWeights;
+  auto sumWithGradients = [&](int i, Value w, double bytes,
+                              ArrayRef<int64_t> axes) {
+    double &held = partialWeights[w];
+    held = std::max(held, bytes);
     if (!llvm::is_contained(out.partialGradientNodes, i))
       out.partialGradientNodes.push_back(i);
     SmallVector<int64_t, 2> set(axes.begin(), axes.end());
@@ -112,6 +117,9 @@ BackwardCollectives backwardCollectives(const PlanGraph &g, const Mesh &mesh,
     bool partial = false, split = false;
   };
   llvm::MapVector<Value, WeightGradient> weightGradients;
+  // SUMMA products' panels of their first operand, gathered or summed
+  // (value, grid column axis, summed).
+  llvm::DenseSet<std::tuple<Value, int64_t, int>> summaShared;
   for (int i = 0; i < n; ++i) {
     const PlanNode &node = g.nodes[i];
     Operation *op = node.op;
@@ -175,14 +183,21 @@ BackwardCollectives backwardCollectives(const PlanGraph &g, const Mesh &mesh,
       double x = tensorBytes(op->getOperand(0)) * scale,
              w = tensorBytes(op->getOperand(1));
       int p = node.producers[0];
+      // Products that read one value (two decoder layers' cross-attention
+      // keys and values of the encoder's output) share its gathered panel,
+      // and sum their partial gradients of it before one reduce-scatter.
+      auto first = [&](bool sum) {
+        return summaShared.insert({op->getOperand(0), cols, int(sum)}).second;
+      };
       if (p >= 0 && trained[p]) {
         move(s.operands[1], rows, false, w);
-        move(s.operands[0], cols, true, x);
+        if (first(true))
+          move(s.operands[0], cols, true, x);
       }
       if (node.producers[1] >= 0 ? trained[node.producers[1]]
                                  : isTrainedWeight(1)) {
         // (A model input stored whole is read whole: nothing gathered.)
-        if (p >= 0 || kept(0).usesAxis(cols))
+        if ((p >= 0 || kept(0).usesAxis(cols)) && first(false))
           move(s.operands[0], cols, false, x);
         move(s.operands[1], rows, true, w);
       }
@@ -255,7 +270,9 @@ BackwardCollectives backwardCollectives(const PlanGraph &g, const Mesh &mesh,
       if (p < 0) {
         // A weight's partial gradient joins the step's gradient sums.
         if (isTrainedWeight(k) && !grad.partial.empty())
-          sumWithGradients(i, tensorBytes(v), grad.partial);
+          sumWithGradients(i, v,
+                           tensorBytes(v) / double(splitFactor(grad, mesh)),
+                           grad.partial);
         if (isTrainedWeight(k)) {
           WeightGradient &w = weightGradients[v];
           w.partial |= !grad.partial.empty();
@@ -358,8 +375,11 @@ BackwardCollectives backwardCollectives(const PlanGraph &g, const Mesh &mesh,
                    return s.results[r].usesAxis(a);
                  });
         })) {
-      sumWithGradients(p, tensorBytes(g.nodes[p].op->getResult(r)),
-                       grads.front().partial);
+      for (Value w : weightsBehind(p))
+        if (weightGradients.count(w))
+          sumWithGradients(
+              p, w, tensorBytes(w) / double(splitFactor(grads.front(), mesh)),
+              grads.front().partial);
       continue;
     }
     // A lookup in a table not split by rows (a position embedding under
@@ -374,7 +394,10 @@ BackwardCollectives backwardCollectives(const PlanGraph &g, const Mesh &mesh,
       // (Only where the tokens are split: otherwise every device's
       // gradient is the whole one.)
       if (TensorSharding grad = gradientLayout(s, 0); !grad.partial.empty())
-        sumWithGradients(p, tensorBytes(gather.getInput()), grad.partial);
+        sumWithGradients(p, gather.getInput(),
+                         tensorBytes(gather.getInput()) /
+                             double(splitFactor(s.operands[0], mesh)),
+                         grad.partial);
       continue;
     }
     // A sum run on partial operands (two vocabulary-parallel lookups
@@ -428,12 +451,16 @@ BackwardCollectives backwardCollectives(const PlanGraph &g, const Mesh &mesh,
         if (!weightGradients.count(w))
           continue;
         weightGradients[w].split = true;
-        if (gatheredOnce.insert(w).second && !axes.empty())
-          out.perStep.push_back(
-              {CollectiveKind::AllGather, p, double(tensorBytes(w)),
-               cost.collectiveTime(CollectiveKind::AllGather,
-                                   double(tensorBytes(w)), mesh.size(axes),
-                                   crossNode)});
+        if (!gatheredOnce.insert(w).second || axes.empty())
+          continue;
+        // Its partial gradient is summed on the split too.
+        if (auto it = partialWeights.find(w); it != partialWeights.end())
+          it->second /= double(mesh.size(axes));
+        out.perStep.push_back(
+            {CollectiveKind::AllGather, p, double(tensorBytes(w)),
+             cost.collectiveTime(CollectiveKind::AllGather,
+                                 double(tensorBytes(w)), mesh.size(axes),
+                                 crossNode)});
       }
       continue;
     }
@@ -446,6 +473,8 @@ BackwardCollectives backwardCollectives(const PlanGraph &g, const Mesh &mesh,
       out.collectives.push_back(pc);
     }
   }
+  for (auto &[w, bytes] : partialWeights)
+    out.partialGradientBytes += bytes;
   for (auto &[w, how] : weightGradients)
     if (how.split && !how.partial)
       out.splitGradientBytes += tensorBytes(w);

@@ -274,7 +274,7 @@ std::vector<CollectiveSummary> collectives(const PlanGraph &g,
   // Weight gradients summed over the tensor axis as well: a bucket of
   // their own beside data parallelism's (without it, the only one).
   if (partialGradients > 0 && c.dp > 1)
-    add("all_reduce", "dp x tp", partialGradients / c.tp, partialSync, 1,
+    add("all_reduce", "dp x tp", partialGradients, partialSync, 1,
         "gradients of weights read whole by split ops");
   // The sequence axis's layouts spell out their backward as the tensor
   // axis's do (the attention's included: ringAttentionBackward).
@@ -337,13 +337,15 @@ std::vector<CollectiveSummary> collectives(const PlanGraph &g,
     // A grid without dp sums its partial gradients over the grid's axes:
     // one bucket per set of them (2.5D: weights over the depth, biases
     // over the depth and the rows).
-    if (c.mode != TensorMode::OneD && c.dp == 1 && c.sp == 1)
+    // Those buckets hold the partial gradients alone, not every weight's.
+    bool gridSums = c.mode != TensorMode::OneD && c.dp == 1 && c.sp == 1;
+    if (gridSums)
       buckets = std::max<int64_t>(buckets, backward.gradientSumAxes.size());
     add("all_reduce",
         c.sp > 1   ? "dp x sp"
         : c.dp > 1 ? "dp"
                    : "tp",
-        c.weightMemory / double(buckets),
+        (gridSums ? partialGradients : c.weightMemory) / double(buckets),
         (c.dataParallel - c.lossSums) / double(buckets), buckets, "gradients");
   }
   if (c.dataParallel > 0 && c.zero) {
