@@ -77,3 +77,36 @@ func.func @broadcasts(%x: tensor<2x4x16xf32>, %y: tensor<3x8x16xf32>) -> (tensor
   %4 = pcc.reshape %3 {shape = array<i64: 3, 8, 16>} : (tensor<3x8x16xf32>) -> tensor<3x8x16xf32>
   return %1, %4 : tensor<3x8x16xf32>, tensor<3x8x16xf32>
 }
+
+// -----
+
+// Hugging Face's Conv1D: a [B, S, d] input viewed as [B*S, d] rows of a
+// GEMM and viewed back. The GEMM reads its rows in place (rank > 2), so the
+// merged axis becomes [B, S] and a sequence split keeps through it.
+// CHECK-LABEL: func @conv1d
+// CHECK: %[[X:.*]] = pcc.reshape %arg0 {shape = array<i64: 2, 4, 16>} : (tensor<2x4x16xf32>) -> tensor<2x4x16xf32>
+// CHECK-NEXT: %[[Y:.*]] = pcc.gemm %[[X]], %arg1, %arg2 : (tensor<2x4x16xf32>, tensor<16x48xf32>, tensor<48xf32>) -> tensor<2x4x48xf32>
+// CHECK-NEXT: pcc.reshape %[[Y]] {shape = array<i64: 2, 4, 48>} : (tensor<2x4x48xf32>) -> tensor<2x4x48xf32>
+func.func @conv1d(%x: tensor<2x4x16xf32>, %w: tensor<16x48xf32>, %b: tensor<48xf32>) -> tensor<2x4x48xf32> {
+  %0 = pcc.reshape %x {shape = array<i64: 8, 16>} : (tensor<2x4x16xf32>) -> tensor<8x16xf32>
+  %1 = pcc.gemm %0, %w, %b : (tensor<8x16xf32>, tensor<16x48xf32>, tensor<48xf32>) -> tensor<8x48xf32>
+  %2 = pcc.reshape %1 {shape = array<i64: 2, 4, 48>} : (tensor<8x48xf32>) -> tensor<2x4x48xf32>
+  return %2 : tensor<2x4x48xf32>
+}
+
+// -----
+
+// Left alone: a GEMM whose merged rows are contracted (transA), and one
+// whose result a function result holds.
+// CHECK-LABEL: func @gemm_kept
+// CHECK: pcc.reshape %arg0 {shape = array<i64: 8, 16>}
+// CHECK: pcc.gemm {{.*}} -> tensor<16x16xf32>
+// CHECK: pcc.reshape %arg0 {shape = array<i64: 8, 16>}
+// CHECK: pcc.gemm {{.*}} -> tensor<8x48xf32>
+func.func @gemm_kept(%x: tensor<2x4x16xf32>, %w: tensor<16x48xf32>) -> (tensor<16x16xf32>, tensor<8x48xf32>) {
+  %0 = pcc.reshape %x {shape = array<i64: 8, 16>} : (tensor<2x4x16xf32>) -> tensor<8x16xf32>
+  %1 = pcc.gemm %0, %0 {transA = true} : (tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<16x16xf32>
+  %2 = pcc.reshape %x {shape = array<i64: 8, 16>} : (tensor<2x4x16xf32>) -> tensor<8x16xf32>
+  %3 = pcc.gemm %2, %w : (tensor<8x16xf32>, tensor<16x48xf32>) -> tensor<8x48xf32>
+  return %1, %3 : tensor<16x16xf32>, tensor<8x48xf32>
+}

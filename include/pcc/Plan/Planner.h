@@ -125,6 +125,11 @@ struct PlanCandidate {
   double lossSums = 0;
   double stepTime = 0, compute = 0, comm = 0, bubble = 0, dataParallel = 0,
          optimizer = 0;
+  /// Searched layouts priced by a seed: the step of the fastest scheme
+  /// priced at the same degrees, when faster. Their own search holds the
+  /// scheme's layouts too, so it may reach that step where the seed (found
+  /// for another batch share) did not: the refinement orders by it.
+  double promise = INFINITY;
   /// Bytes per device (the fullest pipeline stage).
   double memory = 0, weightMemory = 0, stateMemory = 0, activationMemory = 0;
   /// FLOPs each device executes per step (recompute included) and the rate.

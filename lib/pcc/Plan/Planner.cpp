@@ -256,8 +256,15 @@ int64_t replicaClass(int64_t dp) { return std::min<int64_t>(dp, 2); }
 int shareClass(double scale) { return int(std::floor(std::log2(scale) / 3)); }
 
 /// How a candidate's layouts are found: the seed's choice costed (Priced)
-/// or also spelled out per node (Seeded), or an exact search of its own.
-enum class Pricing { Priced, Seeded, Exact };
+/// or also spelled out per node (Seeded), or an exact search of its own
+/// (ExactSummed: with each weight byte priced at what its gradient's sum
+/// over the data-parallel replicas costs once a step, which the per-op
+/// objective otherwise leaves out).
+enum class Pricing { Priced, Seeded, Exact, ExactSummed };
+
+bool isExact(Pricing p) {
+  return p == Pricing::Exact || p == Pricing::ExactSummed;
+}
 
 /// One run of the search: the model, cluster and options, the caches of
 /// searched layouts, and the candidates found. The candidate families are
@@ -460,7 +467,7 @@ private:
   // Exactly searched layouts by (mode, tensor size, depth, scale,
   // recompute, microbatches, stages, data-parallel size).
   std::map<std::tuple<int, int, int64_t, int64_t, double, bool, int64_t,
-                      int64_t, int64_t>,
+                      int64_t, int64_t, int>,
            std::shared_ptr<const SearchResult>>
       layouts;
   // Layouts only priced (SearchInput::layouts off) by what their costs
@@ -653,8 +660,8 @@ PlanSearch::layoutFor(int64_t pp, int64_t dp, int64_t tg, TensorMode mode,
                       bool recompute, double scale, double cw, double cc,
                       Pricing pricing) {
   auto key = std::make_tuple(int(mode), int(scheme), tg, grid.second, scale,
-                             recompute, m, pp, dp);
-  if (pricing == Pricing::Exact)
+                             recompute, m, pp, dp, int(pricing));
+  if (isExact(pricing))
     if (auto found = layouts.find(key); found != layouts.end())
       return found->second;
   // Grids: a candidate only priced costs what another with the same
@@ -706,7 +713,7 @@ PlanSearch::layoutFor(int64_t pp, int64_t dp, int64_t tg, TensorMode mode,
     in.weightFactor = opt.train ? stateBytesPerParam / eb : 1;
     layout = oneDimLayout(in, pp, dp, tg, scheme, recompute, pricing);
   }
-  if (pricing == Pricing::Exact)
+  if (isExact(pricing))
     layouts[key] = layout;
   else if (pricing == Pricing::Priced && mode != TensorMode::OneD)
     priced[pricedKey] = layout;
@@ -732,7 +739,18 @@ PlanSearch::oneDimLayout(SearchInput in, int64_t pp, int64_t dp, int64_t tg,
       priced[key] = result;
     return result;
   }
-  if (pricing == Pricing::Exact) {
+  if (pricing == Pricing::ExactSummed && dp > 1) {
+    // Seconds per byte of the gradients' all-reduce over dp (its
+    // bandwidth term, as priceTraining prices it), once a step.
+    bool cross = groupCrossesNodes(tg, dp, cluster);
+    double a = 1 << 20, b = 1 << 30;
+    double perByte =
+        (cost.collectiveTime(CollectiveKind::AllReduce, b, dp, cross) -
+         cost.collectiveTime(CollectiveKind::AllReduce, a, dp, cross)) /
+        (b - a);
+    in.weightPrice = perByte / in.weightFactor / in.microbatches;
+  }
+  if (isExact(pricing)) {
     in.layouts = true;
     if (tg > 1)
       ++plan.ilpSolves;
@@ -1350,7 +1368,11 @@ void PlanSearch::enumerateBatch(int64_t pp, int64_t tg, TensorMode mode,
     if (m > 1 && g.couplesBatch())
       continue;
     bool batchSplit = dp > 1 || (pp > 1 && m > 1);
-    for (Recompute recompute : recomputeChoices())
+    for (Recompute recompute : recomputeChoices()) {
+      // The searched layouts' candidate (list, index) and the fastest
+      // scheme's step beside it that fits.
+      std::optional<std::pair<bool, size_t>> searched;
+      double schemeStep = INFINITY;
       for (TensorLayouts scheme : layoutSources(tg, mode, sp)) {
         // A scheme priced on one axis must keep its splits under the batch
         // split (unless forced: then it is priced as asked).
@@ -1401,9 +1423,21 @@ void PlanSearch::enumerateBatch(int64_t pp, int64_t tg, TensorMode mode,
         // Layouts are big; only the finalists keep theirs.
         kept->layout = nullptr;
         kept->sequenceLayout = nullptr;
-        (kept->fits ? feasible : rejected).push_back(std::move(*kept));
+        std::vector<PlanCandidate> &list = kept->fits ? feasible : rejected;
+        if (scheme == TensorLayouts::Planned && tg > 1)
+          searched = {kept->fits, list.size()};
+        else if (kept->fits)
+          schemeStep = std::min(schemeStep, kept->stepTime);
+        list.push_back(std::move(*kept));
         report();
       }
+      if (searched) {
+        PlanCandidate &c =
+            (searched->first ? feasible : rejected)[searched->second];
+        if (schemeStep < c.stepTime)
+          c.promise = schemeStep;
+      }
+    }
   }
 }
 
@@ -1420,7 +1454,11 @@ void PlanSearch::refine() {
   constexpr double kNearMiss = 1.25;
   auto searchTop = [&](std::vector<PlanCandidate> &list,
                        llvm::function_ref<bool(const PlanCandidate &)> worth) {
-    llvm::stable_sort(list, faster);
+    // Seeded searched layouts that a scheme beat at the same degrees are
+    // searched in that scheme's place (their own search may do as well).
+    llvm::stable_sort(list, [](const PlanCandidate &a, const PlanCandidate &b) {
+      return std::min(a.stepTime, a.promise) < std::min(b.stepTime, b.promise);
+    });
     for (int k = 0, done = 0; k < int(list.size()) && done < kExactRefine;
          ++k) {
       PlanCandidate &c = list[k];
@@ -1436,6 +1474,16 @@ void PlanSearch::refine() {
       // budget, not the step within memory: keep the seed's layouts when
       // they are the better plan.
       PlanCandidate exact = again(Pricing::Exact);
+      // Training over data-parallel replicas: also the search that prices
+      // the gradients' sum (it holds fewer weights whole, and may hold more
+      // activations: both are priced in full and the better kept).
+      if (opt.train && c.dp > 1 && c.tp > 1 && c.mode == TensorMode::OneD &&
+          c.layouts == TensorLayouts::Planned) {
+        PlanCandidate summed = again(Pricing::ExactSummed);
+        if (summed.fits != exact.fits ? summed.fits
+                                      : summed.stepTime < exact.stepTime)
+          exact = std::move(summed);
+      }
       bool better =
           exact.fits != c.fits ? exact.fits : exact.stepTime <= c.stepTime;
       c = better ? std::move(exact) : again(Pricing::Seeded);

@@ -56,8 +56,9 @@ def SplitMergedHeads : Pass<"pcc-split-merged-heads", "mlir::func::FuncOp"> {
     attention. Where a reshape's output axis is the product of whole input
     axes and every op reading the values that carry it treats it as a batch
     axis (transposes, pointwise ops, attention, batched matmuls, softmaxes
-    over another axis) up to the reshapes that end the chain, the axis
-    becomes its factors; element order, and so every reshape, is unchanged.
+    over another axis, a GEMM's rows: Hugging Face's Conv1D views [B, S, d]
+    as [B*S, d]) up to the reshapes that end the chain, the axis becomes
+    its factors; element order, and so every reshape, is unchanged.
   }];
   let dependentDialects = ["::pcc::PCCDialect"];
 }

@@ -5,14 +5,18 @@
 // batch and the heads. A batch split over dp and a head split over tp then
 // give each device a strided set of that axis, which no layout of it
 // describes, so the partitioner gathered the heads before every attention.
-// Splitting the merged axis back into [B, H] keeps both splits.
+// Splitting the merged axis back into [B, H] keeps both splits. Hugging
+// Face's Conv1D views [B, S, d] as [B*S, d] rows of a GEMM the same way: a
+// GEMM reads rows in place, so [B, S] stays two axes (a sequence split
+// through the MLP, as other exports of the same model keep it).
 //
 // Invariants: row-major element order never changes (an axis becomes two
 // adjacent ones), so every reshape that reads the split value stays valid;
 // a group of connected values is rewritten only when every op that reads
 // one of them is one this pass knows (transposes, pointwise ops whose other
 // operands do not reach the axis, attention and matmuls whose batch axes
-// all split alike, softmaxes over another axis, reshapes), and it ends in
+// all split alike, softmaxes over another axis, GEMMs reading it as rows,
+// reshapes), and it ends in
 // reshapes, so function results keep their shapes.
 //
 //===----------------------------------------------------------------------===//
@@ -146,6 +150,10 @@ void Rewriter::run(func::FuncOp fn) {
                  (isa<AttentionOp, MatMulOp, SoftmaxOp, LogSoftmaxOp>(user) ||
                   user->hasTrait<pcc::OpTrait::Pointwise>())) {
         propagate(user->getResult(0), s);
+      } else if (auto g = dyn_cast<GemmOp>(user); g && g.getA() == v) {
+        // A product's rows (Hugging Face's Conv1D on a [B*S, d] view): the
+        // result's rows are the same axis.
+        propagate(g.getResult(), s);
       } else {
         continue;
       }
@@ -197,6 +205,15 @@ bool Rewriter::valid(Operation *op) const {
     return out->axis < rank - 2 && shapeOf(m.getLhs()).size() == size_t(rank) &&
            shapeOf(m.getRhs()).size() == size_t(rank) &&
            allSplit(op->getOperands(), *out);
+  if (auto g = dyn_cast<GemmOp>(op)) {
+    // The split axis is one of A's rows (not the contraction); the weight
+    // and the bias do not reach it.
+    // (A of rank > 2 takes a weight of rank 2 and a bias along n.)
+    const Split *a = split(g.getA());
+    return !g.getTransA() && a && *a == *out && out->axis < rank - 1 &&
+           shapeOf(g.getB()).size() == 2 && !split(g.getB()) &&
+           (!g.getC() || shapeOf(g.getC()).size() <= 1);
+  }
   if (auto s = dyn_cast<SoftmaxOp>(op))
     return s.getAxis() != out->axis && allSplit(op->getOperands(), *out);
   if (auto s = dyn_cast<LogSoftmaxOp>(op))
