@@ -73,6 +73,16 @@ OpSharding inferOpSharding(mlir::Operation *op,
                            llvm::ArrayRef<TensorSharding> operands,
                            const Mesh &mesh);
 
+/// The operand layouts a weight's gradient product (X^T dY, two
+/// activations) runs on: `in` as they are, or one operand gathered over one
+/// feature-splitting axis where that moves fewer bytes, its partial result
+/// brought to `dest` (the layout the weight is read in) where known. The
+/// partitioner lays the product out so (gatherCheaperFactor), and the
+/// planner spells its collectives out the same way (BackwardCollectives).
+llvm::SmallVector<TensorSharding>
+cheaperGatheredOperands(mlir::Operation *op, llvm::ArrayRef<TensorSharding> in,
+                        const Mesh &mesh, const TensorSharding *dest);
+
 /// How an annotated op runs: its rule applied to its pinned operand layouts
 /// (kOperandShardingAttr) if a strategy pinned them, else to its operands'
 /// annotations.

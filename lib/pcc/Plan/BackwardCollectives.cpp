@@ -16,7 +16,9 @@
 
 #include "pcc/Dialect/PCC/IR/PCCOps.h"
 #include "pcc/Dialect/PCC/IR/TensorUtils.h"
+#include "pcc/Sharding/ParallelPlan.h"
 #include "pcc/Sharding/Reshard.h"
+#include "pcc/Sharding/ShardingRules.h"
 
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/MapVector.h"
@@ -63,6 +65,40 @@ bool slicesTo(const TensorSharding &from, const TensorSharding &to) {
          !llvm::equal(f.axes, ArrayRef(t.axes).take_front(f.axes.size()))))
       return false;
   return true;
+}
+
+/// A linear layer's weight gradient product, unattached, as its gradient
+/// rule builds it (GemmOp / MatMulOp::buildGradients): X^T dY, or dY^T X
+/// for a Gemm with transB. Null for other products.
+Operation *weightGradientProduct(Operation *op) {
+  Value x = op->getOperand(0), y = op->getResult(0);
+  bool tb = false;
+  if (auto g = dyn_cast<GemmOp>(op)) {
+    if (g.getTransA())
+      return nullptr;
+    tb = g.getTransB();
+  } else if (!isa<MatMulOp>(op) || shapeOf(op->getOperand(1)).size() != 2 ||
+             shapeOf(x).size() < 2) {
+    return nullptr;
+  }
+  MLIRContext *ctx = op->getContext();
+  Builder b(ctx);
+  OperationState state(op->getLoc(), GemmOp::getOperationName());
+  state.addOperands({tb ? y : x, tb ? x : y});
+  DictionaryAttr attrs =
+      b.getDictionaryAttr({b.getNamedAttr("alpha", b.getF32FloatAttr(1.0f)),
+                           b.getNamedAttr("beta", b.getF32FloatAttr(1.0f)),
+                           b.getNamedAttr("transA", b.getBoolAttr(true)),
+                           b.getNamedAttr("transB", b.getBoolAttr(false))});
+  auto &props = state.getOrAddProperties<GemmOp::Properties>();
+  SmallVector<Type, 1> types;
+  if (failed(GemmOp::setPropertiesFromAttr(
+          props, attrs, [&] { return emitError(op->getLoc()); })) ||
+      failed(GemmOp::inferReturnTypes(ctx, op->getLoc(), state.operands, attrs,
+                                      state.getRawProperties(), {}, types)))
+    return nullptr;
+  state.addTypes(types);
+  return Operation::create(state);
 }
 
 } // namespace
@@ -120,6 +156,8 @@ BackwardCollectives backwardCollectives(const PlanGraph &g, const Mesh &mesh,
   // SUMMA products' panels of their first operand, gathered or summed
   // (value, grid column axis, summed).
   llvm::DenseSet<std::tuple<Value, int64_t, int>> summaShared;
+  // Weight-gradient products' gathered inputs (value, layout read).
+  std::set<std::pair<const void *, std::string>> panels;
   for (int i = 0; i < n; ++i) {
     const PlanNode &node = g.nodes[i];
     Operation *op = node.op;
@@ -164,10 +202,12 @@ BackwardCollectives backwardCollectives(const PlanGraph &g, const Mesh &mesh,
                     : s.operands[k];
     };
     // A product run as SUMMA: its gradients' products run on gathered
-    // panels (TrainingPropagation's gatherCheaperFactor): dX = dY W^T
-    // reads W gathered over the grid's rows and reduce-scatters dX over
-    // its columns; dW = X^T dY reads X gathered over the columns and
-    // reduce-scatters dW over the rows.
+    // panels: dX = dY W^T reads W gathered over the grid's rows and
+    // reduce-scatters dX over its columns; dW = X^T dY runs on the factor
+    // gathered that moves fewest bytes, as the partitioner chooses it
+    // (cheaperGatheredOperands: X gathered over the columns and dW
+    // reduce-scattered over the rows, or, where blocks hold few rows, both
+    // factors' rows gathered and dW made whole).
     if (auto axes = summaAxes(op, s)) {
       auto [rows, cols] = *axes;
       SmallVector<PlannedCollective, 4> steps;
@@ -196,10 +236,44 @@ BackwardCollectives backwardCollectives(const PlanGraph &g, const Mesh &mesh,
       }
       if (node.producers[1] >= 0 ? trained[node.producers[1]]
                                  : isTrainedWeight(1)) {
-        // (A model input stored whole is read whole: nothing gathered.)
-        if ((p >= 0 || kept(0).usesAxis(cols)) && first(false))
-          move(s.operands[0], cols, false, x);
-        move(s.operands[1], rows, true, w);
+        Operation *dw = weightGradientProduct(op);
+        if (!dw) {
+          // (A model input stored whole is read whole: nothing gathered.)
+          if ((p >= 0 || kept(0).usesAxis(cols)) && first(false))
+            move(s.operands[0], cols, false, x);
+          move(s.operands[1], rows, true, w);
+        } else {
+          // Its operands as the backward holds them: x as made (a model
+          // input as stored), the output gradient as the result.
+          TensorSharding dy = s.results[0];
+          dy.partial.clear();
+          bool xFirst = dw->getOperand(0) == op->getOperand(0);
+          SmallVector<TensorSharding, 2> in = {xFirst ? kept(0) : dy,
+                                               xFirst ? dy : kept(0)};
+          OpSharding run = inferOpSharding(
+              dw, cheaperGatheredOperands(dw, in, mesh, &s.operands[1]), mesh);
+          ArrayRef<TensorSharding> read = run.operands;
+          for (unsigned k = 0; k < 2; ++k) {
+            Value v = dw->getOperand(k);
+            // A gathered x is shared by the products that read it.
+            if (in[k] != read[k] &&
+                (v != op->getOperand(0) ||
+                 panels
+                     .insert({v.getAsOpaquePointer(), describe(read[k], mesh)})
+                     .second))
+              reshardTime(in[k], read[k], tensorBytes(v) * scale, mesh,
+                          crossNode, cost, &steps);
+          }
+          // The product's partial sum over the grid's feature axes (over
+          // the depth it joins the gradients' bucket), into the weight's
+          // layout.
+          TensorSharding made = run.results[0];
+          llvm::erase_if(made.partial, [&](int64_t a) {
+            return !splitsFeatures(mesh.axisNames[a]);
+          });
+          reshardTime(made, s.operands[1], w, mesh, crossNode, cost, &steps);
+          dw->destroy();
+        }
       }
       for (PlannedCollective &pc : steps) {
         pc.node = i;

@@ -13,6 +13,8 @@
 
 #include "pcc/Sharding/ShardingRules.h"
 #include "pcc/Dialect/PCC/IR/TensorUtils.h"
+#include "pcc/Sharding/ParallelPlan.h"
+#include "pcc/Sharding/Reshard.h"
 
 #include "pcc/Dialect/PCC/IR/PCCOps.h"
 #include "pcc/Dialect/PCC/IR/WeightViews.h"
@@ -528,6 +530,66 @@ int64_t fusedGroups(Value v) {
     v = user->getResult(0);
   }
   return 1;
+}
+
+namespace {
+
+/// Bytes one device sends and receives to run `op` as `s` on operands laid
+/// out as `in`, its partial result summed over the axes `isTp` picks after,
+/// and brought to `dest` where the result's destination is known (ring
+/// collectives: an all-reduce moves twice its buffer). Partial sums over
+/// other axes (dp: the gradient's bucket) cost every choice alike.
+double movedBytes(Operation *op, ArrayRef<TensorSharding> in,
+                  const OpSharding &s, const Mesh &mesh,
+                  function_ref<bool(int64_t)> isTp,
+                  const TensorSharding *dest) {
+  double bytes = 0;
+  auto add = [&](const TensorSharding &from, const TensorSharding &to,
+                 Value v) {
+    bytes += stepsMovedBytes(planReshard(from, to), tensorBytes(v), mesh);
+  };
+  for (auto [v, from, to] : llvm::zip(op->getOperands(), in, s.operands))
+    add(from, to, v);
+  for (auto [v, r] : llvm::zip(op->getResults(), s.results)) {
+    TensorSharding from = r, to = dest ? *dest : r;
+    for (TensorSharding *t : {&from, &to})
+      llvm::erase_if(t->partial, [&](int64_t a) { return !isTp(a); });
+    to.partial.clear();
+    add(from, to, v);
+  }
+  return bytes;
+}
+
+} // namespace
+
+SmallVector<TensorSharding>
+cheaperGatheredOperands(Operation *op, ArrayRef<TensorSharding> in,
+                        const Mesh &mesh, const TensorSharding *dest) {
+  SmallVector<TensorSharding> best(in.begin(), in.end());
+  if (llvm::any_of(in,
+                   [](const TensorSharding &t) { return !t.partial.empty(); }))
+    return best;
+  // The tensor axes that split features: 1D's, or a grid's (2.5D's depth
+  // splits the batch: its weight gradients' sums are the bucket's).
+  auto isTp = [&](int64_t a) { return splitsFeatures(mesh.axisNames[a]); };
+  double bestBytes =
+      movedBytes(op, in, inferOpSharding(op, in, mesh), mesh, isTp, dest);
+  for (unsigned k = 0; k < in.size(); ++k)
+    for (int64_t axis = 0; axis < int64_t(mesh.shape.size()); ++axis) {
+      if (!isTp(axis))
+        continue;
+      SmallVector<TensorSharding> other(in.begin(), in.end());
+      if (!other[k].gatherAxes([&](int64_t a) { return a == axis; }))
+        continue;
+      OpSharding s = inferOpSharding(op, other, mesh);
+      // Moved from the operands as they are to what this choice reads.
+      double bytes = movedBytes(op, in, s, mesh, isTp, dest);
+      if (bytes < bestBytes) {
+        bestBytes = bytes;
+        best = std::move(other);
+      }
+    }
+  return best;
 }
 
 } // namespace pcc
