@@ -190,6 +190,47 @@ class GptOddVocab(Gpt):
         self.logit_bias = nn.Parameter(0.1 * torch.randn(37))
 
 
+class Conv1D(nn.Module):
+    """Hugging Face GPT-2's Conv1D: a [in, out] weight applied by addmm to
+    the input viewed as [B*S, in] (exported as Gemm on a flattened view)."""
+
+    def __init__(self, nx, nf):
+        super().__init__()
+        self.weight = nn.Parameter(0.02 * torch.randn(nx, nf))
+        self.bias = nn.Parameter(torch.zeros(nf))
+
+    def forward(self, x):
+        out = torch.addmm(self.bias, x.reshape(-1, x.shape[-1]), self.weight)
+        return out.view(*x.shape[:-1], self.weight.shape[1])
+
+
+class GptLong(Gpt):
+    """The GPT at 8 x 2048 tokens of d 128: long enough that searched
+    layouts run the MLP on the sequence split and gather its weights at use
+    (docs/planner.md)."""
+
+    def __init__(self):
+        super().__init__(vocab=64, d=128, heads=2, layers=2, seq=2048)
+
+
+class GptConv1D(GptLong):
+    """GptLong with Hugging Face's Conv1D linear layers, which read their
+    weights directly (no Transpose view)."""
+
+    def __init__(self):
+        super().__init__()
+        for b in self.blocks:
+            d = b.ln1.normalized_shape[0]
+            b.qkv, b.proj = Conv1D(d, 3 * d), Conv1D(d, d)
+            b.fc, b.out = Conv1D(d, 4 * d), Conv1D(4 * d, d)
+
+
+def long_batches(steps, rng):
+    return [(rng.integers(0, 64, (8, 2048)).astype(np.int64),
+             rng.integers(0, 64, (8, 2048)).astype(np.int64))
+            for _ in range(steps)]
+
+
 class T5Loss(nn.Module):
     """The test models' T5-style encoder-decoder (relative position
     biases, RMS norms, cross-attention, tied embedding) returning its
@@ -392,6 +433,8 @@ MODELS = {"mlp": (Mlp, mlp_batches), "gpt": (Gpt, gpt_batches),
           "mobile": (Mobile, cnn_batches), "resnet": (ResNet, cnn_batches),
           "gpt-dropout": (GptDropout, gpt_batches),
           "gpt-odd-vocab": (GptOddVocab, odd_vocab_batches),
+          "gpt-long": (GptLong, long_batches),
+          "gpt-conv1d": (GptConv1D, long_batches),
           "t5": (T5Loss, gpt_batches),
           "classifier": (Classifier, classifier_batches),
           "regressor": (Regressor, regressor_batches)}
@@ -405,7 +448,8 @@ ZERO_GRADIENT = {"vit": [(f"blocks.{i}.self_attn.in_proj_bias", slice(32, 64))
                          for i in range(2)]}
 # Initializers that PyTorch does not train (buffers).
 FROZEN = {"gpt": ["causal"], "gpt-dropout": ["causal"],
-          "gpt-odd-vocab": ["causal"]}
+          "gpt-odd-vocab": ["causal"], "gpt-long": ["causal"],
+          "gpt-conv1d": ["causal"]}
 
 
 def export(workdir, name, steps):

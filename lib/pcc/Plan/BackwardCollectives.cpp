@@ -67,38 +67,59 @@ bool slicesTo(const TensorSharding &from, const TensorSharding &to) {
   return true;
 }
 
-/// A linear layer's weight gradient product, unattached, as its gradient
-/// rule builds it (GemmOp / MatMulOp::buildGradients): X^T dY, or dY^T X
-/// for a Gemm with transB. Null for other products.
-Operation *weightGradientProduct(Operation *op) {
-  Value x = op->getOperand(0), y = op->getResult(0);
-  bool tb = false;
-  if (auto g = dyn_cast<GemmOp>(op)) {
-    if (g.getTransA())
-      return nullptr;
-    tb = g.getTransB();
-  } else if (!isa<MatMulOp>(op) || shapeOf(op->getOperand(1)).size() != 2 ||
-             shapeOf(x).size() < 2) {
-    return nullptr;
-  }
-  MLIRContext *ctx = op->getContext();
+/// pcc.gemm(l, r) with `transA` / `transB`, unattached: a gradient product
+/// as a gradient rule would build it, for its layouts only. Null if it does
+/// not type-check.
+Operation *unattachedGemm(Operation *near, Value l, Value r, bool ta, bool tb) {
+  MLIRContext *ctx = near->getContext();
   Builder b(ctx);
-  OperationState state(op->getLoc(), GemmOp::getOperationName());
-  state.addOperands({tb ? y : x, tb ? x : y});
+  OperationState state(near->getLoc(), GemmOp::getOperationName());
+  state.addOperands({l, r});
   DictionaryAttr attrs =
       b.getDictionaryAttr({b.getNamedAttr("alpha", b.getF32FloatAttr(1.0f)),
                            b.getNamedAttr("beta", b.getF32FloatAttr(1.0f)),
-                           b.getNamedAttr("transA", b.getBoolAttr(true)),
-                           b.getNamedAttr("transB", b.getBoolAttr(false))});
+                           b.getNamedAttr("transA", b.getBoolAttr(ta)),
+                           b.getNamedAttr("transB", b.getBoolAttr(tb))});
   auto &props = state.getOrAddProperties<GemmOp::Properties>();
   SmallVector<Type, 1> types;
   if (failed(GemmOp::setPropertiesFromAttr(
-          props, attrs, [&] { return emitError(op->getLoc()); })) ||
-      failed(GemmOp::inferReturnTypes(ctx, op->getLoc(), state.operands, attrs,
-                                      state.getRawProperties(), {}, types)))
+          props, attrs, [&] { return emitError(near->getLoc()); })) ||
+      failed(GemmOp::inferReturnTypes(ctx, near->getLoc(), state.operands,
+                                      attrs, state.getRawProperties(), {},
+                                      types)))
     return nullptr;
   state.addTypes(types);
   return Operation::create(state);
+}
+
+/// Whether `op` is a linear layer (x W with a 2-D W, or a Gemm without
+/// transA), and whether its Gemm form has transB.
+std::optional<bool> linearLayer(Operation *op) {
+  if (auto g = dyn_cast<GemmOp>(op))
+    return g.getTransA() ? std::nullopt : std::optional<bool>(g.getTransB());
+  if (isa<MatMulOp>(op) && shapeOf(op->getOperand(1)).size() == 2 &&
+      shapeOf(op->getOperand(0)).size() >= 2)
+    return false;
+  return std::nullopt;
+}
+
+/// A linear layer's weight gradient product, unattached, as its gradient
+/// rule builds it (GemmOp / MatMulOp::buildGradients): X^T dY, or dY^T X
+/// for a Gemm with transB (the result stands for dY). Null for other ops.
+Operation *weightGradientProduct(Operation *op) {
+  std::optional<bool> tb = linearLayer(op);
+  if (!tb)
+    return nullptr;
+  Value x = op->getOperand(0), y = op->getResult(0);
+  return unattachedGemm(op, *tb ? y : x, *tb ? x : y, true, false);
+}
+
+/// Its input gradient product: dY W^T (dY W for a Gemm with transB).
+Operation *inputGradientProduct(Operation *op) {
+  std::optional<bool> tb = linearLayer(op);
+  if (!tb)
+    return nullptr;
+  return unattachedGemm(op, op->getResult(0), op->getOperand(1), false, !*tb);
 }
 
 } // namespace
@@ -139,6 +160,10 @@ BackwardCollectives backwardCollectives(const PlanGraph &g, const Mesh &mesh,
   std::vector<bool> toWeights(n, false);
   // The gradients reaching each (producer, result), by layout.
   std::map<std::pair<int, unsigned>, std::vector<TensorSharding>> reaching;
+  // Who sent each of those, and in which layout (node, layout).
+  std::map<std::pair<int, unsigned>,
+           std::vector<std::pair<int, TensorSharding>>>
+      pushed;
   // Products' operands read again by the backward: (node, operand,
   // producer, result).
   struct Reread {
@@ -364,8 +389,49 @@ BackwardCollectives backwardCollectives(const PlanGraph &g, const Mesh &mesh,
       std::vector<TensorSharding> &to = reaching[{p, r}];
       if (!llvm::is_contained(to, grad))
         to.push_back(grad);
+      pushed[{p, r}].push_back({i, grad});
     }
   }
+  // A linear layer whose output gradient arrives split, but not as its
+  // result was made (a tied head's logits gradient split by vocabulary
+  // from the loss, while the forward split the sequence), runs its two
+  // gradient products on what arrives, as the partitioner lays them out by
+  // their rules: dX = dY W^T on that split (a partial sum where it splits
+  // the contraction, reduced where x is made), dW on the factor gathered
+  // that moves fewest bytes (cheaperGatheredOperands). Rather than one
+  // reshard of the gradient to the result's layout first.
+  std::vector<bool> onArrival(n, false);
+  for (int p = 0; p < n; ++p) {
+    Operation *op = g.nodes[p].op;
+    auto it = reaching.find({p, 0});
+    if (!trained[p] || !linearLayer(op) || it == reaching.end() ||
+        it->second.size() != 1 || summaAxes(op, layoutOf(p)) ||
+        cubeContraction(op, layoutOf(p)))
+      continue;
+    const TensorSharding &arrived = it->second.front();
+    TensorSharding made = layoutOf(p).results[0];
+    made.partial.clear();
+    onArrival[p] =
+        arrived.partial.empty() && !arrived.isReplicated() && arrived != made;
+  }
+  // Node `from`'s gradient for (q, r) is `layout` instead of what it sent.
+  auto resend = [&](int from, int q, unsigned r, const TensorSharding &layout) {
+    std::vector<std::pair<int, TensorSharding>> &list = pushed[{q, r}];
+    std::vector<TensorSharding> &to = reaching[{q, r}];
+    for (auto e = list.begin(); e != list.end();) {
+      if (e->first != from) {
+        ++e;
+        continue;
+      }
+      TensorSharding old = e->second;
+      e = list.erase(e);
+      if (llvm::none_of(list, [&](auto &o) { return o.second == old; }))
+        llvm::erase(to, old);
+    }
+    list.push_back({from, layout});
+    if (!llvm::is_contained(to, layout))
+      to.push_back(layout);
+  };
   // Readers of each node's results: (node, operand).
   std::vector<SmallVector<std::pair<int, unsigned>, 2>> readers(n);
   for (int i = 0; i < n; ++i)
@@ -408,6 +474,8 @@ BackwardCollectives backwardCollectives(const PlanGraph &g, const Mesh &mesh,
   llvm::DenseSet<Value> gatheredOnce;
   std::set<std::pair<int, unsigned>> regathered;
   for (const Reread &rr : rereads) {
+    if (onArrival[rr.node])
+      continue;
     const OpSharding &s = layoutOf(rr.node);
     TensorSharding whole =
         TensorSharding::replicated(s.results.front().dims.size());
@@ -437,6 +505,61 @@ BackwardCollectives backwardCollectives(const PlanGraph &g, const Mesh &mesh,
     const OpSharding &s = layoutOf(p);
     if (r >= s.results.size())
       continue;
+    if (onArrival[p]) {
+      Operation *op = g.nodes[p].op;
+      SmallVector<PlannedCollective, 4> steps;
+      // Operand k's gradient product run as its rule lays it out on
+      // `in`, or on the cheaper factor gathered (a weight's).
+      auto product = [&](Operation *prod, SmallVector<TensorSharding, 2> in,
+                         bool cheaper) {
+        OpSharding run = inferOpSharding(
+            prod,
+            cheaper ? cheaperGatheredOperands(prod, in, mesh, &s.operands[1])
+                    : SmallVector<TensorSharding>(in.begin(), in.end()),
+            mesh);
+        for (auto [k, v] : llvm::enumerate(prod->getOperands()))
+          if (in[k] != run.operands[k])
+            reshardTime(in[k], run.operands[k],
+                        v == op->getOperand(1) ? double(tensorBytes(v))
+                                               : tensorBytes(v) * scale,
+                        mesh, crossNode, cost, &steps);
+        TensorSharding made = run.results[0];
+        prod->destroy();
+        return made;
+      };
+      const TensorSharding &dy = grads.front();
+      TensorSharding w = s.operands[1];
+      for (unsigned k = 0; k < 2; ++k) {
+        int q = g.nodes[p].producers[k];
+        bool carries = q >= 0 ? bool(trained[q]) : false;
+        if (k == 0 && !carries)
+          continue;
+        Operation *prod =
+            k == 0 ? inputGradientProduct(op) : weightGradientProduct(op);
+        if (!prod)
+          continue;
+        bool yFirst = prod->getOperand(0) == op->getResult(0);
+        // x as made (a model input as the op reads it).
+        int q0 = g.nodes[p].producers[0];
+        TensorSharding other =
+            k == 0    ? w
+            : q0 >= 0 ? layoutOf(q0).results[cast<OpResult>(op->getOperand(0))
+                                                 .getResultNumber()]
+                      : s.operands[0];
+        other.partial.clear();
+        TensorSharding made =
+            product(prod, {yFirst ? dy : other, yFirst ? other : dy}, k == 1);
+        if (!carries)
+          continue; // a weight's own partial sum: the gradients' bucket
+        unsigned qr = cast<OpResult>(op->getOperand(k)).getResultNumber();
+        resend(p, q, qr, made);
+      }
+      for (PlannedCollective &pc : steps) {
+        pc.node = p;
+        out.collectives.push_back(pc);
+      }
+      continue;
+    }
     // A value of weights alone (a transposed weight) whose gradient comes
     // laid out as the value, or less split, but partial over axes the value
     // does not split (its readers' work split over axes the weight is
