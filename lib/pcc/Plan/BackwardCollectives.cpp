@@ -14,6 +14,8 @@
 
 #include "pcc/Plan/ShardingSearch.h"
 
+#include "GradientProducts.h"
+
 #include "pcc/Dialect/PCC/IR/PCCOps.h"
 #include "pcc/Dialect/PCC/IR/TensorUtils.h"
 #include "pcc/Sharding/ParallelPlan.h"
@@ -65,61 +67,6 @@ bool slicesTo(const TensorSharding &from, const TensorSharding &to) {
          !llvm::equal(f.axes, ArrayRef(t.axes).take_front(f.axes.size()))))
       return false;
   return true;
-}
-
-/// pcc.gemm(l, r) with `transA` / `transB`, unattached: a gradient product
-/// as a gradient rule would build it, for its layouts only. Null if it does
-/// not type-check.
-Operation *unattachedGemm(Operation *near, Value l, Value r, bool ta, bool tb) {
-  MLIRContext *ctx = near->getContext();
-  Builder b(ctx);
-  OperationState state(near->getLoc(), GemmOp::getOperationName());
-  state.addOperands({l, r});
-  DictionaryAttr attrs =
-      b.getDictionaryAttr({b.getNamedAttr("alpha", b.getF32FloatAttr(1.0f)),
-                           b.getNamedAttr("beta", b.getF32FloatAttr(1.0f)),
-                           b.getNamedAttr("transA", b.getBoolAttr(ta)),
-                           b.getNamedAttr("transB", b.getBoolAttr(tb))});
-  auto &props = state.getOrAddProperties<GemmOp::Properties>();
-  SmallVector<Type, 1> types;
-  if (failed(GemmOp::setPropertiesFromAttr(
-          props, attrs, [&] { return emitError(near->getLoc()); })) ||
-      failed(GemmOp::inferReturnTypes(ctx, near->getLoc(), state.operands,
-                                      attrs, state.getRawProperties(), {},
-                                      types)))
-    return nullptr;
-  state.addTypes(types);
-  return Operation::create(state);
-}
-
-/// Whether `op` is a linear layer (x W with a 2-D W, or a Gemm without
-/// transA), and whether its Gemm form has transB.
-std::optional<bool> linearLayer(Operation *op) {
-  if (auto g = dyn_cast<GemmOp>(op))
-    return g.getTransA() ? std::nullopt : std::optional<bool>(g.getTransB());
-  if (isa<MatMulOp>(op) && shapeOf(op->getOperand(1)).size() == 2 &&
-      shapeOf(op->getOperand(0)).size() >= 2)
-    return false;
-  return std::nullopt;
-}
-
-/// A linear layer's weight gradient product, unattached, as its gradient
-/// rule builds it (GemmOp / MatMulOp::buildGradients): X^T dY, or dY^T X
-/// for a Gemm with transB (the result stands for dY). Null for other ops.
-Operation *weightGradientProduct(Operation *op) {
-  std::optional<bool> tb = linearLayer(op);
-  if (!tb)
-    return nullptr;
-  Value x = op->getOperand(0), y = op->getResult(0);
-  return unattachedGemm(op, *tb ? y : x, *tb ? x : y, true, false);
-}
-
-/// Its input gradient product: dY W^T (dY W for a Gemm with transB).
-Operation *inputGradientProduct(Operation *op) {
-  std::optional<bool> tb = linearLayer(op);
-  if (!tb)
-    return nullptr;
-  return unattachedGemm(op, op->getResult(0), op->getOperand(1), false, !*tb);
 }
 
 } // namespace
