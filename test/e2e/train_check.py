@@ -531,6 +531,34 @@ def compare_parameters(saved, want, skip=(), rtol=1e-3, atol=1e-4):
     return ok, worst, None
 
 
+def strategy_plan(strategy, layout="megatron"):
+    """pcc's flags for STRATEGY (run_strategies.py's, plus "zero=N",
+    "recompute=full|selective" and the executable's "sched=gpipe"), the
+    ranks it runs on, and the executable's flags."""
+    parts = strategy.split(",")
+    extra = {k: v for k, _, v in (p.partition("=") for p in parts)
+             if k in ("zero", "sched", "recompute")}
+    devices = ",".join(p for p in parts
+                       if p.split("=")[0] not in ("zero", "sched", "recompute"))
+    flags, ranks = ([], 1) if devices == "1" else strategy_flags(devices,
+                                                                 layout)
+    flags += ["--zero", extra["zero"]] if "zero" in extra else []
+    flags += (["--recompute", extra["recompute"]] if "recompute" in extra
+              else [])
+    # The executable's pipeline schedule (1f1b by default).
+    exe = ["--pp-schedule", extra["sched"]] if "sched" in extra else []
+    return flags, ranks, exe
+
+
+def training_flags(name, optimizer, precision=None):
+    """pcc's flags that train model `name` as torch_train trains it."""
+    return (["--train", "--cluster", "dgx-a100"] +
+            OPTIMIZERS[optimizer]["flags"] +
+            (["--precision", precision] if precision else []) +
+            (["--freeze", ",".join(FROZEN[name])] if name in FROZEN else []) +
+            (["--loss", ADDED_LOSS[name]] if name in ADDED_LOSS else []))
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("workdir")
@@ -569,34 +597,16 @@ def main():
     mpirun = shlex.split(args.mpirun)
     batch_dir = os.path.join(workdir, "batches")
     for strategy in args.strategies:
-        parts = strategy.split(",")
-        zero = [p for p in parts if p.startswith("zero=")]
-        sched = [p for p in parts if p.startswith("sched=")]
-        recompute = [p for p in parts if p.startswith("recompute=")]
-        devices = ",".join(p for p in parts
-                           if not p.startswith(("zero=", "sched=",
-                                                "recompute=")))
-        # The executable's pipeline schedule (1f1b by default).
-        exe = ["--pp-schedule", sched[0].split("=")[1]] if sched else []
-        flags, ranks = ([], 1) if devices == "1" else strategy_flags(
-            devices, args.layout)
-        flags += ["--zero", zero[0].split("=")[1]] if zero else []
-        flags += (["--recompute", recompute[0].split("=")[1]]
-                  if recompute else [])
+        flags, ranks, exe = strategy_plan(strategy, args.layout)
         tag = (f"{args.optimizer}-" +
                (args.precision + "-" if args.precision else "") +
                ("" if args.layout == "megatron" else args.layout + "-") +
                strategy.replace("=", "").replace(",", "-"))
         out = os.path.join(workdir, "out-" + tag)
         subprocess.run(["pcc", os.path.join(workdir, "model.onnx"), "-o", out,
-                        "--quiet", "--train", "--cluster", "dgx-a100"] +
-                       OPTIMIZERS[args.optimizer]["flags"] + flags +
-                       (["--precision", args.precision]
-                        if args.precision else []) +
-                       (["--freeze", ",".join(FROZEN[args.model])]
-                        if args.model in FROZEN else []) +
-                       (["--loss", ADDED_LOSS[args.model]]
-                        if args.model in ADDED_LOSS else []), check=True)
+                        "--quiet"] +
+                       training_flags(args.model, args.optimizer,
+                                      args.precision) + flags, check=True)
         saved = os.path.join(workdir, "saved-" + tag)
         got, log = run_steps(mpirun, ranks, out, batch_dir, args.steps,
                              exe + ["--save", saved])
@@ -635,7 +645,7 @@ def main():
             report = json.loads(subprocess.run(
                 ["pcc", "plan", os.path.join(workdir, "model.onnx"),
                  "--train", "--cluster", "dgx-a100", "--format", "json"] +
-                flags + ([] if zero else ["--zero", "0"]) +
+                flags + ([] if "--zero" in flags else ["--zero", "0"]) +
                 (["--precision", args.precision] if args.precision else []) +
                 (["--freeze", ",".join(FROZEN[args.model])]
                  if args.model in FROZEN else []) +

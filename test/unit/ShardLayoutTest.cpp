@@ -2,10 +2,13 @@
 //
 // pccrt::copyBlock decides which bytes each rank reads from inputs and which
 // weight blocks the compiler writes; checked against a direct per-element
-// formula on random layouts, and for round trips.
+// formula on random layouts, and for round trips. Dropout's placement
+// (pccrt::DropoutPlace, whose global indices draw the masks on CPU and GPU
+// ranks alike) must name the same elements.
 //
 //===----------------------------------------------------------------------===//
 
+#include "pccrt/Dropout.h"
 #include "pccrt/ShardLayout.h"
 
 #include <gtest/gtest.h>
@@ -63,6 +66,10 @@ TEST(ShardLayout, BlocksMatchTheDefinitionAndRoundTrip) {
         pccrt::copyBlock(true, reinterpret_cast<char *>(global.data()),
                          reinterpret_cast<char *>(block.data()), rank,
                          shape.data(), splits.data(), mesh, coords, 4);
+        pccrt::DropoutPlace place;
+        ASSERT_TRUE(pccrt::dropoutPlace(rank, local.data(), splits.data(),
+                                        mesh, coords, place));
+        ASSERT_EQ(place.count, count);
         for (int64_t i = 0; i < count; ++i) {
           int64_t rest = i, g = 0, stride = 1;
           for (int d = rank - 1; d >= 0; --d) {
@@ -72,6 +79,8 @@ TEST(ShardLayout, BlocksMatchTheDefinitionAndRoundTrip) {
             stride *= shape[d];
           }
           ASSERT_EQ(block[i], g) << "trial " << trial << " element " << i;
+          ASSERT_EQ(place.globalIndex(i), g)
+              << "trial " << trial << " element " << i;
         }
         pccrt::copyBlock(false, reinterpret_cast<char *>(rebuilt.data()),
                          reinterpret_cast<char *>(block.data()), rank,

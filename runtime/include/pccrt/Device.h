@@ -12,6 +12,8 @@
 #ifndef PCCRT_DEVICE_H
 #define PCCRT_DEVICE_H
 
+#include "pccrt/Model.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -51,6 +53,18 @@ void copyToDevice(void *dst, const void *src, int64_t bytes);
 void copyToHost(void *dst, const void *src, int64_t bytes);
 /// Waits until the device has done everything asked of it.
 void synchronizeDevice();
+
+/// acc += in over `count` elements of `type` in device memory, in stream
+/// order (16-bit floats added through float and rounded once, as the
+/// collectives sum them); false for a type that is not a float.
+bool addInto(DType type, void *acc, const void *in, int64_t count);
+
+/// Copies the device's copy of every weight block it has uploaded back into
+/// the weights mapped at `weights`: a training run's parameters and states,
+/// before --save reads them. Nothing to do on CPU ranks, which train the
+/// mapping itself. (--resume writes the mapping before the first run, so
+/// the first upload takes the resumed values.)
+void fetchWeights(char *weights);
 
 /// Runs one step of the model: `step(context)` issues its device work. On
 /// GPU ranks whose collectives stay on the device (one rank, or NCCL), a

@@ -695,6 +695,8 @@ int trainSteps(const ModelInfo &model, const Options &o, Mesh &mesh,
   }
   if (!o.save.empty()) {
     phase = "saving the trained run";
+    // GPU ranks trained their device copies of the weights.
+    fetchWeights(writable);
     std::string error = saveTrained(model, mesh, weights, o.save, first + steps);
     together([&] {
       if (!error.empty())

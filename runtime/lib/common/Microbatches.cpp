@@ -1,22 +1,20 @@
-//===- Microbatches.cpp - accumulation across a step's microbatch runs
-//-----===//
+//===- Microbatches.cpp - accumulation across a step's microbatch runs ----===//
 //
 // A pipeline runs the program once per microbatch; a training step's sums
 // over the whole batch (gradients, the loss) are collectives over the
 // microbatch axis, which pcc-accumulate-microbatches leaves alone on that
-// axis. Here they accumulate in host memory kept between runs (training runs
-// on CPU ranks), and reach the program's buffer in the last run, the one
-// that runs the update.
+// axis. Here they accumulate in device memory kept between runs (host
+// memory on CPU ranks), and reach the program's buffer in the last run, the
+// one that runs the update. A pipeline's stash lives there too.
 //
 //===----------------------------------------------------------------------===//
 
 #include "pccrt/Device.h"
-#include "pccrt/Float16.h"
 #include "pccrt/Kernels.h"
 #include "pccrt/Mesh.h"
 #include "pccrt/Status.h"
 
-#include <cstring>
+#include <cstdio>
 #include <map>
 #include <string>
 #include <vector>
@@ -25,34 +23,43 @@ namespace pccrt {
 
 namespace {
 
+/// Device memory kept across runs (an accumulator, a chunk's stash).
+struct KeptBuffer {
+  char *data = nullptr;
+  int64_t bytes = 0;
+
+  /// At least `n` bytes, keeping what it held.
+  char *reserve(int64_t n, const char *what) {
+    if (n <= bytes)
+      return data;
+    char *fresh = static_cast<char *>(allocateDeviceBytes(n));
+    if (!fresh) {
+      // Other ranks may wait in a collective: end the job.
+      std::string rank = Mesh::worldSize() > 1
+                             ? "rank " + std::to_string(Mesh::worldRank()) + ": "
+                             : "";
+      std::fprintf(stderr,
+                   "error: %sout of device memory: cannot allocate %lld bytes "
+                   "for %s\n",
+                   rank.c_str(), static_cast<long long>(n), what);
+      std::fflush(stderr);
+      Mesh::abortWorld(1);
+    }
+    if (data) {
+      copyBytes(fresh, data, bytes);
+      synchronizeDevice();
+      freeDeviceBytes(data);
+    }
+    data = fresh;
+    bytes = n;
+    return data;
+  }
+};
+
 /// Each collective's running sum or gathered blocks, by id.
-std::map<int, std::vector<char>> &accumulators() {
-  static std::map<int, std::vector<char>> all;
+std::map<int, KeptBuffer> &accumulators() {
+  static std::map<int, KeptBuffer> all;
   return all;
-}
-
-template <typename T> void addInto(void *acc, const void *in, int64_t count) {
-  T *a = static_cast<T *>(acc);
-  const T *x = static_cast<const T *>(in);
-  for (int64_t i = 0; i < count; ++i)
-    a[i] += x[i];
-}
-
-/// 16-bit values add through float and round once per microbatch, as the
-/// collectives sum them over ranks.
-template <typename T>
-void addIntoSixteenBit(void *acc, const void *in, int64_t count) {
-  T *a = static_cast<T *>(acc);
-  const T *x = static_cast<const T *>(in);
-  for (int64_t i = 0; i < count; ++i)
-    a[i] = T(float(a[i]) + float(x[i]));
-}
-
-bool onHost() {
-  if (deviceIsHost())
-    return true;
-  kernelError("accumulating over microbatches needs CPU ranks");
-  return false;
 }
 
 } // namespace
@@ -80,14 +87,13 @@ bool splitPhases(const Mesh &mesh) {
 // A chunk's forwards and backwards take microbatches in order, so those in
 // flight are consecutive: microbatch % slots never collide.
 char *stashSlot(Mesh &mesh, int64_t slotBytes) {
-  static std::vector<std::vector<char>> stashes;
+  static std::vector<KeptBuffer> stashes;
   if (int64_t(stashes.size()) <= mesh.chunk())
     stashes.resize(mesh.chunk() + 1);
-  std::vector<char> &stash = stashes[mesh.chunk()];
   int64_t slots = mesh.stashSlots();
-  if (int64_t(stash.size()) < slots * slotBytes)
-    stash.resize(slots * slotBytes);
-  return stash.data() + (mesh.microbatch() % slots) * slotBytes;
+  char *stash = stashes[mesh.chunk()].reserve(slots * slotBytes,
+                                              "the pipeline's stash");
+  return stash + (mesh.microbatch() % slots) * slotBytes;
 }
 
 bool lastMicrobatch(const Mesh &mesh) {
@@ -96,42 +102,29 @@ bool lastMicrobatch(const Mesh &mesh) {
 
 void microbatchSum(Mesh &mesh, int id, DType type, const void *in, void *out,
                    int64_t count) {
-  if (!onHost())
-    return;
   int64_t bytes = count * dtypeSize(type);
-  std::vector<char> &acc = accumulators()[id];
+  char *acc = accumulators()[id].reserve(bytes, "a sum over microbatches");
   if (mesh.microbatch() == 0) {
-    acc.assign(static_cast<const char *>(in),
-               static_cast<const char *>(in) + bytes);
-  } else if (type == DType::F32) {
-    addInto<float>(acc.data(), in, count);
-  } else if (type == DType::F64) {
-    addInto<double>(acc.data(), in, count);
-  } else if (type == DType::BF16) {
-    addIntoSixteenBit<BFloat16>(acc.data(), in, count);
-  } else if (type == DType::F16) {
-    addIntoSixteenBit<Half>(acc.data(), in, count);
-  } else {
+    copyBytes(acc, in, bytes);
+  } else if (!addInto(type, acc, in, count)) {
     kernelError(std::string("a sum over microbatches of ") + dtypeName(type) +
                 " (floats only)");
     return;
   }
   if (lastMicrobatch(mesh))
-    std::memcpy(out, acc.data(), bytes);
+    copyBytes(out, acc, bytes);
 }
 
 void microbatchGather(Mesh &mesh, int id, const void *in, void *out,
                       int64_t outer, int64_t blockBytes) {
-  if (!onHost())
-    return;
   int64_t m = mesh.microbatches(), k = mesh.microbatch();
-  std::vector<char> &acc = accumulators()[id];
-  acc.resize(outer * m * blockBytes);
-  for (int64_t o = 0; o < outer; ++o)
-    std::memcpy(acc.data() + (o * m + k) * blockBytes,
-                static_cast<const char *>(in) + o * blockBytes, blockBytes);
+  char *acc = accumulators()[id].reserve(outer * m * blockBytes,
+                                         "a gather over microbatches");
+  // Row o of this microbatch's block goes to row o, block k of the whole.
+  copyRows(acc + k * blockBytes, m * blockBytes, in, blockBytes, blockBytes,
+           outer);
   if (lastMicrobatch(mesh))
-    std::memcpy(out, acc.data(), acc.size());
+    copyBytes(out, acc, outer * m * blockBytes);
 }
 
 } // namespace pccrt

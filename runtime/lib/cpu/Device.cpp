@@ -7,6 +7,7 @@
 #include "pccrt/Device.h"
 
 #include "pccrt/BlasCore.h"
+#include "pccrt/Float16.h"
 
 #include "../mpi/MpiCommunicator.h"
 
@@ -61,6 +62,45 @@ void copyToHost(void *dst, const void *src, int64_t bytes) {
 }
 
 void synchronizeDevice() {}
+
+namespace {
+
+template <typename T> void add(void *acc, const void *in, int64_t count) {
+  T *a = static_cast<T *>(acc);
+  const T *x = static_cast<const T *>(in);
+  for (int64_t i = 0; i < count; ++i)
+    a[i] = T(float(a[i]) + float(x[i]));
+}
+
+} // namespace
+
+bool addInto(DType type, void *acc, const void *in, int64_t count) {
+  float *a = static_cast<float *>(acc);
+  const float *x = static_cast<const float *>(in);
+  switch (type) {
+  case DType::F32:
+    for (int64_t i = 0; i < count; ++i)
+      a[i] += x[i];
+    return true;
+  case DType::F64: {
+    double *ad = static_cast<double *>(acc);
+    const double *xd = static_cast<const double *>(in);
+    for (int64_t i = 0; i < count; ++i)
+      ad[i] += xd[i];
+    return true;
+  }
+  case DType::BF16:
+    add<BFloat16>(acc, in, count);
+    return true;
+  case DType::F16:
+    add<Half>(acc, in, count);
+    return true;
+  default:
+    return false;
+  }
+}
+
+void fetchWeights(char *) {}
 
 std::unique_ptr<Communicator> makeGroupCommunicator(int64_t color,
                                                     int64_t index,

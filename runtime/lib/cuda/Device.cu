@@ -10,6 +10,7 @@
 #include "CudaContext.h"
 
 #include "pccrt/Device.h"
+#include "pccrt/Float16.h"
 #include "pccrt/Mesh.h"
 #include "pccrt/Status.h"
 
@@ -195,6 +196,42 @@ void copyToHost(void *dst, const void *src, int64_t bytes) {
   PCC_CUDA(cudaStreamSynchronize(stream()));
 }
 
+namespace {
+
+template <typename T>
+__global__ void addKernel(T *acc, const T *in, int64_t count) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count;
+       i += int64_t(gridDim.x) * blockDim.x)
+    acc[i] = T(float(acc[i]) + float(in[i]));
+}
+template <>
+__global__ void addKernel<double>(double *acc, const double *in,
+                                  int64_t count) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count;
+       i += int64_t(gridDim.x) * blockDim.x)
+    acc[i] += in[i];
+}
+
+template <typename T> void add(void *acc, const void *in, int64_t count) {
+  if (count == 0)
+    return;
+  addKernel<T><<<gridFor(count), 256, 0, stream()>>>(
+      static_cast<T *>(acc), static_cast<const T *>(in), count);
+  PCC_LAUNCHED();
+}
+
+} // namespace
+
+bool addInto(DType type, void *acc, const void *in, int64_t count) {
+  switch (type) {
+  case DType::F32: add<float>(acc, in, count); return true;
+  case DType::F64: add<double>(acc, in, count); return true;
+  case DType::BF16: add<BFloat16>(acc, in, count); return true;
+  case DType::F16: add<Half>(acc, in, count); return true;
+  default: return false;
+  }
+}
+
 void synchronizeDevice() {
   if (!stream())
     return;
@@ -263,18 +300,40 @@ void checkLaunch(const char *kernel) {
     cuda::fail(kernel, cudaGetErrorString(e));
 }
 
+namespace {
+
+/// A block of the weights file on the device.
+struct Uploaded {
+  void *data = nullptr;
+  int64_t bytes = 0;
+};
+
+/// The device copies, by offset in the weights.
+std::unordered_map<int64_t, Uploaded> &uploadedWeights() {
+  static std::unordered_map<int64_t, Uploaded> all;
+  return all;
+}
+
+} // namespace
+
 const char *deviceWeight(const char *weights, int64_t offset, int64_t bytes) {
-  static std::unordered_map<int64_t, void *> uploaded;
-  void *&p = uploaded[offset];
-  if (!p) {
-    p = allocateDeviceBytes(bytes);
-    if (!p)
+  Uploaded &u = uploadedWeights()[offset];
+  if (!u.data) {
+    u.data = allocateDeviceBytes(bytes);
+    if (!u.data)
       cuda::fail("cudaMalloc", ("out of device memory uploading " +
                                 std::to_string(bytes) + " bytes of weights")
                                    .c_str());
-    copyToDevice(p, weights + offset, bytes);
+    u.bytes = bytes;
+    copyToDevice(u.data, weights + offset, bytes);
   }
-  return static_cast<const char *>(p);
+  return static_cast<const char *>(u.data);
+}
+
+void fetchWeights(char *weights) {
+  synchronizeDevice();
+  for (auto &[offset, u] : uploadedWeights())
+    copyToHost(weights + offset, u.data, u.bytes);
 }
 
 } // namespace pccrt

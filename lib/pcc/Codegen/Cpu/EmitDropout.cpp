@@ -1,9 +1,9 @@
-//===- EmitDropout.cpp - pcc.dropout
-//---------------------------------------===//
+//===- EmitDropout.cpp - pcc.dropout -------------------------------------===//
 //
 // A kernel call, not a fused loop: each element's mask is drawn from its
 // index in the whole tensor, so the call carries the block's split (the
-// layout pcc-partition leaves on the op) for the runtime to place it.
+// layout pcc-partition leaves on the op) for the runtime to place it. CPU
+// and GPU ranks draw the same masks (pccrt/Dropout.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,9 +18,6 @@ using namespace mlir;
 namespace pcc::cpu {
 
 LogicalResult Emitter::emitDropout(DropoutOp op) {
-  if (kind == SourceKind::Cuda)
-    return op->emitError() << "code generation does not support '"
-                           << op->getName() << "' on GPU ranks yet";
   if (failed(requireF32(op, op.getInput())))
     return failure();
   RankedTensorType t = typeOf(op.getResult());

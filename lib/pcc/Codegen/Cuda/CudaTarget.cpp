@@ -29,12 +29,10 @@ public:
   StringRef name() const override { return "cuda"; }
 
   std::optional<std::string> cannotRun(const ParallelPlan &plan) const override {
-    if (auto why = whyPlanCannotBeApplied(plan))
-      return why;
-    if (plan.train)
-      return std::string("training steps run on CPU ranks only so far "
-                         "(--target cpu); GPU training is not checked yet");
-    return std::nullopt;
+    // As on CPU ranks, training steps included: the runtime's GPU part
+    // keeps weights, optimizer states, pipeline stashes and microbatch sums
+    // in device memory.
+    return whyPlanCannotBeApplied(plan);
   }
 
   FailureOr<EmittedModel> emit(ModuleOp module,
