@@ -1,9 +1,9 @@
-//===- DataMovement.cu - gather, scatter, strided copies, concat, split ---===//
+//===- DataMovement.cu - gather, strided copies, concat, split, trilu -----===//
 //
-// As the CPU's (DataMovement.cpp), by element size. A gather or scatter
-// index outside its axis cannot stop the launch that meets it: the kernel
-// writes zeros (or skips the tuple), records the first bad index, and the
-// run ends with the CPU's error (synchronizeDevice).
+// As the CPU's (DataMovement.cpp), by element size. A gather index outside
+// its axis cannot stop the launch that meets it: the kernel writes zeros,
+// records the first bad index, and the run ends with the CPU's error
+// (synchronizeDevice). ScatterND is ScatterND.cu.
 //
 //===----------------------------------------------------------------------===//
 
@@ -159,71 +159,7 @@ __global__ void triluElements(const T *x, T *y, int64_t total, int64_t rows,
   }
 }
 
-/// The first k dimensions of a ScatterND's data, by value.
-struct ScatterDims {
-  int64_t d[kMaxRank];
-};
-
-/// A thread per (batch block, slice element), over the block's tuples in
-/// order: the CPU's order, so repeated tuples end the same way, with no
-/// atomics. A bad tuple is recorded and skipped.
-template <typename T>
-__global__ void
-scatterSlices(const int64_t *idx, const T *updates, T *out, int64_t batches,
-              int64_t blockElems, int64_t n, int k, ScatterDims dims,
-              int64_t slice, ScatterReduction reduction, DeviceErrors *errors) {
-  for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
-       t < batches * slice; t += int64_t(gridDim.x) * blockDim.x) {
-    int64_t b = t / slice, e = t % slice;
-    for (int64_t j = b * n; j < (b + 1) * n; ++j) {
-      int64_t offset = 0;
-      bool ok = true;
-      for (int a = 0; a < k; ++a) {
-        int64_t i = idx[j * k + a], size = dims.d[a];
-        if (i < -size || i >= size) {
-          if (atomicCAS(&errors->bad, 0, DeviceErrors::kScatterND) == 0) {
-            errors->index = i;
-            errors->axis = size;
-          }
-          ok = false;
-          break;
-        }
-        offset = offset * size + (i < 0 ? i + size : i);
-      }
-      if (!ok)
-        continue;
-      T &to = out[b * blockElems + offset * slice + e];
-      T from = updates[j * slice + e];
-      to = reduction == ScatterReduction::Add   ? T(to + from)
-           : reduction == ScatterReduction::Mul ? T(to * from)
-                                                : from;
-    }
-  }
-}
-
 } // namespace
-
-template <typename T>
-bool scatterND(const T *data, const int64_t *idx, const T *updates, T *out,
-               int64_t batches, int64_t blockElems, int64_t n, int k,
-               const int64_t *dims, int64_t slice, ScatterReduction reduction) {
-  if (k > kMaxRank)
-    fail("scatterND", "index tuples of more than 8 entries");
-  ScatterDims d{};
-  for (int a = 0; a < k; ++a)
-    d.d[a] = dims[a];
-  int64_t dataElems = batches * blockElems;
-  if (out != data && dataElems)
-    PCC_CUDA(cudaMemcpyAsync(out, data, dataElems * sizeof(T),
-                             cudaMemcpyDeviceToDevice, stream()));
-  if (batches * n * slice == 0)
-    return true;
-  scatterSlices<<<gridFor(batches * slice), 256, 0, stream()>>>(
-      idx, updates, out, batches, blockElems, n, k, d, slice, reduction,
-      deviceErrors());
-  PCC_LAUNCHED();
-  return true;
-}
 
 template <typename Index>
 bool gather(size_t elem, const char *in, const Index *idx, char *out,
@@ -344,12 +280,6 @@ void trilu(const T *x, T *y, int64_t batch, int64_t rows, int64_t cols,
                               int64_t);
 PCCRT_FOR_EACH_INDEX_TYPE(INSTANTIATE_GATHER)
 #undef INSTANTIATE_GATHER
-#define INSTANTIATE_SCATTER(T)                                                 \
-  template bool scatterND<T>(const T *, const int64_t *, const T *, T *,       \
-                             int64_t, int64_t, int64_t, int, const int64_t *,  \
-                             int64_t, ScatterReduction);
-PCCRT_FOR_EACH_ELEMENT_TYPE(INSTANTIATE_SCATTER)
-#undef INSTANTIATE_SCATTER
 #define INSTANTIATE_TRILU(T)                                                   \
   template void trilu<T>(const T *, T *, int64_t, int64_t, int64_t, bool,      \
                          int64_t);

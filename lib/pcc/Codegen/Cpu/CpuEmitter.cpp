@@ -463,8 +463,7 @@ FailureOr<EmittedModel> emitSource(ModuleOp module, const EmitOptions &options,
   // Masks the kernels compute from indices, once the program is a device's.
   if (failed(raiseCausalMasks(fn)))
     return failure();
-  if (kind == cpu::SourceKind::Cpp)
-    cpu::scatterEmbeddingGradients(fn);
+  cpu::scatterEmbeddingGradients(fn);
   cpu::foldOperandTransposes(fn);
   cpu::widenSixteenBitKernels(fn, kind == cpu::SourceKind::Cuda);
   if (kind == cpu::SourceKind::Cuda)

@@ -9,7 +9,10 @@
 // large as the head's. On a device's program this step rewrites such a
 // product into the scatter-add it stands for: each token's gradient row
 // added to its index's row, an index outside the device's rows (offset by
-// the first class this device holds) adding zeros to row 0.
+// the first class this device holds) adding zeros to row 0. A 16-bit
+// product (f32 accumulation, one rounding) becomes an f32 scatter of the
+// widened rows, rounded once. CPU and GPU ranks alike (GPU ranks sum each
+// row's tokens in order after a sort: ScatterND.cu).
 //
 //===----------------------------------------------------------------------===//
 
@@ -58,9 +61,12 @@ void scatterEmbeddingGradients(func::FuncOp fn) {
     auto eq = cast ? cast.getInput().getDefiningOp<EqualOp>() : nullptr;
     if (!eq || !gemm.getTransA() || gemm.getTransB() || gemm.getC() ||
         gemm.getSummaAxes() || gemm.getAlpha().convertToDouble() != 1.0 ||
-        !cast->hasOneUse() || !eq->hasOneUse() ||
-        !typeOf(gemm.getResult()).getElementType().isF32() ||
-        !typeOf(gemm.getA()).getElementType().isF32())
+        !cast->hasOneUse() || !eq->hasOneUse())
+      return;
+    Type t = typeOf(gemm.getResult()).getElementType();
+    if (!(t.isF32() || t.isF16() || t.isBF16()) ||
+        typeOf(gemm.getA()).getElementType() != t ||
+        typeOf(gemm.getB()).getElementType() != t)
       return;
     // oneHot(indices [R..., 1], classes): equal(iota [1..., rows], indices).
     ArrayRef<int64_t> a = typeOf(gemm.getA()).getShape();
@@ -94,14 +100,20 @@ void scatterEmbeddingGradients(func::FuncOp fn) {
     Value row = g.op<WhereOp>({inRange, local, g.scalar(it, 0)});
     if (!it.isInteger(64))
       row = g.op<CastOp>({row}, {g.named("to", TypeAttr::get(b.getI64Type()))});
-    Value kept =
-        g.op<CastOp>({inRange}, {g.named("to", TypeAttr::get(b.getF32Type()))});
-    Value updates = g.mul(gemm.getB(), kept);
-    Value zeros = g.expand(g.scalar(b.getF32Type(), 0.0),
-                           typeOf(gemm.getResult()).getShape());
-    Value sum = g.op<ScatterNDOp>(
-        {zeros, row, updates},
-        {g.named("reduction", b.getStringAttr("add")), g.i64("batch_dims", 0)});
+    Type f32 = b.getF32Type();
+    auto to = [&](Value v, Type t) {
+      return typeOf(v).getElementType() == t
+                 ? v
+                 : g.op<CastOp>({v}, {g.named("to", TypeAttr::get(t))});
+    };
+    Value updates = g.mul(to(gemm.getB(), f32), to(inRange, f32));
+    Value zeros =
+        g.expand(g.scalar(f32, 0.0), typeOf(gemm.getResult()).getShape());
+    Value sum = to(g.op<ScatterNDOp>({zeros, row, updates},
+                                     {g.named("reduction",
+                                              b.getStringAttr("add")),
+                                      g.i64("batch_dims", 0)}),
+                   typeOf(gemm.getResult()).getElementType());
     // The ops made here: between `before` and the product.
     SmallVector<Operation *> made;
     for (Operation *op = before ? before->getNextNode()
