@@ -73,9 +73,16 @@ def main():
             if args.train:
                 pp = plan["mesh"]["pp"]
                 m = plan["microbatches"] if pp > 1 else 1
+                # ZB-H1 (weight_stash_*): device k > 0 also keeps what up
+                # to min(k, m - warm-up) + 1 deferred W parts read.
+                def deferred(k):
+                    warm = min(max(pp - k - 1, 0), m)
+                    return min(min(k, m - warm) + 1, m) if k else 0
                 held = [s["weights_bytes"] + s["arena_bytes"] +
                         s.get("stash_bytes_per_microbatch", 0) *
-                        min(pp - k, m) for k, s in enumerate(stages)]
+                        min(pp - k, m) +
+                        s.get("weight_stash_bytes_per_microbatch", 0) *
+                        deferred(k) for k, s in enumerate(stages)]
                 k = max(range(len(held)), key=lambda i: held[i])
                 st = stages[k]
                 print(f"| {strategy} | {mem['weights']:.0f} + "

@@ -19,7 +19,7 @@
 // CHECK: const GroupDesc groups[] = {
 // CHECK-NEXT: {1, {1, 0, 0, 0}},
 // CHECK-NEXT: {1, {0, 0, 0, 0}},
-// CHECK: static const ModelInfo info = {"main", 1, inputDescs, 1, outputDescs, {{[0-9]+}}u, 256u, 2, meshShape, meshAxes, 2, groups, run, PCC_BUILD_FINGERPRINT, -1, nullptr, -1, false, false, 0, nullptr, nullptr, nullptr, nullptr, false, false, 1, nullptr, nullptr, nullptr};
+// CHECK: static const ModelInfo info = {"main", 1, inputDescs, 1, outputDescs, {{[0-9]+}}u, 256u, 2, meshShape, meshAxes, 2, groups, run, PCC_BUILD_FINGERPRINT, -1, nullptr, -1, false, false, 0, nullptr, nullptr, nullptr, nullptr, false, false, 1, nullptr, nullptr, nullptr, false};
 module attributes {pcc.partitioned} {
   shard.grid @mesh(shape = 2x2)
   func.func @main(%arg0: tensor<2x8xf32> {pcc.sharding = #pcc.sharding<@mesh, [[0], []]>}) -> (tensor<4x6xf32> {pcc.sharding = #pcc.sharding<@mesh, [[], []]>}) {

@@ -27,7 +27,7 @@
 // CHECK: case 3:
 // CHECK-NEXT: if (!part3(inputs, outputs, arena + [[OFF1:[0-9]+]], weights, mesh))
 // CHECK: const int32_t outputStages[] = {1};
-// CHECK: run, PCC_BUILD_FINGERPRINT, 0, outputStages, 1, false, false, 0, nullptr, nullptr, nullptr, nullptr, false, false, 2, nullptr, nullptr, nullptr};
+// CHECK: run, PCC_BUILD_FINGERPRINT, 0, outputStages, 1, false, false, 0, nullptr, nullptr, nullptr, nullptr, false, false, 2, nullptr, nullptr, nullptr, false};
 module attributes {pcc.partitioned, pcc.plan = #pcc.plan<axes = ["pp"], sizes = [2], tensor_mode = "1d", tensor_layout = "megatron", microbatches = 2, train = false, virtual_stages = 2>} {
   shard.grid @mesh(shape = 2x2) {pcc.axis_names = ["pp", "mb"]}
   func.func @main(%arg0: tensor<2x16xf32> {pcc.sharding = #pcc.sharding<@mesh, [[1], []]>}) -> (tensor<2x16xf32> {pcc.sharding = #pcc.sharding<@mesh, [[1], []]>, pcc.stage = 3 : i64}) {

@@ -29,7 +29,7 @@
 // CHECK: case 1:
 // CHECK-NEXT: if (!part1(inputs, outputs, arena, weights, mesh))
 // CHECK: const int32_t outputStages[] = {1, 0};
-// CHECK: run, PCC_BUILD_FINGERPRINT, 0, outputStages, 1, false, false, 0, nullptr, nullptr, nullptr, nullptr, false, false, 1, nullptr, nullptr, nullptr};
+// CHECK: run, PCC_BUILD_FINGERPRINT, 0, outputStages, 1, false, false, 0, nullptr, nullptr, nullptr, nullptr, false, false, 1, nullptr, nullptr, nullptr, false};
 module attributes {pcc.partitioned, pcc.plan = #pcc.plan<axes = ["pp", "dp"], sizes = [2, 2], tensor_mode = "1d", tensor_layout = "megatron", microbatches = 2, train = false>} {
   shard.grid @mesh(shape = 2x2x2) {pcc.axis_names = ["pp", "mb", "dp"]}
   func.func @main(%arg0: tensor<2x16xf32> {pcc.sharding = #pcc.sharding<@mesh, [[1, 2], []]>}) -> (tensor<2x16xf32> {pcc.sharding = #pcc.sharding<@mesh, [[1, 2], []]>, pcc.stage = 1 : i64}, tensor<2x16xf32> {pcc.sharding = #pcc.sharding<@mesh, [[1, 2], []]>, pcc.stage = 0 : i64}) {

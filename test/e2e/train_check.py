@@ -6,7 +6,8 @@ Usage: train_check.py WORKDIR --model mlp|gpt --mpirun CMD
                       --optimizer sgd|adamw [--steps N] STRATEGY...
   STRATEGY as run_strategies.py takes it: "1" (one rank), "dp=2", "tp=2",
   "dp=2,tp=2", ..., plus "zero=N" for pcc's --zero N ("dp=2,zero=3") and
-  "sched=gpipe" for the executable's --pp-schedule ("pp=2,mb=4,sched=gpipe")
+  "sched=gpipe" for the executable's --pp-schedule ("pp=2,mb=4,sched=gpipe";
+  "sched=zb-h1" compiles the zero-bubble schedule too)
   and "recompute=full" for pcc's --recompute full. --memory adds each
   program's scratch arena and pipeline stash per microbatch (plan.json's,
   the largest stage's).
@@ -545,8 +546,11 @@ def strategy_plan(strategy, layout="megatron"):
     flags += ["--zero", extra["zero"]] if "zero" in extra else []
     flags += (["--recompute", extra["recompute"]] if "recompute" in extra
               else [])
-    # The executable's pipeline schedule (1f1b by default).
+    # The executable's pipeline schedule (1f1b by default); zb-h1 is
+    # compiled for (pcc's --pp-schedule) and then the executable's default.
     exe = ["--pp-schedule", extra["sched"]] if "sched" in extra else []
+    if extra.get("sched") == "zb-h1":
+        flags += ["--pp-schedule", "zb-h1"]
     return flags, ranks, exe
 
 

@@ -160,9 +160,10 @@ cl::opt<int> ppVirtual(
     cl::init(0), COMPILE_AND_PLAN);
 cl::opt<std::string> ppSchedule(
     "pp-schedule",
-    cl::desc("Training pipelines' schedule to plan: 1f1b (plain or "
-             "interleaved, what the executables run) or zb-h1 (zero-bubble "
-             "ZB-H1, `pcc plan` only; default: the planner's choice)"),
+    cl::desc("Training pipelines' schedule: 1f1b (plain or interleaved) or "
+             "zb-h1 (zero-bubble ZB-H1: each backward runs as the input's "
+             "gradient and, deferred, the weights'; one chunk per device; "
+             "default: the planner's choice)"),
     cl::init(""), COMPILE_AND_PLAN);
 cl::opt<int> microbatchSize(
     "micro-batch",
@@ -775,9 +776,6 @@ int main(int argc, char **argv) {
   auto planOpts = planOptions();
   if (!planOpts)
     return fail(toString(planOpts.takeError()));
-  if (!planning && planOpts->zeroBubble.value_or(false))
-    return fail("--pp-schedule zb-h1 is planned only: the executables run "
-                "1F1B and GPipe (plan it with `pcc plan`)");
   if (!train)
     if (auto why = trainFlagWithoutTrain())
       return fail(*why);

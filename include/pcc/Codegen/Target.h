@@ -64,6 +64,9 @@ struct EmittedModel {
   /// runs the two apart).
   struct StageMemory {
     int64_t weightsBytes = 0, arenaBytes = 0, stashBytes = 0;
+    /// A zero-bubble step's slot of what W reads (per microbatch whose W
+    /// runs after later microbatches' passes).
+    int64_t weightStashBytes = 0;
   };
   std::vector<StageMemory> stageMemory;
 };

@@ -91,6 +91,11 @@ struct ParallelPlan {
   /// devices runs this many chunks of layers, chunk c of device d being
   /// stage c * pp + d of pp * virtualStages; 1: one stage per device.
   int64_t virtualStages = 1;
+  /// Zero-bubble ZB-H1 (Qi et al. 2024): each microbatch's backward through
+  /// a pipeline stage runs as two calls, the input's gradient (B, sent on
+  /// at once) and the weights' (W, which a stage defers into what would be
+  /// its bubble); one chunk per device.
+  bool zeroBubble = false;
 
   /// A plan of the given per-role degrees (see meshForDegrees).
   static ParallelPlan withDegrees(int64_t pp, int64_t dp, int64_t sp,

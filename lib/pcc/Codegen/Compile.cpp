@@ -51,7 +51,9 @@ std::string planJson(ModuleOp module, const CompileOptions &options,
      << "\", \"sp\": " << plan.degree("sp") << ", \"sp_mode\": \""
      << (plan.degree("sp") > 1 ? sequenceModeName(plan.sequenceMode) : "none")
      << "\", \"tp_layout\": \"" << tensorLayoutsName(plan.tensorLayouts)
-     << "\", \"microbatches\": " << plan.microbatches << "},\n"
+     << "\", \"microbatches\": " << plan.microbatches
+     << (plan.zeroBubble ? ", \"pipeline_schedule\": \"zb-h1\"" : "")
+     << "},\n"
      << "  \"collectives\": {\"all_reduce\": " << m.allReduces
      << ", \"all_gather\": " << m.allGathers
      << ", \"reduce_scatter\": " << m.reduceScatters
@@ -82,7 +84,12 @@ std::string planJson(ModuleOp module, const CompileOptions &options,
   for (auto [s, stage] : llvm::enumerate(m.stageMemory))
     os << (s ? ", " : "") << "{\"weights_bytes\": " << stage.weightsBytes
        << ", \"arena_bytes\": " << stage.arenaBytes
-       << ", \"stash_bytes_per_microbatch\": " << stage.stashBytes << "}";
+       << ", \"stash_bytes_per_microbatch\": " << stage.stashBytes
+       << (stage.weightStashBytes
+               ? ", \"weight_stash_bytes_per_microbatch\": " +
+                     std::to_string(stage.weightStashBytes)
+               : std::string())
+       << "}";
   os << "]},\n"
      << "  \"codegen\": {\"fused_loops\": " << m.fusedLoops
      << ", \"fused_ops\": " << m.fusedOps

@@ -17,13 +17,6 @@ using namespace mlir;
 namespace pcc {
 namespace {
 
-/// The part of a microbatched step `op` runs in: the prologue, a
-/// microbatch's forward or backward, or the once-per-step update.
-std::tuple<bool, bool, bool> partOf(Operation *op) {
-  return std::make_tuple(op->hasAttr(kPrologueAttr),
-                         op->hasAttr(kOncePerStepAttr),
-                         op->hasAttr(kBackwardAttr));
-}
 
 /// A training step stores its new parameters and optimizer states last
 /// (TrainStep.cpp), which would keep every new value live to the end of the
@@ -58,7 +51,7 @@ void hoistAssigns(Schedule &s) {
     // A microbatched step's parts (prologue, each microbatch's forward and
     // backward, the once-per-step update) stay in order: an assign after
     // the last microbatch is not moved into them.
-    if (readAfter || !anchor || partOf(anchor) != partOf(op))
+    if (readAfter || !anchor || !sameStepPart(anchor, op))
       continue;
     after[anchor].push_back(op);
     moved.insert(op);
@@ -100,6 +93,8 @@ void absorbEpilogues(Schedule &s, AbsorbsEpilogueFn absorbs) {
     Operation *user = *op->getUsers().begin();
     if (!isPointwise(user) || !s.position.count(user) ||
         user->hasAttr(kBackwardAttr) != op->hasAttr(kBackwardAttr) ||
+        user->hasAttr(kBackwardWeightAttr) !=
+            op->hasAttr(kBackwardWeightAttr) ||
         user->hasAttr(kPrologueAttr) != op->hasAttr(kPrologueAttr))
       continue;
     Operation *root = s.rootOf.lookup(user);
@@ -148,7 +143,7 @@ void updateInPlace(Schedule &s) {
     // Parts of a microbatched step repeat differently (a forward runs once
     // per microbatch, the update once per step): the loop must run where
     // the assign does, or it would write the new value more than once.
-    if (partOf(def) != partOf(op))
+    if (!sameStepPart(def, op))
       continue;
     int64_t at = s.position[def];
     bool safe = llvm::all_of(target.getUsers(), [&](Operation *user) {

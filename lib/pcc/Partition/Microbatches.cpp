@@ -17,6 +17,11 @@
 // - the backward ops (of gradient rules, and what reads their values) carry
 //   `pcc.backward` and move after every forward op, so that a pipeline
 //   schedule can run a microbatch's forward and backward apart (1F1B).
+// - in a zero-bubble step (ParallelPlan::zeroBubble) the backward ops that
+//   reach nothing another stage reads (the weights' gradients and their
+//   sums over microbatches: W) also carry `pcc.backward_weight` and move
+//   after the rest (B), so that ZB-H1 can run a microbatch's W after later
+//   microbatches' B passes;
 // - a sum over the batch that depends on the inputs alone and that each
 //   microbatch's backward pass needs (a cross-entropy's count of targets) is
 //   computed by a prologue: a copy of the ops that make it, marked
@@ -68,9 +73,9 @@ namespace {
 
 class Accumulator {
 public:
-  Accumulator(func::FuncOp fn, const Mesh &mesh)
+  Accumulator(func::FuncOp fn, const Mesh &mesh, bool zeroBubble)
       : fn(fn), b(fn.getContext()), mesh(mesh),
-        mb(mesh.axisNamed(kMicrobatchAxis)) {}
+        mb(mesh.axisNamed(kMicrobatchAxis)), zeroBubble(zeroBubble) {}
 
   LogicalResult run();
 
@@ -80,6 +85,9 @@ private:
   /// Moves the sums over microbatches of values that depend on the inputs
   /// alone into the prologue.
   void buildPrologue();
+  /// Marks and moves a zero-bubble step's W ops among `backward` (in
+  /// program order) before `end`.
+  void splitWeightGradients(ArrayRef<Operation *> backward, Operation *end);
   void copyStage(Operation *from, Operation *to) {
     if (Attribute s = from->getAttr(kStageAttr))
       to->setAttr(kStageAttr, s);
@@ -89,7 +97,33 @@ private:
   OpBuilder b;
   const Mesh &mesh;
   int16_t mb;
+  bool zeroBubble;
 };
+
+void Accumulator::splitWeightGradients(ArrayRef<Operation *> backward,
+                                       Operation *end) {
+  // B: a backward op whose value another stage's backward reads (the
+  // input's gradient, sent on), or that one of B's own ops reads; found
+  // from the last op back. The rest is W: no B op reads a W value, so W
+  // moves after B with every operand still defined before its use.
+  auto stage = [](Operation *op) {
+    auto s = op->getAttrOfType<IntegerAttr>(kStageAttr);
+    return s ? s.getInt() : 0;
+  };
+  llvm::DenseSet<Operation *> inputPart;
+  for (Operation *op : llvm::reverse(backward))
+    for (Operation *user : op->getUsers())
+      if (user->hasAttr(kBackwardAttr) &&
+          (stage(user) != stage(op) || inputPart.contains(user))) {
+        inputPart.insert(op);
+        break;
+      }
+  for (Operation *op : backward)
+    if (!inputPart.contains(op)) {
+      op->moveBefore(end);
+      op->setAttr(kBackwardWeightAttr, UnitAttr::get(fn.getContext()));
+    }
+}
 
 LogicalResult Accumulator::split(Operation *op) {
   SmallVector<int16_t> axes = axesOf(op);
@@ -303,6 +337,8 @@ LogicalResult Accumulator::run() {
     op->moveBefore(firstOnce);
     op->setAttr(kBackwardAttr, UnitAttr::get(fn.getContext()));
   }
+  if (zeroBubble)
+    splitWeightGradients(toMove, firstOnce);
   return success();
 }
 
@@ -326,7 +362,8 @@ struct AccumulateMicrobatchesPass
     int64_t pp = mesh->axisNamed("pp");
     if (pp >= 0)
       stageAddedOps(fn, mesh->shape[pp]);
-    if (failed(Accumulator(fn, *mesh).run()))
+    std::optional<ParallelPlan> plan = readPlan(module);
+    if (failed(Accumulator(fn, *mesh, plan && plan->zeroBubble).run()))
       signalPassFailure();
   }
 };

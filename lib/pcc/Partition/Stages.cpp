@@ -301,12 +301,7 @@ LogicalResult StageCutter::findSegments() {
       return op.emitError() << "pipeline stage " << s << " is out of range";
     // The ops that run once per step start segments of their own.
     Operation *last = segments.empty() ? nullptr : segments.back().last;
-    auto phase = [](Operation *o) {
-      return std::make_tuple(o->hasAttr(kPrologueAttr),
-                             o->hasAttr(kBackwardAttr),
-                             o->hasAttr(kOncePerStepAttr));
-    };
-    if (!last || segments.back().stage != s || phase(last) != phase(&op))
+    if (!last || segments.back().stage != s || !sameStepPart(last, &op))
       segments.push_back({&op, &op, s});
     segments.back().last = &op;
     segmentOf[&op] = segments.size() - 1;
@@ -369,7 +364,8 @@ void StageCutter::placeTransfers() {
     end[t.from] = send;
     // Transfers run in their segments' phases (prologue, forward, backward,
     // once per step).
-    for (StringRef phase : {kPrologueAttr, kBackwardAttr, kOncePerStepAttr}) {
+    for (StringRef phase : {kPrologueAttr, kBackwardAttr, kBackwardWeightAttr,
+                            kOncePerStepAttr}) {
       if (Attribute a = segments[t.from].first->getAttr(phase))
         send->setAttr(phase, a);
       if (Attribute a = segments[t.to].first->getAttr(phase))

@@ -763,6 +763,11 @@ shardingsOnAxes(func::FuncOp fn, const ParallelPlan &plan,
 } // namespace
 
 std::optional<std::string> whyPlanCannotBeApplied(const ParallelPlan &plan) {
+  if (plan.zeroBubble &&
+      (!plan.train || plan.degree("pp") < 2 || plan.virtualStages != 1))
+    return std::string("ZB-H1 schedules a training step's pipeline of one "
+                       "chunk per device (--train, --pp 2 or more, no "
+                       "--pp-virtual)");
   if (plan.degree("sp") > 1 &&
       plan.tensorLayouts == TensorLayouts::MegatronSequence)
     return std::string("--sp and --sequence-parallel both split the "

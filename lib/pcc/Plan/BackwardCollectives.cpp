@@ -69,6 +69,36 @@ bool slicesTo(const TensorSharding &from, const TensorSharding &to) {
   return true;
 }
 
+/// Runs the unattached gradient product `prod` (destroyed here) on
+/// operands held as `in`: laid out as its rule infers it (on the factor
+/// gathered that moves fewest bytes where `weight`, the forward weight's
+/// layout, is given: cheaperGatheredOperands), with the reshards of the
+/// operands it reads otherwise appended to `steps` (a weight's bytes whole,
+/// an activation's times `scale`; those `counts(k, layout)` declines are
+/// left out: a panel another product gathered). Returns what it makes.
+TensorSharding
+runGradientProduct(Operation *prod, ArrayRef<TensorSharding> in,
+                   const TensorSharding *weight, Value weightValue,
+                   const Mesh &mesh, const CostModel &cost, double scale,
+                   bool crossNode, SmallVectorImpl<PlannedCollective> &steps,
+                   llvm::function_ref<bool(unsigned, const TensorSharding &)>
+                       counts = nullptr) {
+  OpSharding run = inferOpSharding(
+      prod,
+      weight ? cheaperGatheredOperands(prod, in, mesh, weight)
+             : SmallVector<TensorSharding>(in.begin(), in.end()),
+      mesh);
+  for (auto [k, v] : llvm::enumerate(prod->getOperands()))
+    if (in[k] != run.operands[k] && (!counts || counts(k, run.operands[k])))
+      reshardTime(in[k], run.operands[k],
+                  v == weightValue ? double(tensorBytes(v))
+                                   : tensorBytes(v) * scale,
+                  mesh, crossNode, cost, &steps);
+  TensorSharding made = run.results[0];
+  prod->destroy();
+  return made;
+}
+
 } // namespace
 
 BackwardCollectives backwardCollectives(const PlanGraph &g, const Mesh &mesh,
@@ -222,29 +252,25 @@ BackwardCollectives backwardCollectives(const PlanGraph &g, const Mesh &mesh,
           bool xFirst = dw->getOperand(0) == op->getOperand(0);
           SmallVector<TensorSharding, 2> in = {xFirst ? kept(0) : dy,
                                                xFirst ? dy : kept(0)};
-          OpSharding run = inferOpSharding(
-              dw, cheaperGatheredOperands(dw, in, mesh, &s.operands[1]), mesh);
-          ArrayRef<TensorSharding> read = run.operands;
-          for (unsigned k = 0; k < 2; ++k) {
-            Value v = dw->getOperand(k);
-            // A gathered x is shared by the products that read it.
-            if (in[k] != read[k] &&
-                (v != op->getOperand(0) ||
-                 panels
-                     .insert({v.getAsOpaquePointer(), describe(read[k], mesh)})
-                     .second))
-              reshardTime(in[k], read[k], tensorBytes(v) * scale, mesh,
-                          crossNode, cost, &steps);
-          }
+          // A gathered x is shared by the products that read it.
+          Value x = op->getOperand(0);
+          unsigned xAt = xFirst ? 0 : 1;
+          TensorSharding made = runGradientProduct(
+              dw, in, &s.operands[1], Value(), mesh, cost, scale, crossNode,
+              steps, [&](unsigned k, const TensorSharding &read) {
+                return k != xAt ||
+                       panels
+                           .insert({x.getAsOpaquePointer(),
+                                    describe(read, mesh)})
+                           .second;
+              });
           // The product's partial sum over the grid's feature axes (over
           // the depth it joins the gradients' bucket), into the weight's
           // layout.
-          TensorSharding made = run.results[0];
           llvm::erase_if(made.partial, [&](int64_t a) {
             return !splitsFeatures(mesh.axisNames[a]);
           });
           reshardTime(made, s.operands[1], w, mesh, crossNode, cost, &steps);
-          dw->destroy();
         }
       }
       for (PlannedCollective &pc : steps) {
@@ -293,20 +319,6 @@ BackwardCollectives backwardCollectives(const PlanGraph &g, const Mesh &mesh,
                                      n, crossNode);
       for (int k = 0; k < sums; ++k)
         out.collectives.push_back({CollectiveKind::AllReduce, i, bytes, t});
-    }
-    // A softmax over a split axis: its gradient's sum along the axis
-    // (of dy, or of dy * y) is all-reduced, one number a line.
-    if (const DimSharding *d = splitSoftmaxAxis(op, s.results[0])) {
-      int64_t axis = op->getAttrOfType<IntegerAttr>("axis").getInt();
-      int64_t n = mesh.size(d->axes);
-      TensorSharding lines = s.results[0];
-      lines.dims[axis] = DimSharding();
-      double bytes = tensorBytes(op->getResult(0)) /
-                     double(shapeOf(op->getResult(0))[axis]) * scale;
-      double t = cost.collectiveTime(CollectiveKind::AllReduce,
-                                     bytes / double(splitFactor(lines, mesh)),
-                                     n, crossNode);
-      out.collectives.push_back({CollectiveKind::AllReduce, i, bytes, t});
     }
     for (auto [k, p] : llvm::enumerate(node.producers)) {
       Value v = op->getOperand(k);
@@ -452,28 +464,32 @@ BackwardCollectives backwardCollectives(const PlanGraph &g, const Mesh &mesh,
     const OpSharding &s = layoutOf(p);
     if (r >= s.results.size())
       continue;
+    // A softmax over a split axis: its gradient's sum along the axis (of
+    // dy * y) is all-reduced, one number a line; a log-softmax's (of dy
+    // alone) only where dy arrives split along the axis or partial: a
+    // cross-entropy's gradient, made from the whole one-hot, is summed
+    // where it is.
+    if (const DimSharding *d = splitSoftmaxAxis(g.nodes[p].op, s.results[0])) {
+      Operation *op = g.nodes[p].op;
+      int64_t axis = op->getAttrOfType<IntegerAttr>("axis").getInt();
+      bool sums = isa<SoftmaxOp>(op) ||
+                  llvm::any_of(grads, [&](const TensorSharding &t) {
+                    return !t.partial.empty() || t.dims[axis].isSplit();
+                  });
+      if (sums) {
+        TensorSharding lines = s.results[0];
+        lines.dims[axis] = DimSharding();
+        double bytes = tensorBytes(op->getResult(0)) /
+                       double(shapeOf(op->getResult(0))[axis]) * scale;
+        double t = cost.collectiveTime(
+            CollectiveKind::AllReduce, bytes / double(splitFactor(lines, mesh)),
+            mesh.size(d->axes), crossNode);
+        out.collectives.push_back({CollectiveKind::AllReduce, p, bytes, t});
+      }
+    }
     if (onArrival[p]) {
       Operation *op = g.nodes[p].op;
       SmallVector<PlannedCollective, 4> steps;
-      // Operand k's gradient product run as its rule lays it out on
-      // `in`, or on the cheaper factor gathered (a weight's).
-      auto product = [&](Operation *prod, SmallVector<TensorSharding, 2> in,
-                         bool cheaper) {
-        OpSharding run = inferOpSharding(
-            prod,
-            cheaper ? cheaperGatheredOperands(prod, in, mesh, &s.operands[1])
-                    : SmallVector<TensorSharding>(in.begin(), in.end()),
-            mesh);
-        for (auto [k, v] : llvm::enumerate(prod->getOperands()))
-          if (in[k] != run.operands[k])
-            reshardTime(in[k], run.operands[k],
-                        v == op->getOperand(1) ? double(tensorBytes(v))
-                                               : tensorBytes(v) * scale,
-                        mesh, crossNode, cost, &steps);
-        TensorSharding made = run.results[0];
-        prod->destroy();
-        return made;
-      };
       const TensorSharding &dy = grads.front();
       TensorSharding w = s.operands[1];
       for (unsigned k = 0; k < 2; ++k) {
@@ -494,8 +510,12 @@ BackwardCollectives backwardCollectives(const PlanGraph &g, const Mesh &mesh,
                                                  .getResultNumber()]
                       : s.operands[0];
         other.partial.clear();
-        TensorSharding made =
-            product(prod, {yFirst ? dy : other, yFirst ? other : dy}, k == 1);
+        // Operand k's gradient product as its rule lays it out on what
+        // arrives, a weight's on the cheaper factor gathered.
+        TensorSharding made = runGradientProduct(
+            prod, {yFirst ? dy : other, yFirst ? other : dy},
+            k == 1 ? &s.operands[1] : nullptr, op->getOperand(1), mesh, cost,
+            scale, crossNode, steps);
         if (!carries)
           continue; // a weight's own partial sum: the gradients' bucket
         unsigned qr = cast<OpResult>(op->getOperand(k)).getResultNumber();

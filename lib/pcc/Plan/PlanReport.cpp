@@ -493,7 +493,7 @@ void printPlanText(raw_ostream &os, const PlanGraph &g,
                      .str()
            : b.zeroBubble
                ? std::string("schedule ZB-H1 (weight gradients deferred "
-                             "into the bubble; planned only, not run yet); ")
+                             "into the bubble); ")
                : std::string("schedule 1F1B; "));
   os << formatv("compiles and runs here: {0}\n", b.runnable ? "yes" : "no");
   os << formatv("predicted step: {0} = compute {1} + communication {2} + "

@@ -96,6 +96,10 @@ struct StageSummary {
   double frozenWeightBytes = 0;
   /// Activation bytes the stage holds at its peak.
   double activations = 0;
+  /// Per microbatch, what a zero-bubble step's W part reads (the weight
+  /// readers' inputs and their results' gradients), kept while W is
+  /// deferred.
+  double weightPassBytes = 0;
 
   /// Adds another stage of the same device (interleaved 1F1B): sums, the
   /// largest units of both, and one recompute buffer (the larger).
@@ -115,6 +119,7 @@ struct StageSummary {
     resultBytes += o.resultBytes;
     inputBytes += o.inputBytes;
     selectiveBytes += o.selectiveBytes;
+    weightPassBytes += o.weightPassBytes;
     largestUnitWeightBytes =
         std::max(largestUnitWeightBytes, o.largestUnitWeightBytes);
     largestNodeWeightBytes =
@@ -207,6 +212,7 @@ ParallelPlan PlanCandidate::toPlan(bool train) const {
   p.recompute = recompute;
   p.zero = zero;
   p.virtualStages = virtualStages;
+  p.zeroBubble = zeroBubble;
   return p;
 }
 
@@ -381,17 +387,17 @@ private:
   /// microbatches (interleaved 1F1B: training, m a multiple of pp).
   SmallVector<int64_t, 4> virtualChoices(int64_t pp, int64_t m) const;
   /// Whether to price ZB-H1 for this pipeline (training, one chunk per
-  /// device, at least pp microbatches; planning only), and the 1F1B
-  /// family's schedules.
+  /// device, at least pp microbatches), and the 1F1B family's schedules.
   bool pricesZeroBubble(int64_t pp, int64_t v, int64_t m) const {
-    return opt.train && pp > 1 && v == 1 && m >= pp && !opt.runnableOnly &&
+    return opt.train && pp > 1 && v == 1 && m >= pp &&
            opt.zeroBubble.value_or(true);
   }
   bool pricesOneFOneB(int64_t pp) const {
     return !(opt.train && pp > 1 && opt.zeroBubble.value_or(false));
   }
-  /// `c` (plain 1F1B) run as ZB-H1.
-  PlanCandidate zeroBubbleOf(const PlanCandidate &c) const;
+  /// `c` (plain 1F1B, priced with `stages`) run as ZB-H1.
+  PlanCandidate zeroBubbleOf(const PlanCandidate &c,
+                             const Stages &stages) const;
   /// Where 1D layouts of `tg` devices may come from next to `sp`.
   SmallVector<TensorLayouts, 3> layoutSources(int64_t tg, TensorMode mode,
                                               int64_t sp) const;
@@ -889,6 +895,8 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
     /// Results the backward reads (PlanNode::savedForBackward), and the
     /// products' results selective recompute keeps.
     double savedBytes = 0, savedProductBytes = 0;
+    /// What a zero-bubble step's W part reads (StageSummary's).
+    double weightPassBytes = 0;
     /// Parameter tensors, and ZeRO-3's gathers of them per microbatch
     /// (PlanNode::forwardParameterReads and backwardParameterReads).
     int64_t weightTensors = 0, forwardReads = 0, backwardTensors = 0;
@@ -923,6 +931,12 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
           sum.savedBytes += nc.resultBytes;
         if (keptBySelective[i])
           sum.savedProductBytes += nc.resultBytes;
+        if (opt.train && nc.weightBytes > 0) {
+          sum.weightPassBytes += nc.resultBytes;
+          for (int p : node.producers)
+            if (p >= 0)
+              sum.weightPassBytes += layout.costs[p].resultBytes;
+        }
         sum.weightTensors += node.weightTensors;
         sum.forwardReads += node.forwardParameterReads;
         sum.backwardTensors += backwardGathers(
@@ -988,6 +1002,7 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
       st.forwardReads += sum.forwardReads;
       st.backwardTensors += sum.backwardTensors;
       st.backwardWeightBytes += sum.backwardWeightBytes;
+      st.weightPassBytes += sum.weightPassBytes;
       st.largestUnitWeightBytes =
           std::max(st.largestUnitWeightBytes, sum.weightBytes);
       st.largestNodeWeightBytes =
@@ -1073,7 +1088,7 @@ void PlanSearch::priceMemory(PlanCandidate &c, const Stages &stages) const {
   // Stored per device: ZeRO-3 keeps 1/dp of each parameter.
   double stored = c.zero >= 3 ? 1.0 / double(c.dp) : 1.0;
   c.memory = 0;
-  for (const StageSummary &st : stages.all) {
+  for (auto [d, st] : llvm::enumerate(stages.all)) {
     // ZeRO-3 gathers a unit's weights before use: a buffer of the largest.
     double gathered = c.zero >= 3 ? st.largestUnitWeightBytes : 0;
     // A tied weight's copy (and, training, its gradient), frozen weights.
@@ -1085,6 +1100,10 @@ void PlanSearch::priceMemory(PlanCandidate &c, const Stages &stages) const {
     // without ZeRO, over dp) and the update's new moments of the largest
     // weight (AdamW).
     double held = st.activations;
+    // ZB-H1: what the W parts a device defers read, per microbatch held.
+    if (c.zeroBubble)
+      held += double(pccrt::zeroBubbleWeightsHeld(c.pp, d, c.microbatches)) *
+              st.weightPassBytes;
     if (opt.train) {
       if (c.dp * c.sp > 1 && c.zero == 0)
         held = std::max(held, std::min(st.weightBytes, 25.0 * (1 << 20)));
@@ -1104,14 +1123,18 @@ void PlanSearch::priceMemory(PlanCandidate &c, const Stages &stages) const {
   }
 }
 
-PlanCandidate PlanSearch::zeroBubbleOf(const PlanCandidate &c) const {
+PlanCandidate PlanSearch::zeroBubbleOf(const PlanCandidate &c,
+                                       const Stages &stages) const {
   // Qi et al. 2023: with each backward split into the input's gradient (B)
-  // and the weights' (W), ZB-H1 runs the last stage's W passes in the
+  // and the weights' (W), ZB-H1 runs the W passes a device defers in the
   // bubble: it shrinks from (p - 1)(F + B + W) to (p - 1)(F + B - W) per
-  // microbatch, holding what 1F1B holds at its peak.
+  // microbatch, holding 1F1B's in-flight forwards and, device d, what up to
+  // d + 1 deferred W parts read (PipelineSchedule.h).
   PlanCandidate zb = c;
   zb.zeroBubble = true;
-  zb.runnable = false;
+  zb.runnable = runs(zb.toPlan(opt.train));
+  priceMemory(zb, stages);
+  zb.fits = c.fits && zb.memory <= usable;
   double perMicrobatch = c.bubble / double(c.pp - 1);
   zb.bubble =
       double(c.pp - 1) * std::max(0.0, perMicrobatch - 2 * c.weightGradTime);
@@ -1411,7 +1434,7 @@ void PlanSearch::enumerateBatch(int64_t pp, int64_t tg, TensorMode mode,
             PlanCandidate c =
                 zero == base.zero ? base : withZero(base, stages, zero);
             if (pricesZeroBubble(pp, v, m))
-              consider(zeroBubbleOf(c));
+              consider(zeroBubbleOf(c, stages));
             if (pricesOneFOneB(pp))
               consider(std::move(c));
           }
@@ -1465,10 +1488,12 @@ void PlanSearch::refine() {
       if (c.layout || !worth(c))
         continue;
       auto again = [&](Pricing pricing) {
+        Stages stages;
         PlanCandidate e = evaluate(
             c.pp, c.tp, c.mode, {c.q, c.depth}, c.layouts, c.sp, c.spMode, c.dp,
-            c.microbatches, c.virtualStages, c.recompute, c.zero, pricing);
-        return c.zeroBubble ? zeroBubbleOf(e) : e;
+            c.microbatches, c.virtualStages, c.recompute, c.zero, pricing,
+            &stages);
+        return c.zeroBubble ? zeroBubbleOf(e, stages) : e;
       };
       // The exact search minimises the per-op objective within a weight
       // budget, not the step within memory: keep the seed's layouts when

@@ -146,6 +146,8 @@ std::string ParallelPlan::describe() const {
       s += llvm::formatv(" (interleaved 1F1B, {0} chunks per device)",
                          virtualStages)
                .str();
+    if (name == "pp" && zeroBubble)
+      s += " (ZB-H1)";
   }
   return s.empty() ? "1 device" : s;
 }
@@ -159,7 +161,8 @@ PlanAttr toAttr(MLIRContext *ctx, const ParallelPlan &plan) {
       ctx, b.getArrayAttr(axes), b.getDenseI64ArrayAttr(plan.mesh.shape),
       tensorModeName(plan.tensorMode), tensorLayoutsName(plan.tensorLayouts),
       sequenceModeName(plan.sequenceMode), plan.tensorDepth, plan.microbatches,
-      plan.train, recomputeName(plan.recompute), plan.zero, plan.virtualStages);
+      plan.train, recomputeName(plan.recompute), plan.zero, plan.virtualStages,
+      plan.zeroBubble);
 }
 
 ParallelPlan fromAttr(PlanAttr attr) {
@@ -182,6 +185,7 @@ ParallelPlan fromAttr(PlanAttr attr) {
       parseRecompute(attr.getRecompute()).value_or(Recompute::None);
   plan.zero = attr.getZero();
   plan.virtualStages = attr.getVirtualStages();
+  plan.zeroBubble = attr.getZeroBubble();
   return plan;
 }
 

@@ -360,9 +360,15 @@ bool runsForward(const Mesh &mesh);
 bool runsBackward(const Mesh &mesh);
 bool runsUpdate(const Mesh &mesh);
 bool splitPhases(const Mesh &mesh);
+/// A zero-bubble program: whether this call runs the backward's W part,
+/// and whether that runs apart from its B part (Mesh::weightsApart).
+bool runsWeightGradients(const Mesh &mesh);
+bool weightsApart(const Mesh &mesh);
 /// This microbatch's slot of `slotBytes` in the stage's stash (what its
-/// backward reads of its forward, kept while other microbatches run).
+/// backward reads of its forward, kept while other microbatches run), and
+/// in its W stash (what W reads of the forward and B).
 char *stashSlot(Mesh &mesh, int64_t slotBytes);
+char *weightStashSlot(Mesh &mesh, int64_t slotBytes);
 
 //===----------------------------------------------------------------------===//
 // Scalar helpers for fused loops (std::min/max without <algorithm>)

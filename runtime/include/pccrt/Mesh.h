@@ -68,14 +68,17 @@ public:
   /// What a call of the model's run computes: the whole microbatch (its
   /// forward, backward and, after the last, the update), a prologue run
   /// (ModelInfo::prologue), or one phase of a pipeline schedule
-  /// (ModelInfo::phased).
-  enum class Phase { Whole, Prologue, Forward, Backward, Update };
+  /// (ModelInfo::phased; a zero-bubble program's backward as Backward, its
+  /// input's gradient, then BackwardWeight, the weights').
+  enum class Phase { Whole, Prologue, Forward, Backward, BackwardWeight, Update };
   void setPhase(Phase p) { phase_ = p; }
   Phase phase() const { return phase_; }
-  /// This device's forwards and backwards of a pipelined step, in order
-  /// (PipelineSchedule.h: 1F1B, interleaved when the model has virtual
-  /// stages, or GPipe); sets each chunk's stash slots (stashSlots).
-  std::vector<PipelineCall> pipelineOrder(bool gpipe);
+  /// This device's calls of a pipelined step, in order (PipelineSchedule.h:
+  /// 1F1B, interleaved when the model has virtual stages, GPipe, or ZB-H1;
+  /// with `weightPasses` each backward's W part a call of its own); sets
+  /// each chunk's stash slots and which W parts run apart from their B.
+  std::vector<PipelineCall> pipelineOrder(PipelineKind kind,
+                                          bool weightPasses);
   /// The chunk of layers (interleaved 1F1B) the next run computes, and the
   /// pipeline stage that is (chunk * pp devices + pp coordinate).
   void setChunk(int64_t c) { chunk_ = c; }
@@ -85,8 +88,13 @@ public:
     return stageAxis_ < 0 ? 0
                           : chunk_ * shape_[stageAxis_] + coords_[stageAxis_];
   }
-  /// Microbatches this chunk holds between their forward and backward.
+  /// Microbatches this chunk holds between their forward and backward, and
+  /// between their B and W parts.
   int64_t stashSlots() const;
+  int64_t weightStashSlots() const;
+  /// Whether the running microbatch's W part runs apart from its B (other
+  /// calls between them): what W reads is then kept (weightStashSlot).
+  bool weightsApart() const;
   /// Waits until every send of the run has been received.
   void finishSends();
   /// Devices of the model's mesh (its microbatch axis has none).
@@ -110,7 +118,9 @@ private:
   int microbatchAxis_ = -1, stageAxis_ = -1;
   Phase phase_ = Phase::Whole;
   int64_t chunk_ = 0, chunks_ = 1;
-  std::vector<int64_t> slots_;
+  std::vector<int64_t> slots_, weightSlots_;
+  /// Per chunk * microbatches + microbatch: its W runs apart from its B.
+  std::vector<char> weightsApart_;
   std::unique_ptr<Impl> impl_;
 };
 

@@ -145,6 +145,9 @@ struct ModelInfo {
   /// Per trained tensor, its parts when it joins several initializers,
   /// else null; null when none does.
   const TrainedParts *const *trainedParts;
+  /// A phased step whose backward runs as B then W (zero-bubble): the
+  /// runtime schedules it ZB-H1 unless --pp-schedule says otherwise.
+  bool splitsBackward;
 };
 
 } // namespace pccrt

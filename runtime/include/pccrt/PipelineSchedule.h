@@ -12,7 +12,17 @@
 //   microbatches, backwards through them in reverse; the warm-up is
 //   (devices - d - 1) * 2 + (chunks - 1) * devices forwards. Needs the
 //   microbatches to be a multiple of the devices;
-// - GPipe: every forward, then every backward.
+// - GPipe: every forward, then every backward;
+// - zero-bubble ZB-H1 (Qi et al. 2024), for programs that run each backward
+//   as two calls, B (the input's gradient, which the previous stage waits
+//   for) and W (the weights' gradients): 1F1B's forwards and B passes, with
+//   device d holding back its first d W passes and running the rest one
+//   microbatch behind, so that the held-back ones fill its cooldown, which
+//   1F1B leaves idle (the order of the authors' exact-semantics schedule).
+//   The F and B passes are 1F1B's, so it finishes as 1F1B does; each device
+//   holds at most devices - d microbatches between forward and B, and d + 1
+//   between B and W.
+// Under 1F1B and GPipe, such a program's W follows its B at once.
 // Sends never wait for their receiver (the runtime buffers them), so a
 // device waits only for what a receive needs: these orders finish
 // (PipelineScheduleTest simulates them).
@@ -30,14 +40,71 @@
 
 namespace pccrt {
 
+/// One call of a pipeline device's step: the forward or backward of a
+/// microbatch through a chunk; a `weight` call is the backward's W part (a
+/// zero-bubble program's weight gradients), the backward call before it
+/// then being its B part.
 struct PipelineCall {
   bool backward = false;
   int64_t microbatch = 0, chunk = 0;
+  bool weight = false;
   bool operator==(const PipelineCall &o) const {
     return backward == o.backward && microbatch == o.microbatch &&
-           chunk == o.chunk;
+           chunk == o.chunk && weight == o.weight;
   }
 };
+
+enum class PipelineKind { OneFOneB, GPipe, ZeroBubbleH1 };
+
+inline std::vector<PipelineCall> pipelineOrder(int64_t devices, int64_t chunks,
+                                               int64_t device,
+                                               int64_t microbatches,
+                                               bool gpipe);
+
+/// Device `device`'s calls in the order it runs them; `weightPasses`: the
+/// program runs each backward as B then W (ZB-H1 needs it, and one chunk).
+inline std::vector<PipelineCall>
+pipelineOrder(int64_t devices, int64_t chunks, int64_t device,
+              int64_t microbatches, PipelineKind kind, bool weightPasses) {
+  if (kind == PipelineKind::ZeroBubbleH1 && chunks == 1) {
+    std::vector<PipelineCall> calls;
+    int64_t m = microbatches, f = 0, b = 0, w = 0;
+    auto forward = [&] { calls.push_back({false, f++, 0}); };
+    auto backward = [&] { calls.push_back({true, b++, 0}); };
+    auto weight = [&] { calls.push_back({true, w++, 0, true}); };
+    int64_t warm = std::min(std::max<int64_t>(devices - device - 1, 0), m);
+    for (int64_t k = 0; k < warm; ++k)
+      forward();
+    for (int64_t k = 0; k < device && f < m; ++k) {
+      forward();
+      backward();
+    }
+    while (f < m) {
+      forward();
+      backward();
+      weight();
+    }
+    while (b < m) {
+      backward();
+      weight();
+    }
+    while (w < m)
+      weight();
+    return calls;
+  }
+  std::vector<PipelineCall> calls =
+      pipelineOrder(devices, chunks, device, microbatches,
+                    kind == PipelineKind::GPipe);
+  if (!weightPasses)
+    return calls;
+  std::vector<PipelineCall> split;
+  for (const PipelineCall &c : calls) {
+    split.push_back(c);
+    if (c.backward)
+      split.push_back({true, c.microbatch, c.chunk, true});
+  }
+  return split;
+}
 
 /// Device `device`'s forwards and backwards, in the order it runs them.
 inline std::vector<PipelineCall> pipelineOrder(int64_t devices, int64_t chunks,
@@ -78,7 +145,35 @@ inline std::vector<int64_t>
 chunkInFlight(const std::vector<PipelineCall> &calls, int64_t chunks) {
   std::vector<int64_t> now(chunks, 0), most(chunks, 0);
   for (const PipelineCall &c : calls) {
+    if (c.weight)
+      continue;
     now[c.chunk] += c.backward ? -1 : 1;
+    most[c.chunk] = std::max(most[c.chunk], now[c.chunk]);
+  }
+  return most;
+}
+
+/// ZB-H1's chunkWeightsInFlight on device `device` where its W parts run
+/// apart from their B (every device but the first, whose W follows its B
+/// at once and keeps nothing): the planner's count, without the order.
+inline int64_t zeroBubbleWeightsHeld(int64_t devices, int64_t device,
+                                     int64_t microbatches) {
+  if (device == 0)
+    return 0;
+  int64_t warm = std::min(std::max<int64_t>(devices - device - 1, 0),
+                          microbatches);
+  return std::min(std::min(device, microbatches - warm) + 1, microbatches);
+}
+
+/// The most microbatches each chunk holds between their B and W parts in
+/// `calls` (the slots of what W reads, where it runs apart from B).
+inline std::vector<int64_t>
+chunkWeightsInFlight(const std::vector<PipelineCall> &calls, int64_t chunks) {
+  std::vector<int64_t> now(chunks, 0), most(chunks, 0);
+  for (const PipelineCall &c : calls) {
+    if (!c.backward)
+      continue;
+    now[c.chunk] += c.weight ? -1 : 1;
     most[c.chunk] = std::max(most[c.chunk], now[c.chunk]);
   }
   return most;

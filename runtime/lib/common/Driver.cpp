@@ -38,6 +38,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <new>
+#include <optional>
 #include <string>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -58,9 +59,10 @@ struct Options {
   double timeout = 600;
   CommKind comm = CommKind::Auto;
   bool graphs = true;
-  /// A pipelined training step's schedule: 1F1B, or GPipe (every forward,
-  /// then every backward; a stash slot per microbatch).
-  bool gpipe = false;
+  /// A pipelined training step's schedule: 1F1B, GPipe (every forward,
+  /// then every backward; a stash slot per microbatch) or ZB-H1 (programs
+  /// compiled for it); unset: ZB-H1 for those, else 1F1B.
+  std::optional<PipelineKind> schedule;
 };
 
 /// What the process is doing, for out-of-memory reports.
@@ -111,7 +113,7 @@ const char *kUsage =
     "FILE]\n"
     "          [--comm auto|nccl|mpi] [--cuda-graph on|off]\n"
     "          [--train DIR [--steps N] [--save DIR2] [--resume DIR2]\n"
-    "           [--pp-schedule 1f1b|gpipe]]\n"
+    "           [--pp-schedule 1f1b|gpipe|zb-h1]]\n"
     "  --inputs DIR   read input_K.pb from DIR (default: the --check DIR)\n"
     "  --outputs DIR  write output_K.pb to DIR (created if missing)\n"
     "  --check DIR    compare outputs with DIR/output_K.pb; exit 0 iff all\n"
@@ -140,11 +142,13 @@ const char *kUsage =
     "                 (and DIR2/steps.txt)\n"
     "  --resume DIR2  start from a --save directory: its parameters, states\n"
     "                 and step count\n"
-    "  --pp-schedule S  pipelined training: 1f1b (default: a stage holds at\n"
-    "                 most stages - stage microbatches between their forward\n"
-    "                 and backward; interleaved when compiled with\n"
-    "                 --pp-virtual) or gpipe (every forward, then every\n"
-    "                 backward)\n";
+    "  --pp-schedule S  pipelined training: 1f1b (a stage holds at most\n"
+    "                 stages - stage microbatches between their forward and\n"
+    "                 backward; interleaved when compiled with --pp-virtual),\n"
+    "                 gpipe (every forward, then every backward) or zb-h1\n"
+    "                 (zero-bubble: weight gradients deferred into the\n"
+    "                 bubble; programs compiled with pcc --pp-schedule zb-h1\n"
+    "                 or planned so, whose default it is)\n";
 
 long parseNumber(const char *flag, const char *text, long lo, long hi) {
   char *end = nullptr;
@@ -219,9 +223,12 @@ Options parseOptions(int argc, char **argv) {
                                 : CommKind::Auto;
     }
     else if (flag == "--pp-schedule") {
-      if (value != "1f1b" && value != "gpipe")
-        die("--pp-schedule expects 1f1b or gpipe, got '" + value + "'");
-      o.gpipe = value == "gpipe";
+      if (value != "1f1b" && value != "gpipe" && value != "zb-h1")
+        die("--pp-schedule expects 1f1b, gpipe or zb-h1, got '" + value +
+            "'");
+      o.schedule = value == "gpipe"   ? PipelineKind::GPipe
+                   : value == "zb-h1" ? PipelineKind::ZeroBubbleH1
+                                      : PipelineKind::OneFOneB;
     }
     else if (flag == "--cuda-graph") {
       if (value != "on" && value != "off")
@@ -733,6 +740,10 @@ int runModel(int argc, char **argv) {
           (Mesh::worldSize() == 1 ? "" : "es"));
     }
     o = parseOptions(argc, argv);
+    if (o.schedule == PipelineKind::ZeroBubbleH1 && !model.splitsBackward)
+      die("--pp-schedule zb-h1 needs a pipelined training step whose "
+          "backward runs as the input's and the weights' gradients apart; "
+          "compile it with pcc --pp-schedule zb-h1");
     Mesh::setTimeout(o.timeout);
     std::string why = startDevice(o.comm);
     if (!why.empty())
@@ -777,8 +788,14 @@ int runModel(int argc, char **argv) {
         for (int64_t k = 0; k < chunks; ++k)
           calls.push_back({Phase::Prologue, b, k});
     if (model.phased) {
-      for (const PipelineCall &p : mesh.pipelineOrder(o.gpipe))
-        calls.push_back({p.backward ? Phase::Backward : Phase::Forward,
+      PipelineKind kind = o.schedule.value_or(
+          model.splitsBackward ? PipelineKind::ZeroBubbleH1
+                               : PipelineKind::OneFOneB);
+      for (const PipelineCall &p :
+           mesh.pipelineOrder(kind, model.splitsBackward))
+        calls.push_back({p.weight     ? Phase::BackwardWeight
+                         : p.backward ? Phase::Backward
+                                      : Phase::Forward,
                          p.microbatch, p.chunk});
       for (int64_t k = 0; k < chunks; ++k)
         calls.push_back({Phase::Update, runs - 1, k});

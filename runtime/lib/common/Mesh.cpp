@@ -45,18 +45,41 @@ void Mesh::setMicrobatch(int64_t k) {
     coords_[microbatchAxis_] = k;
 }
 
-std::vector<PipelineCall> Mesh::pipelineOrder(bool gpipe) {
+std::vector<PipelineCall> Mesh::pipelineOrder(PipelineKind kind,
+                                              bool weightPasses) {
   bool staged = stageAxis_ >= 0;
   std::vector<PipelineCall> calls = pccrt::pipelineOrder(
       staged ? shape_[stageAxis_] : 1, chunks_,
-      staged ? coords_[stageAxis_] : 0, microbatches(), gpipe);
+      staged ? coords_[stageAxis_] : 0, microbatches(), kind, weightPasses);
   slots_ = chunkInFlight(calls, chunks_);
+  weightSlots_ = chunkWeightsInFlight(calls, chunks_);
+  weightsApart_.assign(chunks_ * microbatches(), 0);
+  for (size_t i = 1; i < calls.size(); ++i) {
+    const PipelineCall &c = calls[i], &before = calls[i - 1];
+    bool adjacent = before.backward && !before.weight &&
+                    before.microbatch == c.microbatch &&
+                    before.chunk == c.chunk;
+    if (c.weight && !adjacent)
+      weightsApart_[c.chunk * microbatches() + c.microbatch] = 1;
+  }
   return calls;
 }
 
 int64_t Mesh::stashSlots() const {
   return chunk_ < int64_t(slots_.size()) ? std::max<int64_t>(slots_[chunk_], 1)
                                          : 1;
+}
+
+int64_t Mesh::weightStashSlots() const {
+  return chunk_ < int64_t(weightSlots_.size())
+             ? std::max<int64_t>(weightSlots_[chunk_], 1)
+             : 1;
+}
+
+bool Mesh::weightsApart() const {
+  size_t at = chunk_ * microbatches() + microbatch();
+  return (phase_ == Phase::Backward || phase_ == Phase::BackwardWeight) &&
+         at < weightsApart_.size() && weightsApart_[at];
 }
 
 void Mesh::finishSends() {

@@ -75,6 +75,11 @@ bool runsBackward(const Mesh &mesh) {
   return mesh.phase() == Mesh::Phase::Whole ||
          mesh.phase() == Mesh::Phase::Backward;
 }
+bool runsWeightGradients(const Mesh &mesh) {
+  return mesh.phase() == Mesh::Phase::Whole ||
+         mesh.phase() == Mesh::Phase::BackwardWeight;
+}
+bool weightsApart(const Mesh &mesh) { return mesh.weightsApart(); }
 bool runsUpdate(const Mesh &mesh) {
   return mesh.phase() == Mesh::Phase::Update ||
          (mesh.phase() == Mesh::Phase::Whole && lastMicrobatch(mesh));
@@ -86,14 +91,27 @@ bool splitPhases(const Mesh &mesh) {
 
 // A chunk's forwards and backwards take microbatches in order, so those in
 // flight are consecutive: microbatch % slots never collide.
-char *stashSlot(Mesh &mesh, int64_t slotBytes) {
-  static std::vector<KeptBuffer> stashes;
+namespace {
+
+char *slotIn(std::vector<KeptBuffer> &stashes, const Mesh &mesh,
+             int64_t slots, int64_t slotBytes) {
   if (int64_t(stashes.size()) <= mesh.chunk())
     stashes.resize(mesh.chunk() + 1);
-  int64_t slots = mesh.stashSlots();
   char *stash = stashes[mesh.chunk()].reserve(slots * slotBytes,
                                               "the pipeline's stash");
   return stash + (mesh.microbatch() % slots) * slotBytes;
+}
+
+} // namespace
+
+char *stashSlot(Mesh &mesh, int64_t slotBytes) {
+  static std::vector<KeptBuffer> stashes;
+  return slotIn(stashes, mesh, mesh.stashSlots(), slotBytes);
+}
+
+char *weightStashSlot(Mesh &mesh, int64_t slotBytes) {
+  static std::vector<KeptBuffer> stashes;
+  return slotIn(stashes, mesh, mesh.weightStashSlots(), slotBytes);
 }
 
 bool lastMicrobatch(const Mesh &mesh) {

@@ -304,39 +304,56 @@ LogicalResult Emitter::emitStage(int64_t stage, int64_t stages) {
     return failure();
   // A step streaming microbatches runs its prologue (over every microbatch
   // first), then each microbatch's forward and backward (apart, under a
-  // pipeline schedule), then (after the last) the update.
-  enum Phase { Prologue, Forward, Backward, Once };
+  // pipeline schedule; a zero-bubble step's backward as B, then W), then
+  // (after the last) the update.
+  enum Phase { Prologue, Forward, Backward, Weight, Once };
   auto phaseOf = [](Operation *op) {
-    return op->hasAttr(kPrologueAttr)      ? Prologue
-           : op->hasAttr(kOncePerStepAttr) ? Once
-           : op->hasAttr(kBackwardAttr)    ? Backward
-                                           : Forward;
+    return op->hasAttr(kPrologueAttr)         ? Prologue
+           : op->hasAttr(kOncePerStepAttr)    ? Once
+           : op->hasAttr(kBackwardWeightAttr) ? Weight
+           : op->hasAttr(kBackwardAttr)       ? Backward
+                                              : Forward;
   };
-  // What a microbatch's backward reads of its forward: kept per microbatch
-  // in flight (the stash) when the two run apart.
-  SmallVector<Value> stash;
-  llvm::DenseSet<Value> stashed;
-  int64_t stashBytes = 0;
+  // What a later part of a microbatch reads of its earlier parts, kept per
+  // microbatch in flight while they run apart: the backward's (B and W's)
+  // reads of the forward, and W's of the forward and B.
+  struct Stash {
+    SmallVector<Value> values;
+    llvm::DenseSet<Value> seen;
+    int64_t bytes = 0;
+  };
+  Stash stash, weightStash;
   for (Operation *op : schedule.ops) {
-    if (phaseOf(op) != Backward)
+    Phase reader = phaseOf(op);
+    if (reader != Backward && reader != Weight)
       continue;
     for (Value v : op->getOperands()) {
       Value base = schedule.aliasOf.lookup(v) ? schedule.aliasOf.lookup(v) : v;
       Operation *def = base.getDefiningOp();
-      if (def && phaseOf(def) == Forward && schedule.bufferIndex.count(base) &&
-          stashed.insert(base).second) {
-        stash.push_back(base);
-        stashBytes += (tensorBytes(base) + 63) / 64 * 64;
+      if (!def || !schedule.bufferIndex.count(base))
+        continue;
+      Phase made = phaseOf(def);
+      for (Stash *s : {&stash, &weightStash}) {
+        bool kept = s == &stash ? made == Forward
+                                : reader == Weight &&
+                                      (made == Forward || made == Backward);
+        if (kept && s->seen.insert(base).second) {
+          s->values.push_back(base);
+          s->bytes += (tensorBytes(base) + 63) / 64 * 64;
+        }
       }
     }
   }
-  auto emitStash = [&](bool save) {
-    if (stash.empty())
+  auto emitStash = [&](const Stash &s, bool save) {
+    if (s.values.empty())
       return;
-    os << "  if (splitPhases(mesh)) {\n    char *slot = stashSlot(mesh, "
-       << stashBytes << ");\n";
+    bool weights = &s == &weightStash;
+    os << "  if (" << (weights ? "weightsApart" : "splitPhases")
+       << "(mesh)) {\n    char *slot = "
+       << (weights ? "weightStashSlot" : "stashSlot") << "(mesh, " << s.bytes
+       << ");\n";
     int64_t at = 0;
-    for (Value v : stash) {
+    for (Value v : s.values) {
       std::string slotPtr = "slot + " + std::to_string(at);
       os << "  ";
       emitCopy(save ? slotPtr : ptr(v), save ? ptr(v) : slotPtr,
@@ -362,10 +379,12 @@ LogicalResult Emitter::emitStage(int64_t stage, int64_t stages) {
   range.first = parts.size();
   Phase phase = Prologue;
   auto enter = [&](Phase next) {
-    if (phase == Forward || phase == Backward)
+    if (phase == Forward || phase == Backward || phase == Weight)
       copyOutputs(phase);
     if (phase == Forward)
-      emitStash(/*save=*/true);
+      emitStash(stash, /*save=*/true);
+    if (phase == Backward)
+      emitStash(weightStash, /*save=*/true);
     os.flush();
     if (!body.empty())
       closePart();
@@ -373,7 +392,11 @@ LogicalResult Emitter::emitStage(int64_t stage, int64_t stages) {
       range.forward = parts.size();
     if (next == Backward) {
       range.backward = parts.size();
-      emitStash(/*save=*/false);
+      emitStash(stash, /*save=*/false);
+    }
+    if (next == Weight) {
+      range.weight = parts.size();
+      emitStash(weightStash, /*save=*/false);
     }
     if (next == Once)
       range.once = parts.size();
@@ -409,8 +432,9 @@ LogicalResult Emitter::emitStage(int64_t stage, int64_t stages) {
   stageParts.push_back(range);
   // Without stages a microbatch's forward and backward run together (the
   // runtime's Phase::Whole): nothing is stashed.
-  result.stageMemory.push_back(
-      {stageWeightBytes, schedule.arenaBytes, stages > 1 ? stashBytes : 0});
+  result.stageMemory.push_back({stageWeightBytes, schedule.arenaBytes,
+                                stages > 1 ? stash.bytes : 0,
+                                stages > 1 ? weightStash.bytes : 0});
   return success();
 }
 

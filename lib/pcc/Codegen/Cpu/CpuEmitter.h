@@ -181,7 +181,10 @@ private:
   /// prologue, [forward, backward) a microbatch's forward, [backward, once)
   /// its backward, [once, end) the update after the last microbatch.
   struct StageParts {
-    int64_t first = 0, forward = 0, backward = 0, once = 0, end = 0;
+    /// Part indices where each part of the step begins (weight: a
+    /// zero-bubble step's W; backward up to it is B).
+    int64_t first = 0, forward = 0, backward = 0, weight = 0, once = 0,
+            end = 0;
     /// Where the stage's arena starts in its device's: with interleaved
     /// 1F1B a device runs several stages, whose values live across each
     /// other's runs.

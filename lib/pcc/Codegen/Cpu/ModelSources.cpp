@@ -229,6 +229,9 @@ Emitter::assembleSources(const std::string &tables) {
   // A step whose backward can run apart from its forward (1F1B).
   bool phased = llvm::any_of(
       stageParts, [](const StageParts &r) { return r.once > r.backward; });
+  // A zero-bubble step: some stage's backward has a W part.
+  bool splitsBackward = llvm::any_of(
+      stageParts, [](const StageParts &r) { return r.once > r.weight; });
   if (staged)
     main += "  switch (pipelineStage(mesh)) {\n";
   for (auto [stage, range] : llvm::enumerate(stageParts)) {
@@ -262,7 +265,8 @@ Emitter::assembleSources(const std::string &tables) {
       main += "  if (prologueRun(mesh))\n    return;\n";
     }
     calls(range.forward, range.backward, phased ? "runsForward" : "");
-    calls(range.backward, range.once, phased ? "runsBackward" : "");
+    calls(range.backward, range.weight, phased ? "runsBackward" : "");
+    calls(range.weight, range.once, phased ? "runsWeightGradients" : "");
     if (range.end > range.once) {
       main += "  if (!runsUpdate(mesh))\n    return;\n";
       calls(range.once, range.end, "");
@@ -319,7 +323,8 @@ Emitter::assembleSources(const std::string &tables) {
     << int64_t(stageParts.size()) / pipelineDevices() << ", "
     << (trainsPadded ? "trainedUnpadded" : "nullptr") << ", "
     << (returnsPadded ? "outputUnpadded" : "nullptr") << ", "
-    << (trainsParts ? "trainedParts" : "nullptr") << "};\n"
+    << (trainsParts ? "trainedParts" : "nullptr") << ", "
+    << (splitsBackward && phased && staged ? "true" : "false") << "};\n"
     << "  return &info;\n}\n";
   units[0] = {"model" + ext, std::move(main)};
   return units;

@@ -73,6 +73,7 @@ Value castBefore(OpBuilder &b, Operation *at, Value v, Type to) {
                              TypeAttr::get(to));
   for (StringRef a : {StringRef(kStageAttr), StringRef(kPrologueAttr),
                       StringRef(kPrologueLastAttr), StringRef(kBackwardAttr),
+                      StringRef(kBackwardWeightAttr),
                       StringRef(kOncePerStepAttr)})
     if (Attribute value = at->getAttr(a))
       cast->setAttr(a, value);

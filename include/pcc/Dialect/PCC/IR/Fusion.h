@@ -30,10 +30,12 @@ inline mlir::Operation *fusedUser(mlir::Operation *op) {
   auto shapeOf = [](mlir::Operation *o) {
     return llvm::cast<mlir::ShapedType>(o->getResult(0).getType()).getShape();
   };
-  // A microbatch's forward and backward may run apart (kBackwardAttr).
+  // A microbatch's forward and backward (and a zero-bubble step's B and W)
+  // may run apart.
   if (!isPointwise(user) || user->getBlock() != op->getBlock() ||
       user->getNumResults() != 1 || shapeOf(user) != shapeOf(op) ||
-      user->hasAttr(kBackwardAttr) != op->hasAttr(kBackwardAttr))
+      user->hasAttr(kBackwardAttr) != op->hasAttr(kBackwardAttr) ||
+      user->hasAttr(kBackwardWeightAttr) != op->hasAttr(kBackwardWeightAttr))
     return nullptr;
   return user;
 }

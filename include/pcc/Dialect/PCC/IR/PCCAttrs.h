@@ -5,6 +5,7 @@
 
 #include "mlir/IR/Attributes.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Operation.h"
 
 #include "llvm/ADT/StringRef.h"
 
@@ -41,6 +42,12 @@ inline constexpr llvm::StringLiteral kOncePerStepAttr = "pcc.once_per_step";
 /// rules, and what reads their values): a pipeline schedule (1F1B) runs a
 /// microbatch's backward apart from its forward.
 inline constexpr llvm::StringLiteral kBackwardAttr = "pcc.backward";
+/// On the backward ops (kBackwardAttr too) of a zero-bubble step
+/// (ParallelPlan::zeroBubble) that make only weights' gradients (W): each
+/// microbatch's backward runs as B (the rest: what reaches another stage)
+/// and then W, which the ZB-H1 schedule defers.
+inline constexpr llvm::StringLiteral kBackwardWeightAttr =
+    "pcc.backward_weight";
 /// On the ops a step streaming microbatches runs in its prologue: a first
 /// pass over the microbatches before their forward and backward passes, for
 /// sums over the whole batch that depend on the inputs alone (the count of
@@ -51,6 +58,17 @@ inline constexpr llvm::StringLiteral kPrologueAttr = "pcc.prologue";
 /// axes of the sum over microbatches): they run in the last prologue run
 /// only, once a step.
 inline constexpr llvm::StringLiteral kPrologueLastAttr = "pcc.prologue_last";
+
+/// Whether two ops run in the same part of a microbatched step (prologue,
+/// forward, B, W, once per step): what fusion and pipeline segments keep
+/// apart.
+inline bool sameStepPart(mlir::Operation *a, mlir::Operation *b) {
+  for (llvm::StringRef attr : {kPrologueAttr, kBackwardAttr,
+                               kBackwardWeightAttr, kOncePerStepAttr})
+    if (a->hasAttr(attr) != b->hasAttr(attr))
+      return false;
+  return true;
+}
 
 } // namespace pcc
 

@@ -77,9 +77,11 @@ def PCC_PlanAttr : PCC_Attr<"Plan", "plan"> {
     than inference), `recompute` (activation recompute: `none`, `full` or
     `selective`) and `zero` (a
     training step's ZeRO stage over dp: 1 and 2 store optimizer states
-    split over dp, 3 the parameters too) and `virtual_stages` (interleaved
+    split over dp, 3 the parameters too), `virtual_stages` (interleaved
     1F1B: each pp device runs that many chunks of layers, pp x
-    virtual_stages stages in all) complete it. The planner makes it, or pcc builds it from forced
+    virtual_stages stages in all) and `zero_bubble` (a pipelined training
+    step whose backward runs as the input's gradient and the weights'
+    apart, scheduled ZB-H1) complete it. The planner makes it, or pcc builds it from forced
     flags; plan.json is written from it.
 
     Example:
@@ -95,7 +97,8 @@ def PCC_PlanAttr : PCC_Attr<"Plan", "plan"> {
                         "bool":$train,
                         StringRefParameter<"activation recompute", [{"none"}]>:$recompute,
                         DefaultValuedParameter<"int64_t", "0">:$zero,
-                        DefaultValuedParameter<"int64_t", "1">:$virtual_stages);
+                        DefaultValuedParameter<"int64_t", "1">:$virtual_stages,
+                        DefaultValuedParameter<"bool", "false">:$zero_bubble);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }

@@ -122,8 +122,9 @@ LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                ArrayAttr axes, DenseI64ArrayAttr sizes,
                                StringRef tensorMode, StringRef tensorLayout,
                                StringRef sequenceMode, int64_t tensorDepth,
-                               int64_t microbatches, bool, StringRef recompute,
-                               int64_t zero, int64_t virtualStages) {
+                               int64_t microbatches, bool train,
+                               StringRef recompute, int64_t zero,
+                               int64_t virtualStages, bool zeroBubble) {
   if (zero < 0 || zero > 3)
     return emitError() << "zero must be a ZeRO stage 0 to 3, got " << zero;
   if (!sizes || int64_t(axes.size()) != sizes.size())
@@ -166,5 +167,8 @@ LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (virtualStages < 1)
     return emitError() << "virtual_stages must be at least 1, got "
                        << virtualStages;
+  if (zeroBubble && (!train || virtualStages != 1))
+    return emitError() << "zero_bubble schedules a training step's pipeline "
+                          "of one chunk per device";
   return success();
 }
