@@ -320,6 +320,20 @@ BackwardCollectives backwardCollectives(const PlanGraph &g, const Mesh &mesh,
       for (int k = 0; k < sums; ++k)
         out.collectives.push_back({CollectiveKind::AllReduce, i, bytes, t});
     }
+    // A softmax over a split axis: its gradient's sum along the axis
+    // (of dy, or of dy * y) is all-reduced, one number a line.
+    if (const DimSharding *d = splitSoftmaxAxis(op, s.results[0])) {
+      int64_t axis = op->getAttrOfType<IntegerAttr>("axis").getInt();
+      int64_t n = mesh.size(d->axes);
+      TensorSharding lines = s.results[0];
+      lines.dims[axis] = DimSharding();
+      double bytes = tensorBytes(op->getResult(0)) /
+                     double(shapeOf(op->getResult(0))[axis]) * scale;
+      double t = cost.collectiveTime(CollectiveKind::AllReduce,
+                                     bytes / double(splitFactor(lines, mesh)),
+                                     n, crossNode);
+      out.collectives.push_back({CollectiveKind::AllReduce, i, bytes, t});
+    }
     for (auto [k, p] : llvm::enumerate(node.producers)) {
       Value v = op->getOperand(k);
       if (!isFloat(v))
@@ -464,29 +478,6 @@ BackwardCollectives backwardCollectives(const PlanGraph &g, const Mesh &mesh,
     const OpSharding &s = layoutOf(p);
     if (r >= s.results.size())
       continue;
-    // A softmax over a split axis: its gradient's sum along the axis (of
-    // dy * y) is all-reduced, one number a line; a log-softmax's (of dy
-    // alone) only where dy arrives split along the axis or partial: a
-    // cross-entropy's gradient, made from the whole one-hot, is summed
-    // where it is.
-    if (const DimSharding *d = splitSoftmaxAxis(g.nodes[p].op, s.results[0])) {
-      Operation *op = g.nodes[p].op;
-      int64_t axis = op->getAttrOfType<IntegerAttr>("axis").getInt();
-      bool sums = isa<SoftmaxOp>(op) ||
-                  llvm::any_of(grads, [&](const TensorSharding &t) {
-                    return !t.partial.empty() || t.dims[axis].isSplit();
-                  });
-      if (sums) {
-        TensorSharding lines = s.results[0];
-        lines.dims[axis] = DimSharding();
-        double bytes = tensorBytes(op->getResult(0)) /
-                       double(shapeOf(op->getResult(0))[axis]) * scale;
-        double t = cost.collectiveTime(
-            CollectiveKind::AllReduce, bytes / double(splitFactor(lines, mesh)),
-            mesh.size(d->axes), crossNode);
-        out.collectives.push_back({CollectiveKind::AllReduce, p, bytes, t});
-      }
-    }
     if (onArrival[p]) {
       Operation *op = g.nodes[p].op;
       SmallVector<PlannedCollective, 4> steps;
