@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
-"""Pipelined training steps on CPU ranks: 1F1B, GPipe and interleaved 1F1B.
+"""Pipelined training steps on CPU ranks: 1F1B, GPipe, interleaved 1F1B
+and zero-bubble ZB-H1.
 
 An MLP of LAYERS nn.Linear(1024, 1024) + tanh layers, batch 256, MSE, SGD,
 exported in training mode, compiled by `pcc --train` as one rank, as a
 2-stage pipeline with 4 microbatches (1F1B; the same executable with
 --pp-schedule gpipe), interleaved with 2 chunks per device (--pp-virtual
-2), and as dp2; each run with `mpirun -np K model --train DIR --steps S
+2), as ZB-H1 (--pp-schedule zb-h1; the same executable under the
+executable's --pp-schedule 1f1b, each W right after its B, shows what the
+split alone costs), and as dp2; each run with `mpirun -np K model --train DIR --steps S
 --threads 1` (one BLAS thread per rank). Per run the median ms/step after 2
 warm-up steps; REPEATS rounds alternate the plans, and the median of the
 rounds is reported with its ratio to one rank (measured in the same round).
@@ -43,10 +46,14 @@ PLANS = [
     # label, pcc flags, ranks, executable flags
     ("1 rank", [], 1, []),
     ("pp2 x mb4, 1F1B", ["--pp", "2", "--microbatches", "4",
-                         "--pp-virtual", "1"], 2, []),
+                         "--pp-virtual", "1", "--pp-schedule", "1f1b"], 2, []),
     ("pp2 x mb4, GPipe", None, 2, ["--pp-schedule", "gpipe"]),
     ("pp2 x mb4 x v2, interleaved 1F1B",
      ["--pp", "2", "--microbatches", "4", "--pp-virtual", "2"], 2, []),
+    ("pp2 x mb4, ZB-H1", ["--pp", "2", "--microbatches", "4",
+                          "--pp-schedule", "zb-h1"], 2, []),
+    ("pp2 x mb4, ZB-H1 program run 1F1B", None, 2,
+     ["--pp-schedule", "1f1b"]),
     ("dp2", ["--dp", "2"], 2, []),
 ]
 

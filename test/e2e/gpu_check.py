@@ -17,8 +17,8 @@ bf16 at the CPU target's stated 16-bit tolerance (rtol 1e-2, atol 5e-2).
 Multi-rank runs use --comm mpi, so they fit on one GPU.
 
 Training steps too (pcc --train --target cuda): the models of
-train_check.py, at 1 rank and under dp2, tp2, pp2 x mb2, ZeRO-3, gradient
-accumulation, ring sp2 and 2D, with dropout, in bf16 and fp16 (dynamic loss
+train_check.py, at 1 rank and under dp2, tp2, pp2 x mb2 (1F1B), pp2 x mb4
+(ZB-H1), ZeRO-3, gradient accumulation, ring sp2 and 2D, with dropout, in bf16 and fp16 (dynamic loss
 scaling), each trained for 4 steps against PyTorch's losses for the same
 batches (computed in the build half, here on the CPU): fp32 at rtol 1e-3,
 16-bit at 1e-2 (train-precision.test's bounds); some also run 2 steps,
@@ -61,7 +61,9 @@ TRAINING = [
     ("train-gpt-1", "gpt", "adamw", "1", None, True),
     ("train-gpt-dp2", "gpt", "adamw", "dp=2", None, False),
     ("train-gpt-tp2", "gpt", "adamw", "tp=2", None, False),
-    ("train-gpt-pp2mb2", "gpt", "adamw", "pp=2,mb=2", None, True),
+    ("train-gpt-pp2mb2", "gpt", "adamw", "pp=2,mb=2,sched=1f1b", None, True),
+    ("train-gpt-pp2mb4-zb", "gpt", "adamw", "pp=2,mb=4,sched=zb-h1", None,
+     True),
     ("train-gpt-dp2zero3", "gpt", "adamw", "dp=2,zero=3", None, True),
     ("train-gpt-dp2mb2", "gpt", "adamw", "dp=2,mb=2", None, False),
     ("train-gpt-ring2", "gpt", "adamw", "sp=2,spm=ring", None, False),

@@ -931,11 +931,22 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
           sum.savedBytes += nc.resultBytes;
         if (keptBySelective[i])
           sum.savedProductBytes += nc.resultBytes;
-        if (opt.train && nc.weightBytes > 0) {
+        // Each weight reader's activation inputs and its result's
+        // gradient: what its W part reads (a weight read through a view of
+        // weights alone, a training export's Transpose(W), as read
+        // directly: the view's node holds no activation).
+        // (A bias or norm scale needs its result's gradient alone; a bias
+        // added to a product's result shares the product's.)
+        if (opt.train && !node.derived && node.linear) {
           sum.weightPassBytes += nc.resultBytes;
           for (int p : node.producers)
-            if (p >= 0)
+            if (p >= 0 && !g.nodes[p].derived)
               sum.weightPassBytes += layout.costs[p].resultBytes;
+        } else if (opt.train && !node.derived && nc.weightBytes > 0 &&
+                   llvm::none_of(node.producers, [&](int p) {
+                     return p >= 0 && g.nodes[p].linear;
+                   })) {
+          sum.weightPassBytes += nc.resultBytes;
         }
         sum.weightTensors += node.weightTensors;
         sum.forwardReads += node.forwardParameterReads;
