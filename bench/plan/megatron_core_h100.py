@@ -54,7 +54,7 @@ def main():
         for gpus, published in POINTS:
             cmd = [args.pcc, "plan", model, "--devices", str(gpus),
                    "--cluster", "dgx-h100", "--target", "cuda", "--train",
-                   "--precision", "bf16",
+                   "--freeze", "attn_mask", "--precision", "bf16",
                    "--pp-schedule", "1f1b", "--format", "json"]
             start = time.monotonic()
             out = subprocess.run(cmd, capture_output=True, text=True)

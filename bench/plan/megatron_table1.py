@@ -115,9 +115,14 @@ def main():
             flops = paper_flops(row, seq, vocab)
             gpus = row["gpus"]
             dp = gpus // (row["tp"] * row["pp"])
-            own, own_wall = plan(args.pcc, model, gpus, args.target, [])
+            # make_gpt.py's causal mask is an initializer, which pcc would
+            # train: held frozen, as Megatron holds its mask (the torch
+            # exports' masks are buffers folded to constants).
+            frozen = (["--freeze", "attn_mask"] if args.style == "make_gpt"
+                      else [])
+            own, own_wall = plan(args.pcc, model, gpus, args.target, frozen)
             forced, forced_wall = plan(
-                args.pcc, model, gpus, args.target,
+                args.pcc, model, gpus, args.target, frozen +
                 ["--tp", str(row["tp"]), "--pp", str(row["pp"]), "--dp",
                  str(dp), "--sp", "1", "--tp-mode", "1d", "--tp-layout",
                  "megatron", "--recompute", "full", "--zero", "0",

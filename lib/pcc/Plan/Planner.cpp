@@ -934,17 +934,26 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
         // Each weight reader's activation inputs and its result's
         // gradient: what its W part reads (a weight read through a view of
         // weights alone, a training export's Transpose(W), as read
-        // directly: the view's node holds no activation).
-        // (A bias or norm scale needs its result's gradient alone; a bias
-        // added to a product's result shares the product's.)
-        if (opt.train && !node.derived && node.linear) {
+        // directly: the view's node holds no activation; a view of an
+        // activation, Conv1D's [B·S, d] input, holds the viewed value). A
+        // bias or norm scale needs its result's gradient alone, and a bias
+        // added to a product's result shares the product's.
+        auto made = [&](int p) {
+          while (p >= 0 && g.nodes[p].view && !g.nodes[p].producers.empty())
+            p = g.nodes[p].producers.front();
+          return p;
+        };
+        bool trainsWeights =
+            nc.weightBytes > 0 || !node.derivedWeights.empty();
+        if (opt.train && !node.derived && node.linear && trainsWeights) {
           sum.weightPassBytes += nc.resultBytes;
           for (int p : node.producers)
-            if (p >= 0 && !g.nodes[p].derived)
-              sum.weightPassBytes += layout.costs[p].resultBytes;
+            if (int q = made(p); q >= 0 && !g.nodes[q].derived)
+              sum.weightPassBytes += layout.costs[q].resultBytes;
         } else if (opt.train && !node.derived && nc.weightBytes > 0 &&
                    llvm::none_of(node.producers, [&](int p) {
-                     return p >= 0 && g.nodes[p].linear;
+                     int q = made(p);
+                     return q >= 0 && g.nodes[q].linear;
                    })) {
           sum.weightPassBytes += nc.resultBytes;
         }
