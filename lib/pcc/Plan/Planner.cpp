@@ -1158,7 +1158,14 @@ PlanCandidate PlanSearch::zeroBubbleOf(const PlanCandidate &c,
   double perMicrobatch = c.bubble / double(c.pp - 1);
   zb.bubble =
       double(c.pp - 1) * std::max(0.0, perMicrobatch - 2 * c.weightGradTime);
-  zb.stepTime = c.stepTime - c.bubble + zb.bubble;
+  // A deferred W's reads are copied into its stash slot and back (4 passes
+  // over the bytes), each microbatch, on every device but the first.
+  double stashed = 0;
+  for (size_t d = 1; d < stages.all.size(); ++d)
+    stashed = std::max(stashed, stages.all[d].weightPassBytes);
+  double copies = double(c.microbatches) * cost.kernelTime(0, 4 * stashed);
+  zb.compute += copies;
+  zb.stepTime = c.stepTime - c.bubble + zb.bubble + copies;
   zb.tflopsPerDevice = zb.flopsPerDevice / zb.stepTime / 1e12;
   return zb;
 }
