@@ -724,6 +724,8 @@ shardingsOnAxes(func::FuncOp fn, const ParallelPlan &plan,
   IRMapping map;
   func::FuncOp copy = fn.clone(map);
   llvm::DenseMap<Operation *, OpSharding> result;
+  // Grown one op at a time, the map would move every sharding log(n) times.
+  result.reserve(fn.getBody().front().getOperations().size());
   if (failed(shardByStrategy(copy, plan, mesh))) {
     copy.erase();
     return result;

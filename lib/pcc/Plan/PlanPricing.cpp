@@ -125,8 +125,31 @@ SearchResult gridLayout(const PlanGraph &g, const CostModel &cost,
   return r;
 }
 
-/// The heads of the model's attention (Q `[batch, heads, rows, d]`): their
-/// gcd over attention ops, or 0 when no op shows them.
+namespace {
+/// Whether `softmax` makes attention probabilities: over the keys (the last
+/// axis) of a `[batch, heads, rows, keys]` tensor that, through dropout or
+/// a cast, multiplies the values (a product of two activations).
+bool attentionProbabilities(SoftmaxOp softmax) {
+  ArrayRef<int64_t> shape = shapeOf(softmax.getInput());
+  int64_t rank = shape.size();
+  if (rank < 4 || (softmax.getAxis() != rank - 1 && softmax.getAxis() != -1))
+    return false;
+  SmallVector<Value> probs{softmax.getResult()};
+  for (size_t i = 0; i < probs.size(); ++i)
+    for (Operation *user : probs[i].getUsers()) {
+      if (isa<DropoutOp, CastOp>(user))
+        probs.push_back(user->getResult(0));
+      else if (auto mm = dyn_cast<MatMulOp>(user))
+        if (mm.getLhs() == probs[i] && !mm.getRhs().getDefiningOp<WeightOp>())
+          return true;
+    }
+  return false;
+}
+} // namespace
+
+/// The heads of the model's attention (Q `[batch, heads, rows, d]` of a
+/// fused attention, or the probabilities of one written out, as training
+/// exports with dropout on them are): their gcd, or 0 when no op shows them.
 int64_t headCount(const PlanGraph &g) {
   int64_t heads = 0;
   for (const PlanNode &node : g.nodes)
@@ -134,6 +157,10 @@ int64_t headCount(const PlanGraph &g) {
       ArrayRef<int64_t> q = shapeOf(attn.getQuery());
       if (q.size() >= 4)
         heads = std::gcd(heads, q[q.size() - 3]);
+    } else if (auto softmax = dyn_cast<SoftmaxOp>(node.op);
+               softmax && attentionProbabilities(softmax)) {
+      ArrayRef<int64_t> p = shapeOf(softmax.getInput());
+      heads = std::gcd(heads, p[p.size() - 3]);
     }
   return heads;
 }

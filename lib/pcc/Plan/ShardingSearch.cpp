@@ -23,6 +23,7 @@
 #include "llvm/ADT/StringSet.h"
 
 #include <Cbc_C_Interface.h>
+#include <Clp_C_Interface.h>
 
 #include <cfloat>
 #include <chrono>
@@ -744,6 +745,45 @@ void LayoutProblem::solveProgram(SearchResult &result) {
     return true;
   }();
   (void)oneBlasThread;
+  auto take = [&](const double *x) {
+    for (int i = 0; i < n; ++i) {
+      if (firstVar[i] < 0)
+        continue;
+      for (size_t s = 0; s < options[i].size(); ++s)
+        if (x[firstVar[i] + s] > 0.5)
+          choice[i] = s;
+    }
+  };
+  // The relaxation first: on these programs (one choice per node, edges
+  // through marginal rows) its optimum is most often integral, and then it
+  // is the program's optimum; branch and bound only when it is not. CBC's
+  // set-up alone (its parameter table, its tree) cost more than the
+  // simplex: a third of planning GPT-1T on 3072 GPUs.
+  Clp_Simplex *lp = Clp_newModel();
+  Clp_setLogLevel(lp, 0);
+  Clp_loadProblem(lp, vars, rows, start.data(), index.data(), value.data(),
+                  low.data(), high.data(), p.objective.data(), p.rowLow.data(),
+                  p.rowHigh.data());
+  Clp_dual(lp, 0);
+  bool solved = false;
+  if (Clp_isProvenPrimalInfeasible(lp)) {
+    result.optimal = true;
+    result.feasible = false;
+    solved = true;
+  } else if (Clp_isProvenOptimal(lp)) {
+    const double *x = Clp_primalColumnSolution(lp);
+    constexpr double kIntegral = 1e-7;
+    solved = std::all_of(x, x + choices, [](double v) {
+      return v < kIntegral || v > 1 - kIntegral;
+    });
+    if (solved) {
+      result.optimal = result.feasible = true;
+      take(x);
+    }
+  }
+  Clp_deleteModel(lp);
+  if (solved)
+    return;
   Cbc_Model *model = Cbc_newModel();
   Cbc_setLogLevel(model, 0);
   // The primal heuristics cost more than the branch and bound they would
@@ -769,16 +809,8 @@ void LayoutProblem::solveProgram(SearchResult &result) {
   result.optimal = Cbc_isProvenOptimal(model);
   result.feasible = !Cbc_isProvenInfeasible(model) &&
                     Cbc_getColSolution(model) != nullptr;
-  if (result.feasible) {
-    const double *x = Cbc_getColSolution(model);
-    for (int i = 0; i < n; ++i) {
-      if (firstVar[i] < 0)
-        continue;
-      for (size_t s = 0; s < options[i].size(); ++s)
-        if (x[firstVar[i] + s] > 0.5)
-          choice[i] = s;
-    }
-  }
+  if (result.feasible)
+    take(Cbc_getColSolution(model));
   Cbc_deleteModel(model);
 }
 
