@@ -7,7 +7,9 @@ Usage: memory_check.py MODEL.onnx [--cluster C] [--train [--freeze N]]
                        STRATEGY...
   STRATEGY as for test/e2e/run_strategies.py: "pp=4,mb=4", "tp=4", "dp=2,pp=2",
   "tp=4,mode=2d", "tp=8,mode=2.5d,depth=2"; with --train also
-  "recompute=full|selective".
+  "recompute=full|selective"; "layout=megatron-sp|searched" for the 1d tensor
+  axis's layouts (default Megatron's), "sched=zb-h1|1f1b|gpipe" for a
+  pipeline's schedule.
 Prints a Markdown table: strategy, weights (predicted, compiled, ratio),
 activations / arena (predicted, compiled, ratio). With --train (AdamW) the
 training step's: the weights file holds parameters and optimizer states, the
@@ -46,15 +48,22 @@ def main():
         print("| --- | --- | --- | --- | --- | --- | --- |")
     with tempfile.TemporaryDirectory() as tmp:
         for strategy in args.strategies:
-            # Megatron's layouts on a 1d tensor axis; 2D / 2.5D grids have
-            # their own.
-            layout = "searched" if "mode=" in strategy else "megatron"
+            # Megatron's layouts on a 1d tensor axis (or "layout=megatron-sp"
+            # / "layout=searched"); 2D / 2.5D grids have their own.
             parts = strategy.split(",")
+            option = {p.split("=")[0]: p.split("=")[1] for p in parts
+                      if p.split("=")[0] in ("recompute", "layout", "sched")}
+            layout = option.get("layout",
+                                "searched" if "mode=" in strategy
+                                else "megatron")
             extra = [p for p in parts if p.startswith("recompute=")]
-            strategy_only = ",".join(p for p in parts if p not in extra)
+            strategy_only = ",".join(
+                p for p in parts if p.split("=")[0] not in option)
             flags, devices = (([], 1) if strategy_only == "1" else
                               strategy_flags(strategy_only, layout))
             flags += ["--cluster", args.cluster]
+            if "sched" in option:
+                flags += ["--pp-schedule", option["sched"]]
             if args.train:
                 flags += ["--train", "--recompute",
                           extra[0].split("=")[1] if extra else "none"]

@@ -59,6 +59,11 @@ struct NodeCost {
   /// has no counterpart of (an input gathered again for a weight's
   /// gradient: weightGradientGather).
   double backwardComm = 0;
+  /// Training, a product of trained weights: local bytes of its activation
+  /// operands as it reads them (gathered, when resharded to it), which its
+  /// weights' gradient reads again; a value read so by an earlier such
+  /// product counts there.
+  double weightOperandBytes = 0;
 };
 
 /// Per-node costs. Copies of a repeated block after the second cost what

@@ -931,13 +931,11 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
           sum.savedBytes += nc.resultBytes;
         if (keptBySelective[i])
           sum.savedProductBytes += nc.resultBytes;
-        // Each weight reader's activation inputs and its result's
-        // gradient: what its W part reads (a weight read through a view of
-        // weights alone, a training export's Transpose(W), as read
-        // directly: the view's node holds no activation; a view of an
-        // activation, Conv1D's [B·S, d] input, holds the viewed value). A
-        // bias or norm scale needs its result's gradient alone, and a bias
-        // added to a product's result shares the product's.
+        // Each weight product's activation operands, as it reads them
+        // (gathered, where its layout gathers them: Megatron-SP's norm
+        // output), and its result's gradient: what its W part reads. A bias
+        // or norm scale needs its result's gradient alone, and a bias added
+        // to a product's result shares the product's.
         auto made = [&](int p) {
           while (p >= 0 && g.nodes[p].view && !g.nodes[p].producers.empty())
             p = g.nodes[p].producers.front();
@@ -946,10 +944,7 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
         bool trainsWeights =
             nc.weightBytes > 0 || !node.derivedWeights.empty();
         if (opt.train && !node.derived && node.linear && trainsWeights) {
-          sum.weightPassBytes += nc.resultBytes;
-          for (int p : node.producers)
-            if (int q = made(p); q >= 0 && !g.nodes[q].derived)
-              sum.weightPassBytes += layout.costs[q].resultBytes;
+          sum.weightPassBytes += nc.resultBytes + nc.weightOperandBytes;
         } else if (opt.train && !node.derived && nc.weightBytes > 0 &&
                    llvm::none_of(node.producers, [&](int p) {
                      int q = made(p);

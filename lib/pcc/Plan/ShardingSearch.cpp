@@ -818,7 +818,8 @@ void LayoutProblem::spellOut(SearchResult &result) const {
   result.costs = NodeCosts(n, g.blocks, !in.fixedPerCopy);
   if (in.layouts)
     result.layouts.resize(n);
-  llvm::DenseMap<Value, SmallVector<TensorSharding, 1>> resharded;
+  llvm::DenseMap<Value, SmallVector<TensorSharding, 1>> resharded,
+      weightOperands;
   for (int i = 0; i < n; ++i) {
     // Copies after the second are wired like the second: they cost what it
     // does.
@@ -843,14 +844,29 @@ void LayoutProblem::spellOut(SearchResult &result) const {
     SmallVector<PlannedCollective, 2> colls;
     if (in.layouts)
       colls = chosen.collectives;
-    Operation *op = g.nodes[i].op;
-    for (auto [k, p] : llvm::enumerate(g.nodes[i].producers)) {
+    const PlanNode &node = g.nodes[i];
+    Operation *op = node.op;
+    bool trainsWeights = in.train && node.linear && !node.derived &&
+                         (c.weightBytes > 0 || !node.derivedWeights.empty());
+    for (auto [k, p] : llvm::enumerate(node.producers)) {
       Value v = op->getOperand(k);
       // A model input arrives in the layout the fixed layouts stored it in
       // (searched layouts take it as their reader wants it).
       bool input = p < 0 && isa<BlockArgument>(v) &&
                    k < chosen.sharding.storedOperands.size() &&
                    !chosen.sharding.storedOperands[k].dims.empty();
+      const TensorSharding &to = chosen.sharding.operands[k];
+      // (A model input is at hand whenever the W part runs; a value of
+      // weights alone is not an activation.)
+      if (trainsWeights && p >= 0 && !g.nodes[p].derived) {
+        SmallVector<TensorSharding, 1> &read = weightOperands[v];
+        if (!llvm::is_contained(read, to)) {
+          read.push_back(to);
+          c.weightOperandBytes +=
+              shapeBytes(localShape(shapeOf(v), to, mesh), elementTypeOf(v)) *
+              resultShare(g.nodes[p], in.scale);
+        }
+      }
       if (p < 0 && !input)
         continue;
       int rp = input ? -1 : rep(p);
@@ -858,7 +874,6 @@ void LayoutProblem::spellOut(SearchResult &result) const {
           input ? chosen.sharding.storedOperands[k]
                 : options[rp][choice[rp]]
                       .sharding.results[cast<OpResult>(v).getResultNumber()];
-      const TensorSharding &to = chosen.sharding.operands[k];
       if (in.train && !input)
         c.backwardComm +=
             weightGradientGather(g, i, k, chosen.sharding, from, mesh,
