@@ -23,7 +23,7 @@ kernels on the same cluster spec instead.
 
   /usr/bin/python3 bench/plan/megatron_table1.py --pcc build/bin/pcc \
       [--style make_gpt|hf|nanogpt|megatron] [--dropout 0.1] [--target cuda]
-      [--json out.json]
+      [--repeat 3] [--json out.json]
 """
 
 import argparse
@@ -44,15 +44,18 @@ def paper_flops(row, seq, vocab):
     return 96 * B * seq * l * h * h * (1 + seq / (6 * h) + vocab / (16 * l * h))
 
 
-def plan(pcc, model, devices, target, extra):
+def plan(pcc, model, devices, target, extra, repeat=1):
+    """The plan, and its wall time (the median of `repeat` runs)."""
     cmd = [pcc, "plan", model, "--devices", str(devices), "--cluster",
            "dgx-a100", "--target", target, "--train", "--format", "json"] + extra
-    start = time.monotonic()
-    out = subprocess.run(cmd, capture_output=True, text=True)
-    wall = time.monotonic() - start
-    if out.returncode != 0:
-        raise SystemExit(f"{' '.join(cmd)} failed: {out.stderr.strip()}")
-    return json.loads(out.stdout), wall
+    walls = []
+    for _ in range(repeat):
+        start = time.monotonic()
+        out = subprocess.run(cmd, capture_output=True, text=True)
+        walls.append(time.monotonic() - start)
+        if out.returncode != 0:
+            raise SystemExit(f"{' '.join(cmd)} failed: {out.stderr.strip()}")
+    return json.loads(out.stdout), sorted(walls)[len(walls) // 2]
 
 
 def torch_export(style, cfg, model, extra=()):
@@ -95,6 +98,9 @@ def main():
     ap.add_argument("--target", default="cuda", choices=["cuda", "cpu"],
                     help="the ranks' kernels to price (GPU ranks: pcc's CUDA "
                     "back end's)")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="plan (a) this many times; its plan time is the "
+                    "median")
     args = ap.parse_args()
 
     table = json.load(open(os.path.join(HERE, "megatron_table1.json")))
@@ -120,7 +126,8 @@ def main():
             # exports' masks are buffers folded to constants).
             frozen = (["--freeze", "attn_mask"] if args.style == "make_gpt"
                       else [])
-            own, own_wall = plan(args.pcc, model, gpus, args.target, frozen)
+            own, own_wall = plan(args.pcc, model, gpus, args.target, frozen,
+                                 args.repeat)
             forced, forced_wall = plan(
                 args.pcc, model, gpus, args.target, frozen +
                 ["--tp", str(row["tp"]), "--pp", str(row["pp"]), "--dp",

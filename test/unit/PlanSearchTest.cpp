@@ -83,6 +83,15 @@ TEST(StageBalance, MorePartsThanUnits) {
   EXPECT_EQ(balanceStages(zeros, 3).size(), 3u);
 }
 
+// More parts than the largest-stage optimum needs: the costliest runs are
+// split, not the run of most units (cheap ops before the layers).
+TEST(StageBalance, SplitsTheCostliestRun) {
+  std::vector<double> cost = {0.01, 0.01, 0.01, 0.01, 1, 1, 1, 1, 1, 1};
+  // The optimum's max is 2: greedy makes {0-4}, {5-6}, {7-8}, {9}.
+  EXPECT_EQ(balanceStages(cost, 5), (std::vector<int>{0, 5, 6, 7, 9}));
+  EXPECT_EQ(balanceStages(cost, 6), (std::vector<int>{0, 5, 6, 7, 8, 9}));
+}
+
 // Two repeated blocks (an encoder's layers, then a decoder's): each block's
 // copies after the second share the second's slots; every other node has a
 // slot of its own.

@@ -9,6 +9,7 @@
 #include "pcc/Support/StageBalance.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace pcc {
 
@@ -54,19 +55,44 @@ std::vector<int> balanceStages(llvm::ArrayRef<double> cost, int parts) {
       lo = mid;
   }
   std::vector<int> starts = greedy(hi);
-  // Fewer runs than parts: split the longest runs (never raises the max).
+  // Fewer runs than parts: split the costliest run of two units or more
+  // where its halves are most even (never raises the max). By cost, not by
+  // units: a run of a few cheap ops (a torch export's embeddings, adds and
+  // casts before its layers) split into stages of one op each leaves the
+  // layers' runs whole, and an interleaved pipeline's device holds the sum
+  // of its chunks.
+  auto runCost = [&](int begin, int end) {
+    double sum = 0;
+    for (int i = begin; i < end; ++i)
+      sum += cost[i];
+    return sum;
+  };
   while (int(starts.size()) < parts) {
-    int best = -1, bestLen = 1;
+    int best = -1;
+    double bestCost = -1;
     for (size_t s = 0; s < starts.size(); ++s) {
       int end = s + 1 < starts.size() ? starts[s + 1] : n;
-      if (end - starts[s] > bestLen) {
-        bestLen = end - starts[s];
+      double c = runCost(starts[s], end);
+      if (end - starts[s] > 1 && c > bestCost) {
+        bestCost = c;
         best = s;
       }
     }
     if (best < 0)
       break;
-    starts.insert(starts.begin() + best + 1, starts[best] + bestLen / 2);
+    int begin = starts[best];
+    int end = best + 1 < int(starts.size()) ? starts[best + 1] : n;
+    int cut = begin + 1;
+    double left = 0, bestMax = INFINITY;
+    for (int k = begin + 1; k < end; ++k) {
+      left += cost[k - 1];
+      double worst = std::max(left, bestCost - left);
+      if (worst < bestMax) {
+        bestMax = worst;
+        cut = k;
+      }
+    }
+    starts.insert(starts.begin() + best + 1, cut);
   }
   return starts;
 }
