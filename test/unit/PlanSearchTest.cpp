@@ -64,7 +64,7 @@ TEST(StageBalance, MatchesBruteForce) {
     std::vector<double> cost(n);
     for (double &c : cost)
       c = trial % 7 == 0 ? std::floor(u(rng)) : u(rng); // ties and zeros too
-    std::vector<int> starts = balanceStages(cost, parts);
+    std::vector<int> starts = balanceStages(cost, parts, parts);
     ASSERT_EQ(int(starts.size()), parts);
     ASSERT_EQ(starts.front(), 0);
     for (size_t s = 1; s < starts.size(); ++s)
@@ -76,20 +76,27 @@ TEST(StageBalance, MatchesBruteForce) {
 
 TEST(StageBalance, MorePartsThanUnits) {
   std::vector<double> cost = {3, 1, 2};
-  EXPECT_EQ(balanceStages(cost, 5), (std::vector<int>{0, 1, 2}));
-  EXPECT_TRUE(balanceStages({}, 3).empty());
+  EXPECT_EQ(balanceStages(cost, 5, 5), (std::vector<int>{0, 1, 2}));
+  EXPECT_TRUE(balanceStages({}, 3, 3).empty());
   // All-zero costs still give non-empty runs.
   std::vector<double> zeros(6, 0.0);
-  EXPECT_EQ(balanceStages(zeros, 3).size(), 3u);
+  EXPECT_EQ(balanceStages(zeros, 3, 3).size(), 3u);
 }
 
-// More parts than the largest-stage optimum needs: the costliest runs are
-// split, not the run of most units (cheap ops before the layers).
-TEST(StageBalance, SplitsTheCostliestRun) {
-  std::vector<double> cost = {0.01, 0.01, 0.01, 0.01, 1, 1, 1, 1, 1, 1};
-  // The optimum's max is 2: greedy makes {0-4}, {5-6}, {7-8}, {9}.
-  EXPECT_EQ(balanceStages(cost, 5), (std::vector<int>{0, 5, 6, 7, 9}));
-  EXPECT_EQ(balanceStages(cost, 6), (std::vector<int>{0, 5, 6, 7, 8, 9}));
+// More stages than the largest-stage optimum needs, dealt round robin to
+// fewer devices (interleaved 1F1B): a device's chunks add up, so the layers'
+// runs are split rather than the run of cheap ops before them.
+TEST(StageBalance, ExtraStagesEvenOutTheDevices) {
+  std::vector<double> cost = {0.01, 0.01, 0.01, 0.01};
+  cost.resize(16, 1.0); // 4 cheap ops, then 12 layers
+  // The optimum's largest stage is 2 layers: {0-4}, {5-6}, ..., {15}.
+  // Halving the run of most units loads the devices 2.02, 3.02, 4 and 3;
+  // splitting two-layer runs, 3.04, 3, 3 and 3.
+  EXPECT_EQ(balanceStages(cost, 8, 4),
+            (std::vector<int>{0, 5, 6, 7, 9, 11, 13, 15}));
+  // A stage per device: the largest stage is all that counts, as before.
+  EXPECT_EQ(balanceStages(cost, 8, 8),
+            (std::vector<int>{0, 2, 5, 7, 9, 11, 13, 15}));
 }
 
 // Two repeated blocks (an encoder's layers, then a decoder's): each block's

@@ -12,7 +12,11 @@ namespace pcc {
 /// Splits `cost` (per unit, non-negative) into `parts` contiguous non-empty
 /// runs (fewer when there are fewer units) minimising the largest run sum,
 /// to a relative 1e-12; returns the first unit of each run, ascending from 0.
-std::vector<int> balanceStages(llvm::ArrayRef<double> cost, int parts);
+/// Where that optimum needs fewer runs than `parts`, of the ways tried to
+/// make up the rest, the one whose busiest device is least loaded when run
+/// s goes to device s % `devices` (interleaved 1F1B's chunks).
+std::vector<int> balanceStages(llvm::ArrayRef<double> cost, int parts,
+                               int devices);
 
 } // namespace pcc
 

@@ -181,7 +181,7 @@ LogicalResult assignStages(func::FuncOp fn, int64_t stages, int64_t devices) {
   std::vector<double> work;
   for (Operation *op : ops)
     work.push_back(workOf(op));
-  std::vector<int> starts = balanceStages(work, stages);
+  std::vector<int> starts = balanceStages(work, stages, stages);
   for (size_t s = 0; s < starts.size(); ++s) {
     size_t end = s + 1 < starts.size() ? starts[s + 1] : ops.size();
     for (size_t i = starts[s]; i < end; ++i)

@@ -979,7 +979,7 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
     totalTime += t;
   // Interleaved 1F1B cuts pp x v stages; stage s runs on device s % pp.
   int64_t v = c.virtualStages, stages = pp * v;
-  std::vector<int> starts = balanceStages(unitTime, stages);
+  std::vector<int> starts = balanceStages(unitTime, stages, pp);
   Stages out;
   out.totalTime = totalTime;
   // Per block, the bytes a copy passes to the next.

@@ -13,7 +13,8 @@
 
 namespace pcc {
 
-std::vector<int> balanceStages(llvm::ArrayRef<double> cost, int parts) {
+std::vector<int> balanceStages(llvm::ArrayRef<double> cost, int parts,
+                               int devices) {
   int n = cost.size();
   if (n == 0)
     return {};
@@ -54,47 +55,68 @@ std::vector<int> balanceStages(llvm::ArrayRef<double> cost, int parts) {
     else
       lo = mid;
   }
-  std::vector<int> starts = greedy(hi);
-  // Fewer runs than parts: split the costliest run of two units or more
-  // where its halves are most even (never raises the max). By cost, not by
-  // units: a run of a few cheap ops (a torch export's embeddings, adds and
-  // casts before its layers) split into stages of one op each leaves the
-  // layers' runs whole, and an interleaved pipeline's device holds the sum
-  // of its chunks.
+  std::vector<int> least = greedy(hi);
+  auto runEnd = [&](const std::vector<int> &starts, size_t s) {
+    return s + 1 < starts.size() ? starts[s + 1] : n;
+  };
   auto runCost = [&](int begin, int end) {
     double sum = 0;
     for (int i = begin; i < end; ++i)
       sum += cost[i];
     return sum;
   };
-  while (int(starts.size()) < parts) {
-    int best = -1;
-    double bestCost = -1;
-    for (size_t s = 0; s < starts.size(); ++s) {
-      int end = s + 1 < starts.size() ? starts[s + 1] : n;
-      double c = runCost(starts[s], end);
-      if (end - starts[s] > 1 && c > bestCost) {
-        bestCost = c;
-        best = s;
+  // Fewer runs than parts: split runs until there are enough (never raises
+  // the max), either the one of most units in halves, or the costliest where
+  // its halves are most even.
+  auto splitRuns = [&](bool byCost) {
+    std::vector<int> starts = least;
+    while (int(starts.size()) < parts) {
+      int best = -1;
+      double bestKey = byCost ? -1 : 1;
+      for (size_t s = 0; s < starts.size(); ++s) {
+        int begin = starts[s], end = runEnd(starts, s);
+        double key = byCost ? runCost(begin, end) : end - begin;
+        if (end - begin > 1 && key > bestKey) {
+          bestKey = key;
+          best = s;
+        }
       }
-    }
-    if (best < 0)
-      break;
-    int begin = starts[best];
-    int end = best + 1 < int(starts.size()) ? starts[best + 1] : n;
-    int cut = begin + 1;
-    double left = 0, bestMax = INFINITY;
-    for (int k = begin + 1; k < end; ++k) {
-      left += cost[k - 1];
-      double worst = std::max(left, bestCost - left);
-      if (worst < bestMax) {
-        bestMax = worst;
-        cut = k;
+      if (best < 0)
+        break;
+      int begin = starts[best], end = runEnd(starts, best);
+      int cut = begin + (end - begin) / 2;
+      if (byCost) {
+        double left = 0, bestMax = INFINITY;
+        for (int k = begin + 1; k < end; ++k) {
+          left += cost[k - 1];
+          if (double worst = std::max(left, bestKey - left); worst < bestMax) {
+            bestMax = worst;
+            cut = k;
+          }
+        }
       }
+      starts.insert(starts.begin() + best + 1, cut);
     }
-    starts.insert(starts.begin() + best + 1, cut);
-  }
-  return starts;
+    return starts;
+  };
+  // Run s goes to device s % devices: the busiest device's sum.
+  auto busiest = [&](const std::vector<int> &starts) {
+    std::vector<double> sum(std::max(devices, 1), 0.0);
+    for (size_t s = 0; s < starts.size(); ++s)
+      sum[s % sum.size()] += runCost(starts[s], runEnd(starts, s));
+    return *std::max_element(sum.begin(), sum.end());
+  };
+  std::vector<int> halves = splitRuns(false);
+  if (int(least.size()) >= parts)
+    return halves;
+  // An interleaved pipeline's device holds the sum of its chunks: a run of
+  // a few cheap ops (a torch export's embeddings, adds and mask ops before
+  // its layers) cut into one-op stages leaves the layers' runs whole.
+  std::vector<int> even = splitRuns(true);
+  if (busiest(even) < busiest(halves) * (1 - 1e-12))
+    return even;
+  return halves;
 }
+
 
 } // namespace pcc
