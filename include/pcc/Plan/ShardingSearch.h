@@ -66,6 +66,13 @@ struct NodeCost {
   double weightOperandBytes = 0;
 };
 
+/// Training: whether `node`, costing `c`, is a product of trained weights
+/// (its W part reads its activation operands and its result's gradient).
+inline bool isTrainedProduct(const PlanNode &node, const NodeCost &c) {
+  return node.linear && !node.derived &&
+         (c.weightBytes > 0 || !node.derivedWeights.empty());
+}
+
 /// Per-node costs. Copies of a repeated block after the second cost what
 /// the second does (they are wired alike) and share its slots: a 96-layer
 /// model keeps about two layers' worth for each of the thousands of

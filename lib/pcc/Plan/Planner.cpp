@@ -941,9 +941,7 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
             p = g.nodes[p].producers.front();
           return p;
         };
-        bool trainsWeights =
-            nc.weightBytes > 0 || !node.derivedWeights.empty();
-        if (opt.train && !node.derived && node.linear && trainsWeights) {
+        if (opt.train && isTrainedProduct(node, nc)) {
           sum.weightPassBytes += nc.resultBytes + nc.weightOperandBytes;
         } else if (opt.train && !node.derived && nc.weightBytes > 0 &&
                    llvm::none_of(node.producers, [&](int p) {

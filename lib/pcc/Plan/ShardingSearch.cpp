@@ -846,8 +846,7 @@ void LayoutProblem::spellOut(SearchResult &result) const {
       colls = chosen.collectives;
     const PlanNode &node = g.nodes[i];
     Operation *op = node.op;
-    bool trainsWeights = in.train && node.linear && !node.derived &&
-                         (c.weightBytes > 0 || !node.derivedWeights.empty());
+    bool trainsWeights = in.train && isTrainedProduct(node, c);
     for (auto [k, p] : llvm::enumerate(node.producers)) {
       Value v = op->getOperand(k);
       // A model input arrives in the layout the fixed layouts stored it in

@@ -56,14 +56,16 @@ std::vector<int> balanceStages(llvm::ArrayRef<double> cost, int parts,
       lo = mid;
   }
   std::vector<int> least = greedy(hi);
-  auto runEnd = [&](const std::vector<int> &starts, size_t s) {
-    return s + 1 < starts.size() ? starts[s + 1] : n;
-  };
+  if (int(least.size()) >= parts)
+    return least;
   auto runCost = [&](int begin, int end) {
     double sum = 0;
     for (int i = begin; i < end; ++i)
       sum += cost[i];
     return sum;
+  };
+  auto runEnd = [&](const std::vector<int> &starts, size_t s) {
+    return s + 1 < starts.size() ? starts[s + 1] : n;
   };
   // Fewer runs than parts: split runs until there are enough (never raises
   // the max), either the one of most units in halves, or the costliest where
@@ -99,24 +101,25 @@ std::vector<int> balanceStages(llvm::ArrayRef<double> cost, int parts,
     }
     return starts;
   };
-  // Run s goes to device s % devices: the busiest device's sum.
+  std::vector<int> halves = splitRuns(false);
+  // A run per device: the largest run is all that counts, and neither way
+  // of splitting raises it.
+  if (devices >= parts)
+    return halves;
+  // An interleaved pipeline's device holds the sum of its chunks (run s on
+  // device s % devices): a run of a few cheap ops (a torch export's
+  // embeddings, adds and mask ops before its layers) cut into one-op stages
+  // leaves the layers' runs whole.
   auto busiest = [&](const std::vector<int> &starts) {
     std::vector<double> sum(std::max(devices, 1), 0.0);
     for (size_t s = 0; s < starts.size(); ++s)
       sum[s % sum.size()] += runCost(starts[s], runEnd(starts, s));
     return *std::max_element(sum.begin(), sum.end());
   };
-  std::vector<int> halves = splitRuns(false);
-  if (int(least.size()) >= parts)
-    return halves;
-  // An interleaved pipeline's device holds the sum of its chunks: a run of
-  // a few cheap ops (a torch export's embeddings, adds and mask ops before
-  // its layers) cut into one-op stages leaves the layers' runs whole.
   std::vector<int> even = splitRuns(true);
   if (busiest(even) < busiest(halves) * (1 - 1e-12))
     return even;
   return halves;
 }
-
 
 } // namespace pcc
