@@ -554,9 +554,9 @@ def strategy_plan(strategy, layout="megatron"):
     return flags, ranks, exe
 
 
-def training_flags(name, optimizer, precision=None):
+def training_flags(name, optimizer, precision=None, cluster="dgx-a100"):
     """pcc's flags that train model `name` as torch_train trains it."""
-    return (["--train", "--cluster", "dgx-a100"] +
+    return (["--train", "--cluster", cluster] +
             OPTIMIZERS[optimizer]["flags"] +
             (["--precision", precision] if precision else []) +
             (["--freeze", ",".join(FROZEN[name])] if name in FROZEN else []) +
@@ -571,6 +571,9 @@ def main():
     p.add_argument("--optimizer", required=True, choices=sorted(OPTIMIZERS))
     p.add_argument("--steps", type=int, default=4)
     p.add_argument("--layout", default="megatron")
+    p.add_argument("--cluster", default="dgx-a100",
+                   help="the cluster spec pcc plans for (a preset or a JSON "
+                        "file)")
     # The issue's bound is rtol 1e-3; fp32 steps agree far closer, and a
     # tight bound catches a wrong update that moves the loss a little.
     p.add_argument("--rtol", type=float, default=2e-5)
@@ -610,7 +613,8 @@ def main():
         subprocess.run(["pcc", os.path.join(workdir, "model.onnx"), "-o", out,
                         "--quiet"] +
                        training_flags(args.model, args.optimizer,
-                                      args.precision) + flags, check=True)
+                                      args.precision, args.cluster) + flags,
+                       check=True)
         saved = os.path.join(workdir, "saved-" + tag)
         got, log = run_steps(mpirun, ranks, out, batch_dir, args.steps,
                              exe + ["--save", saved])
@@ -648,7 +652,7 @@ def main():
             # searches ZeRO stages; compiling applies one only when asked).
             report = json.loads(subprocess.run(
                 ["pcc", "plan", os.path.join(workdir, "model.onnx"),
-                 "--train", "--cluster", "dgx-a100", "--format", "json"] +
+                 "--train", "--cluster", args.cluster, "--format", "json"] +
                 flags + ([] if "--zero" in flags else ["--zero", "0"]) +
                 (["--precision", args.precision] if args.precision else []) +
                 (["--freeze", ",".join(FROZEN[args.model])]

@@ -216,6 +216,10 @@ struct BackwardCollectives {
   std::vector<PlannedCollective> collectives;
   /// Once a step: weight gradients gathered before their update.
   std::vector<PlannedCollective> perStep;
+  /// Once a step: the partial gradients of weights stored split over the
+  /// axis and read whole, reduce-scattered into their part (ZeRO's
+  /// reduce-scatter over dp takes them in: one over both axes).
+  std::vector<PlannedCollective> storedScatters;
   llvm::SmallVector<int> partialGradientNodes;
   double partialGradientBytes = 0;
   /// The distinct sets of axes those partial gradients are summed over

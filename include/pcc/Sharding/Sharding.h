@@ -89,6 +89,11 @@ inline constexpr llvm::StringLiteral kOperandShardingAttr =
 /// data-parallel splits.
 inline constexpr llvm::StringLiteral kPlannedShardingAttr =
     "pcc.planned_sharding";
+/// On a trained weight: the tensor-axis layout (on the planner's one-axis
+/// grid, as kPlannedShardingAttr) the planner stores it in while its
+/// readers read it whole on that axis: it is gathered at use and its
+/// gradient reduce-scattered into it (TrainingPropagation, at the update).
+inline constexpr llvm::StringLiteral kPlannedStoreAttr = "pcc.planned_store";
 /// On a pcc.attention: the strategy runs it around a ring, so keys and
 /// values may hold the same sequence split as the queries (each device's
 /// block of keys passes around the devices of that split; ring_axes on the

@@ -38,9 +38,16 @@ void recordPlannedLayouts(const PlanGraph &graph, const SearchResult &layout) {
     // Later copies of a repeated block carry costs only; their layout is
     // their first copy's.
     const OpSharding &s = layout.layouts[graph.representative(i)].sharding;
-    if (s.operands.size() == node.op->getNumOperands())
-      setOperandShardings(node.op, kPlannedShardingAttr, tensorAxis,
-                          s.operands);
+    if (s.operands.size() != node.op->getNumOperands())
+      continue;
+    setOperandShardings(node.op, kPlannedShardingAttr, tensorAxis,
+                        s.operands);
+    // Weights the search stores split and gathers at use.
+    for (auto [k, stored] : llvm::enumerate(s.storedOperands))
+      if (auto w = node.op->getOperand(k).getDefiningOp<WeightOp>();
+          w && !stored.dims.empty())
+        w->setAttr(kPlannedStoreAttr,
+                   toAttr(w.getContext(), tensorAxis, stored));
   }
 }
 

@@ -268,7 +268,8 @@ Operation *Partitioner::buildLocal(Operation *op, ValueRange operands,
   state.addTypes(types);
   for (NamedAttribute a : op->getAttrs())
     if (!llvm::is_contained({kShardingAttr, kOperandShardingAttr,
-                             kPlannedShardingAttr, kRingAttentionAttr,
+                             kPlannedShardingAttr, kPlannedStoreAttr,
+                             kRingAttentionAttr,
                              kSummaAttr, kSplitStatsAttr},
                             a.getName().strref()))
       state.addAttribute(a.getName(), a.getValue());

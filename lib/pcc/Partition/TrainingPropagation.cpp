@@ -43,9 +43,12 @@ public:
     if (auto module = fn->getParentOfType<ModuleOp>())
       if (std::optional<ParallelPlan> plan = readPlan(module))
         zero = plan->zero;
-    for (auto [i, name] : llvm::enumerate(mesh.axisNames))
+    for (auto [i, name] : llvm::enumerate(mesh.axisNames)) {
       if (name == "dp" && mesh.shape[i] > 1)
         dpAxis = i;
+      if (name == "tp" && mesh.shape[i] > 1)
+        tpAxis = i;
+    }
     findUpdatedParameters(fn);
   }
 
@@ -93,6 +96,10 @@ public:
 
   /// Places the stored tensors `op` reads, before its layouts are chosen.
   void placeStored(Operation &op) {
+    if (op.hasAttr(kOptimizerAttr) && !plannedStoresPlaced) {
+      plannedStoresPlaced = true;
+      placePlannedStores(&op);
+    }
     for (Value v : op.getOperands()) {
       placeState(v);
       if (op.hasAttr(kOptimizerAttr))
@@ -120,7 +127,7 @@ public:
         continue;
       if (asParam)
         s = shardingOf(param);
-      s = splitOverDp(v, s);
+      s = splitOverDp(v, s, asParam && storedOverTp(param));
       summed = true;
     }
     if (summed)
@@ -152,15 +159,27 @@ private:
     }
   }
 
-  /// `s` (partial sums dropped) split over dp too, under ZeRO.
-  TensorSharding splitOverDp(Value v, TensorSharding s) const {
+  /// Whether `param` is one the planner stores split over tp
+  /// (placePlannedStores).
+  bool storedOverTp(Value param) const {
+    auto w = param.getDefiningOp<WeightOp>();
+    return w && tpAxis && w->hasAttr(kPlannedStoreAttr) &&
+           shardingOf(param).usesAxis(*tpAxis);
+  }
+
+  /// `s` (partial sums dropped) split over dp too, under ZeRO: a whole
+  /// dimension first, else one already split, further; with `further`,
+  /// the other way round (a parameter stored split over tp that its
+  /// readers read whole: its gradient, partial over tp and dp, then
+  /// reaches its part in one reduce-scatter over both).
+  TensorSharding splitOverDp(Value v, TensorSharding s,
+                             bool further = false) const {
     s.partial.clear();
     if (!zero || !dpAxis || s.usesAxis(*dpAxis))
       return s;
     int64_t n = mesh.shape[*dpAxis];
     ArrayRef<int64_t> shape = shapeOf(v);
-    // A whole dimension first; else one already split, further.
-    for (bool whole : {true, false})
+    for (bool whole : {!further, further})
       for (auto [d, ds] : llvm::enumerate(s.dims)) {
         int64_t blocks = ds.isSplit() ? mesh.size(ds.axes) : 1;
         if (ds.isSplit() == whole || (ds.isSplit() && ds.groups != 1) ||
@@ -182,7 +201,53 @@ private:
     StringRef name = w.getName();
     Value param = parameters.lookup(name.substr(0, name.rfind('.')));
     if (param && shapeOf(param) == shapeOf(v))
-      setSharding(v, mesh, splitOverDp(v, shardingOf(param)));
+      setSharding(v, mesh,
+                  splitOverDp(v, shardingOf(param), storedOverTp(param)));
+  }
+
+  /// The parameters the planner stores split over tp while their readers
+  /// read them whole (kPlannedStoreAttr), stored so from the first update
+  /// op on, before the update places their states and reads their
+  /// gradients: the forward and backward readers keep the layouts they
+  /// read them in and gather them there (as ZeRO-3's over dp), and the
+  /// gradients reach the update by a reduce-scatter.
+  void placePlannedStores(Operation *update) {
+    if (!tpAxis)
+      return;
+    for (auto &entry : parameters) {
+      Value v = entry.second;
+      auto w = v.getDefiningOp<WeightOp>();
+      auto attr = w->getAttrOfType<ShardingAttr>(kPlannedStoreAttr);
+      if (!attr)
+        continue;
+      TensorSharding planned = fromAttr(attr);
+      TensorSharding stored = shardingOf(v);
+      if (stored.usesAxis(*tpAxis) ||
+          planned.dims.size() != stored.dims.size())
+        continue;
+      for (auto [d, p] : llvm::zip(stored.dims, planned.dims))
+        if (p.isSplit()) {
+          d.axes.insert(d.axes.begin(), *tpAxis);
+          d.groups = p.groups;
+        }
+      if (!divides(shapeOf(v), stored, mesh))
+        continue;
+      pinReaders(v, update);
+      setSharding(v, mesh, stored);
+    }
+  }
+
+  /// Pins the layouts the ops before `update` read `v` in (the partitioner
+  /// then gathers a parameter stored split further at each of them).
+  void pinReaders(Value v, Operation *update) {
+    for (Operation *user : v.getUsers())
+      if (user->isBeforeInBlock(update) &&
+          !user->hasAttr(kOperandShardingAttr)) {
+        SmallVector<TensorSharding> in;
+        for (Value o : user->getOperands())
+          in.push_back(shardingOf(o));
+        setOperandShardings(user, kOperandShardingAttr, mesh, in);
+      }
   }
 
   /// ZeRO-3: a parameter the update reads is stored split over dp from
@@ -192,21 +257,15 @@ private:
     auto w = v.getDefiningOp<WeightOp>();
     if (zero < 3 || !w || w.getZeros() || !placed.insert(v).second)
       return;
-    for (Operation *user : v.getUsers())
-      if (user->isBeforeInBlock(update) &&
-          !user->hasAttr(kOperandShardingAttr)) {
-        SmallVector<TensorSharding> in;
-        for (Value o : user->getOperands())
-          in.push_back(shardingOf(o));
-        setOperandShardings(user, kOperandShardingAttr, mesh, in);
-      }
-    setSharding(v, mesh, splitOverDp(v, shardingOf(v)));
+    pinReaders(v, update);
+    setSharding(v, mesh, splitOverDp(v, shardingOf(v), storedOverTp(v)));
   }
 
   const Mesh &mesh;
   llvm::StringMap<Value> parameters;
   int64_t zero = 0;
-  std::optional<int64_t> dpAxis;
+  std::optional<int64_t> dpAxis, tpAxis;
+  bool plannedStoresPlaced = false;
   llvm::DenseSet<Value> placed;
   /// Gradient -> the parameter its update assigns.
   llvm::DenseMap<Value, Value> updated;

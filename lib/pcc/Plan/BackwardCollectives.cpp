@@ -302,6 +302,23 @@ BackwardCollectives backwardCollectives(const PlanGraph &g, const Mesh &mesh,
         out.collectives.push_back(pc);
       }
     }
+    // A weight the search stores split and gathers at use (1D): dX = dY W^T
+    // gathers it again; its gradient is below.
+    auto gatheredAtUse = [&](unsigned k) {
+      return !cube && k < s.storedOperands.size() &&
+             !s.storedOperands[k].dims.empty() && isTrainedWeight(k);
+    };
+    if (llvm::any_of(node.producers, [&](int p) { return p >= 0 && trained[p]; }))
+      for (unsigned k = 0; k < op->getNumOperands(); ++k)
+        if (gatheredAtUse(k)) {
+          SmallVector<PlannedCollective, 1> steps;
+          reshardTime(kept(k), s.operands[k], tensorBytes(op->getOperand(k)),
+                      mesh, crossNode, cost, &steps);
+          for (PlannedCollective &pc : steps) {
+            pc.node = i;
+            out.collectives.push_back(pc);
+          }
+        }
     // A layer norm over a split hidden dimension: its backward all-reduces
     // the statistics it recomputes (two; none where its input is kept
     // whole, as a ViT's first norm's sum of embeddings is, and sliced) and
@@ -340,8 +357,18 @@ BackwardCollectives backwardCollectives(const PlanGraph &g, const Mesh &mesh,
         continue;
       TensorSharding grad = gradientLayout(s, k);
       if (p < 0) {
-        // A weight's partial gradient joins the step's gradient sums.
-        if (isTrainedWeight(k) && !grad.partial.empty())
+        // A weight stored split: its partial gradient is reduce-scattered
+        // into the split once a step, before the update (and summed over
+        // dp there, on its part).
+        if (gatheredAtUse(k) && !grad.partial.empty()) {
+          SmallVector<PlannedCollective, 1> steps;
+          reshardTime(grad, kept(k), tensorBytes(v), mesh, crossNode, cost,
+                      &steps);
+          for (PlannedCollective &pc : steps) {
+            pc.node = i;
+            out.storedScatters.push_back(pc);
+          }
+        } else if (isTrainedWeight(k) && !grad.partial.empty())
           sumWithGradients(i, v,
                            tensorBytes(v) / double(splitFactor(grad, mesh)),
                            grad.partial);

@@ -132,6 +132,9 @@ std::string layoutOf(const PlanGraph &g, const PlanCandidate &c, int i) {
     if (k)
       out += ", ";
     out += describe(t, mesh);
+    // A weight stored split and gathered at use.
+    if (k < s.storedOperands.size() && !s.storedOperands[k].dims.empty())
+      out += " (stored " + describe(s.storedOperands[k], mesh) + ")";
   }
   out += " -> ";
   for (auto [k, t] : llvm::enumerate(s.results)) {
@@ -259,6 +262,11 @@ std::vector<CollectiveSummary> collectives(const PlanGraph &g,
     for (const PlannedCollective &pc : backward.perStep)
       add(collectiveName(pc.kind), axis, pc.bytes, pc.seconds, 1,
           g.nodes[pc.node].name + " (weight gradient)");
+    // Under ZeRO over dp they are its reduce-scatter's, over dp x tp.
+    if (!(c.zero && c.dp > 1))
+      for (const PlannedCollective &pc : backward.storedScatters)
+        add(collectiveName(pc.kind), axis, pc.bytes, pc.seconds, 1,
+            g.nodes[pc.node].name + " (weight gradient)");
     return backward;
   };
   bool spelled =

@@ -57,9 +57,28 @@ std::string key(const OpSharding &s, const Mesh &mesh) {
   return k;
 }
 
-/// Costs one option of `op` on the per-device shapes.
+/// The axes operand `k`'s gradient is a partial sum over, for an op laid
+/// out as `s`: those its work (its results' splits and sums) is split over
+/// that the operand's layout does not use.
+SmallVector<int64_t, 4> partialGradientAxes(const OpSharding &s, unsigned k) {
+  SmallVector<int64_t, 4> over;
+  for (const TensorSharding &r : s.results) {
+    SmallVector<int64_t, 4> work(r.partial.begin(), r.partial.end());
+    for (const DimSharding &d : r.dims)
+      llvm::append_range(work, d.axes);
+    for (int64_t a : work)
+      if (!s.operands[k].usesAxis(a) && !llvm::is_contained(over, a))
+        over.push_back(a);
+  }
+  return over;
+}
+
+/// Costs one option of `op` on the per-device shapes. `gatheredAtUse`: the
+/// option's stored operands are weights the search stores split over the
+/// axis the op reads them whole on (storedSplitOptions).
 Choice costOption(const PlanNode &node, OpSharding sharding, const Mesh &mesh,
-                  const CostModel &cost, const SearchInput &in) {
+                  const CostModel &cost, const SearchInput &in,
+                  bool gatheredAtUse = false) {
   Operation *op = node.op;
   Choice c;
   SmallVector<SmallVector<int64_t>> local, localOut;
@@ -110,27 +129,24 @@ Choice costOption(const PlanNode &node, OpSharding sharding, const Mesh &mesh,
   // bias, split over the columns, over the rows), summed with the step's
   // gradients.
   if (in.train && splitWork) {
-    SmallVector<int64_t, 4> work;
-    for (const TensorSharding &r : sharding.results) {
-      for (const DimSharding &d : r.dims)
-        llvm::append_range(work, d.axes);
-      llvm::append_range(work, r.partial);
-    }
     for (auto [i, v, s] :
          llvm::enumerate(op->getOperands(), sharding.operands)) {
       bool weight = v.getDefiningOp<WeightOp>() &&
                     !llvm::is_contained(node.frozenWeights, unsigned(i));
       if (!weight && !llvm::is_contained(node.derivedWeights, unsigned(i)))
         continue;
-      SmallVector<int64_t, 4> over;
-      for (int64_t a : work)
-        if (!s.usesAxis(a) && !llvm::is_contained(over, a))
-          over.push_back(a);
+      SmallVector<int64_t, 4> over = partialGradientAxes(sharding, i);
+      // A weight the search stores split and gathers at use: its partial
+      // gradient is reduce-scattered into that split (the update reads it
+      // as stored), half an all-reduce's traffic.
+      bool scattered = gatheredAtUse && i < sharding.storedOperands.size() &&
+                       !sharding.storedOperands[i].dims.empty();
       if (!over.empty())
-        c.gradSync += cost.collectiveTime(CollectiveKind::AllReduce,
-                                          double(tensorBytes(v)) /
-                                              double(splitFactor(s, mesh)),
-                                          mesh.size(over), in.crossNode);
+        c.gradSync += cost.collectiveTime(
+            scattered ? CollectiveKind::ReduceScatter
+                      : CollectiveKind::AllReduce,
+            double(tensorBytes(v)) / double(splitFactor(s, mesh)),
+            mesh.size(over), in.crossNode);
     }
   }
   // Ring attention: n - 1 shifts of this device's keys and values around
@@ -271,6 +287,49 @@ bool stacksOnBatch(const PlanNode &node, const OpSharding &s, int64_t degree) {
   return true;
 }
 
+/// Training: each option of a product that reads a trained weight whole
+/// on the axis, again with that weight stored split over the axis and
+/// gathered at use (forward, backward and recompute each gather it; its
+/// gradient is reduce-scattered into the split): the weight, its gradient
+/// and its optimizer state held 1/n, as ZeRO-3 holds them over dp. The
+/// read layouts are the option's own, so the partitioner reproduces it
+/// (TrainingPropagation stores the weight so at its update,
+/// kPlannedStoreAttr). Tied weights keep the layout their first reader
+/// stores them in.
+void addStoredSplitOptions(const PlanNode &node, const Mesh &mesh,
+                           const CostModel &cost, const SearchInput &in,
+                           std::vector<Choice> &options) {
+  Operation *op = node.op;
+  if (!in.train || in.degree <= 1 || in.grid || in.fixed || !node.linear ||
+      node.derived)
+    return;
+  size_t plain = options.size();
+  for (size_t o = 0; o < plain; ++o) {
+    for (auto [k, v] : llvm::enumerate(op->getOperands())) {
+      ArrayRef<int64_t> shape = shapeOf(v);
+      if (!v.getDefiningOp<WeightOp>() || !isa<FloatType>(elementTypeOf(v)) ||
+          shape.size() < 2 ||
+          llvm::is_contained(node.frozenWeights, unsigned(k)) ||
+          llvm::any_of(node.sharedWeights,
+                       [&](auto s) { return s.first == k; }) ||
+          !options[o].sharding.operands[k].isReplicated())
+        continue;
+      // Rows first: a gather of whole rows is one contiguous block each.
+      auto d = llvm::find_if(shape, [&](int64_t size) {
+        return size >= in.degree && size % in.degree == 0;
+      });
+      if (d == shape.end())
+        continue;
+      OpSharding s = options[o].sharding;
+      s.storedOperands.resize(op->getNumOperands());
+      s.storedOperands[k] = TensorSharding::replicated(shape.size());
+      s.storedOperands[k].dims[d - shape.begin()].axes = {0};
+      options.push_back(costOption(node, std::move(s), mesh, cost, in,
+                                   /*gatheredAtUse=*/true));
+    }
+  }
+}
+
 std::vector<Choice> enumerateOptions(const PlanNode &node, const Mesh &mesh,
                                      const CostModel &cost,
                                      const SearchInput &in) {
@@ -318,6 +377,7 @@ std::vector<Choice> enumerateOptions(const PlanNode &node, const Mesh &mesh,
       seed[i].dims[d].axes.clear();
     }
   }
+  addStoredSplitOptions(node, mesh, cost, in, options);
   return options;
 }
 
@@ -526,14 +586,44 @@ private:
     return stepWork(g.nodes[i], in.computeWeight, in.train);
   }
   /// Training: what the backward adds on the edge, once per microbatch
-  /// (weightGradientGather).
+  /// (weightGradientGather; a transposed weight's gradient sum, once a
+  /// step, spread over the microbatches as gradSync is).
   double edgeBackwardCost(const Edge &e, int a, int b) const {
     if (!in.train)
       return 0;
-    return weightGradientGather(
-        g, e.consumer, e.operand, options[e.consumer][b].sharding,
-        options[e.producer][a].sharding.results[e.result], mesh, cost,
-        in.scale, in.crossNode, nullptr);
+    const OpSharding &use = options[e.consumer][b].sharding;
+    const TensorSharding &made =
+        options[e.producer][a].sharding.results[e.result];
+    return weightGradientGather(g, e.consumer, e.operand, use, made, mesh,
+                                cost, in.scale, in.crossNode, nullptr) +
+           derivedGradientScatter(e.consumer, e.operand, use, e.producer,
+                                  made) /
+               in.microbatches;
+  }
+  /// Training: a value of weights alone (a transposed weight) that node
+  /// `i` reads whole on axes its work is split over has a partial gradient
+  /// over them, which the consumer's option prices as an all-reduce
+  /// (costOption). Where its producer `p` makes it split over those axes
+  /// (the weight stored split and gathered at use) the gradient is
+  /// reduce-scattered into that split instead: the difference, per step.
+  double derivedGradientScatter(int i, unsigned k, const OpSharding &use,
+                                int p, const TensorSharding &made) const {
+    const PlanNode &node = g.nodes[i];
+    if (!g.nodes[p].derived || !llvm::is_contained(node.derivedWeights, k) ||
+        llvm::all_of(use.results,
+                     [](const TensorSharding &r) { return r.isReplicated(); }))
+      return 0;
+    SmallVector<int64_t, 4> over = partialGradientAxes(use, k);
+    if (over.empty() ||
+        !llvm::all_of(over, [&](int64_t a) { return made.usesAxis(a); }))
+      return 0;
+    double bytes = double(tensorBytes(node.op->getOperand(k))) /
+                   double(splitFactor(use.operands[k], mesh));
+    int64_t n = mesh.size(over);
+    return cost.collectiveTime(CollectiveKind::ReduceScatter, bytes, n,
+                               in.crossNode) -
+           cost.collectiveTime(CollectiveKind::AllReduce, bytes, n,
+                               in.crossNode);
   }
   /// The 0-1 program, collected whole and handed to CBC at once: adding
   /// rows one by one makes CBC copy its matrix each time, which took
@@ -873,10 +963,12 @@ void LayoutProblem::spellOut(SearchResult &result) const {
           input ? chosen.sharding.storedOperands[k]
                 : options[rp][choice[rp]]
                       .sharding.results[cast<OpResult>(v).getResultNumber()];
-      if (in.train && !input)
+      if (in.train && !input) {
         c.backwardComm +=
             weightGradientGather(g, i, k, chosen.sharding, from, mesh,
                                  cost, in.scale, in.crossNode, nullptr);
+        c.gradSync += derivedGradientScatter(i, k, chosen.sharding, p, from);
+      }
       std::vector<ReshardStep> steps = planReshard(from, to);
       // The partitioner reshards a value once per layout, however many
       // ops read it so (a layer's input, read by its norm and its
