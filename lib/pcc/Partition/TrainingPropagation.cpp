@@ -562,18 +562,26 @@ public:
     for (Operation &op : fn.getBody().front().without_terminator())
       if (Attribute id = op.getAttr(kForwardIdAttr))
         forward[id] = &op;
+    if (auto module = fn->getParentOfType<ModuleOp>())
+      if (std::optional<ParallelPlan> plan = readPlan(module))
+        microbatches = std::max<int64_t>(1, plan->microbatches);
   }
 
   /// Pins `op`'s output-gradient operands to its forward results' layouts
-  /// where they are whole where those are split; whether it pinned.
+  /// where they are whole where those are split; whether it pinned. Also
+  /// where the gradient arrives split another way than the result was made
+  /// and, read so, the op's rule would gather a weight (`fromWeights`) of
+  /// more bytes than moving the gradient to the result's layout (a
+  /// row-parallel layer's sum read on the sequence split: its dX would
+  /// gather the whole weight rather than the output gradient).
   bool place(Operation &op, SmallVectorImpl<TensorSharding> &in,
-             const Mesh &mesh) {
+             const Mesh &mesh, const llvm::DenseSet<Value> &fromWeights) {
     Attribute id = op.getAttr(kGradientOfAttr);
     Operation *fwd = id ? forward.lookup(id) : nullptr;
     if (!fwd)
       return false;
     bool pinned = false;
-    for (auto [v, t] : llvm::zip(op.getOperands(), in)) {
+    for (auto [k, v, t] : llvm::enumerate(op.getOperands(), in)) {
       // An output gradient: made by a later op's rule.
       Operation *def = v.getDefiningOp();
       Attribute from = def ? def->getAttr(kGradientOfAttr) : nullptr;
@@ -581,12 +589,20 @@ public:
         continue;
       for (Value r : fwd->getResults()) {
         TensorSharding made = shardingOf(r);
-        if (shapeOf(r) != shapeOf(v) || !made.partial.empty() || made == t ||
-            !refines(made, t))
+        if (shapeOf(r) != shapeOf(v) || made == t)
           continue;
-        t = made;
-        pinned = true;
-        break;
+        if (made.partial.empty() && refines(made, t)) {
+          t = made;
+          pinned = true;
+          break;
+        }
+        made.partial.clear();
+        if (made != t &&
+            gathersLess(op, in, k, made, mesh, fromWeights, microbatches)) {
+          t = made;
+          pinned = true;
+          break;
+        }
       }
     }
     if (pinned)
@@ -595,6 +611,29 @@ public:
   }
 
 private:
+  /// Whether moving operand `k` (an output gradient) from `in[k]` to `to`
+  /// moves fewer bytes than the weights `op`'s rule gathers on `in`, once
+  /// for each of the step's `microbatches` (the program is split into them
+  /// later; the gradient's bytes are the whole step's).
+  static bool gathersLess(Operation &op, ArrayRef<TensorSharding> in,
+                          unsigned k, const TensorSharding &to,
+                          const Mesh &mesh,
+                          const llvm::DenseSet<Value> &fromWeights,
+                          int64_t microbatches) {
+    OpSharding rule = inferOpSharding(&op, in, mesh);
+    double weights = 0;
+    for (auto [i, v] : llvm::enumerate(op.getOperands()))
+      if (i < rule.operands.size() &&
+          (v.getDefiningOp<WeightOp>() || fromWeights.contains(v)))
+        weights += stepsMovedBytes(planReshard(in[i], rule.operands[i]),
+                                   double(tensorBytes(v)), mesh);
+    if (weights <= 0)
+      return false;
+    Value dy = op.getOperand(k);
+    return stepsMovedBytes(planReshard(in[k], to), double(tensorBytes(dy)),
+                           mesh) < weights * double(microbatches);
+  }
+
   /// Whether `fine` splits every dimension `coarse` splits, as it does.
   static bool refines(const TensorSharding &fine,
                       const TensorSharding &coarse) {
@@ -604,6 +643,7 @@ private:
   }
 
   llvm::DenseMap<Attribute, Operation *> forward;
+  int64_t microbatches = 1;
 };
 
 /// Whether `op` reads a weight (or a value made of weights alone).
@@ -683,7 +723,7 @@ void TrainingPropagation::placeGradients(Operation &op,
   if (!op.hasAttr(kGradientOfAttr) || strategyPinned)
     return;
   if (readsWeights(op, state->fromWeights))
-    state->outputGradients.place(op, in, state->mesh);
+    state->outputGradients.place(op, in, state->mesh, state->fromWeights);
   else if (isa<ContractionOpInterface>(op))
     gatherCheaperFactor(op, in, state->mesh, state->weightGradients.of(op));
 }

@@ -99,6 +99,36 @@ runGradientProduct(Operation *prod, ArrayRef<TensorSharding> in,
   return made;
 }
 
+/// Whether dX = dY W^T of linear layer `op`, run on its output gradient as
+/// it `arrived`, would gather the weight (held as `w`) by more bytes than
+/// moving the gradient (a `scale` share of it a device) to the result's
+/// layout `made` moves: the partitioner then moves the gradient
+/// (TrainingPropagation's OutputGradients).
+bool inputGradientGathersMore(Operation *op, const TensorSharding &w,
+                              const TensorSharding &arrived,
+                              const TensorSharding &made, const Mesh &mesh,
+                              double scale) {
+  Operation *prod = inputGradientProduct(op);
+  if (!prod)
+    return false;
+  Value weight = op->getOperand(1);
+  bool yFirst = prod->getOperand(0) == op->getResult(0);
+  SmallVector<TensorSharding, 2> in = {yFirst ? arrived : w,
+                                       yFirst ? w : arrived};
+  OpSharding run = inferOpSharding(prod, in, mesh);
+  unsigned wAt = yFirst ? 1 : 0;
+  double gathered =
+      run.operands.size() == 2
+          ? stepsMovedBytes(planReshard(in[wAt], run.operands[wAt]),
+                            double(tensorBytes(weight)), mesh)
+          : 0;
+  prod->destroy();
+  double moved =
+      stepsMovedBytes(planReshard(arrived, made),
+                      double(tensorBytes(op->getResult(0))) * scale, mesh);
+  return gathered > 0 && moved < gathered;
+}
+
 } // namespace
 
 BackwardCollectives backwardCollectives(const PlanGraph &g, const Mesh &mesh,
@@ -412,7 +442,9 @@ BackwardCollectives backwardCollectives(const PlanGraph &g, const Mesh &mesh,
     TensorSharding made = layoutOf(p).results[0];
     made.partial.clear();
     onArrival[p] =
-        arrived.partial.empty() && !arrived.isReplicated() && arrived != made;
+        arrived.partial.empty() && !arrived.isReplicated() && arrived != made &&
+        !inputGradientGathersMore(op, layoutOf(p).operands[1], arrived, made,
+                                  mesh, scale);
   }
   // Node `from`'s gradient for (q, r) is `layout` instead of what it sent.
   auto resend = [&](int from, int q, unsigned r, const TensorSharding &layout) {
