@@ -99,6 +99,36 @@ TEST(StageBalance, ExtraStagesEvenOutTheDevices) {
             (std::vector<int>{0, 2, 5, 7, 9, 11, 13, 15}));
 }
 
+// Layers that do not divide evenly among the chunks (36 in 16 on 4
+// devices, as make_gpt.py's 7.5B row at pp4 v4): the largest-stage cut and
+// its splits leave a device 10 layers; moving layers across the chunk
+// boundaries gives every device 9 (one with the head), no chunk larger.
+TEST(StageBalance, ChunksEvenOutAcrossDevices) {
+  std::vector<double> cost = {0.005, 0.005, 0.005};
+  cost.resize(39, 1.0);
+  cost.push_back(0.6); // the head
+  auto loads = [&](const std::vector<int> &starts) {
+    std::vector<double> device(4, 0.0);
+    double largest = 0;
+    for (size_t s = 0; s < starts.size(); ++s) {
+      size_t end = s + 1 < starts.size() ? starts[s + 1] : cost.size();
+      double c = 0;
+      for (size_t i = starts[s]; i < end; ++i)
+        c += cost[i];
+      device[s % 4] += c;
+      largest = std::max(largest, c);
+    }
+    return std::pair(*std::max_element(device.begin(), device.end()),
+                     largest);
+  };
+  std::vector<int> before = leastLargestStages(cost, 16, 4);
+  std::vector<int> after = balanceStages(cost, 16, 4);
+  ASSERT_EQ(after.size(), 16u);
+  EXPECT_GT(loads(before).first, 10.0);
+  EXPECT_NEAR(loads(after).first, 9.6, 1e-9);
+  EXPECT_LE(loads(after).second, loads(before).second + 1e-12);
+}
+
 // Two repeated blocks (an encoder's layers, then a decoder's): each block's
 // copies after the second share the second's slots; every other node has a
 // slot of its own.

@@ -13,8 +13,89 @@
 
 namespace pcc {
 
+namespace {
+
+/// Interleaved chunks (run s on device s % devices): moves one unit at a
+/// time across a run boundary while that lowers the busiest device's load
+/// (ties: the sum of squared loads), no run growing past the largest run
+/// of `starts`, so the pipeline's bubble does not grow. The cuts tried
+/// before leave a device a layer more than the others where the layers do
+/// not divide evenly among the chunks (36 layers in 16: 10 layers' worth
+/// on one device where 9 and the head can be had).
+std::vector<int> evenDevices(llvm::ArrayRef<double> prefix,
+                             std::vector<int> starts, int devices) {
+  int n = int(prefix.size()) - 1, runs = starts.size();
+  auto runEnd = [&](int s) { return s + 1 < runs ? starts[s + 1] : n; };
+  auto runCost = [&](int begin, int end) {
+    return prefix[end] - prefix[begin];
+  };
+  std::vector<double> load(devices, 0.0);
+  double largest = 0;
+  for (int s = 0; s < runs; ++s) {
+    double c = runCost(starts[s], runEnd(s));
+    load[s % devices] += c;
+    largest = std::max(largest, c);
+  }
+  double cap = largest * (1 + 1e-12);
+  auto key = [&](const std::vector<double> &l) {
+    double most = 0, squares = 0;
+    for (double x : l) {
+      most = std::max(most, x);
+      squares += x * x;
+    }
+    return std::pair(most, squares);
+  };
+  auto better = [](std::pair<double, double> a, std::pair<double, double> b) {
+    const double eps = 1e-12;
+    if (a.first < b.first * (1 - eps))
+      return true;
+    return a.first <= b.first * (1 + eps) && a.second < b.second * (1 - eps);
+  };
+  auto now = key(load);
+  // Each accepted move strictly lowers the key; the bound only guards
+  // against rounding.
+  for (int pass = 0; pass < 4 * n; ++pass) {
+    bool moved = false;
+    for (int s = 1; s < runs; ++s)
+      for (int step : {-1, 1}) {
+        int b = starts[s] + step, first = starts[s - 1], end = runEnd(s);
+        if (b <= first || b >= end)
+          continue;
+        double left = runCost(first, b), right = runCost(b, end);
+        if (left > cap || right > cap)
+          continue;
+        std::vector<double> next = load;
+        next[(s - 1) % devices] += left - runCost(first, starts[s]);
+        next[s % devices] += right - runCost(starts[s], end);
+        auto k = key(next);
+        if (!better(k, now))
+          continue;
+        starts[s] = b;
+        load = std::move(next);
+        now = k;
+        moved = true;
+      }
+    if (!moved)
+      break;
+  }
+  return starts;
+}
+
+} // namespace
+
 std::vector<int> balanceStages(llvm::ArrayRef<double> cost, int parts,
                                int devices) {
+  std::vector<int> starts = leastLargestStages(cost, parts, devices);
+  if (devices <= 1 || devices >= int(starts.size()))
+    return starts;
+  std::vector<double> prefix(cost.size() + 1, 0.0);
+  for (size_t i = 0; i < cost.size(); ++i)
+    prefix[i + 1] = prefix[i] + cost[i];
+  return evenDevices(prefix, std::move(starts), devices);
+}
+
+std::vector<int> leastLargestStages(llvm::ArrayRef<double> cost, int parts,
+                                    int devices) {
   int n = cost.size();
   if (n == 0)
     return {};
