@@ -26,16 +26,23 @@ using namespace pcc;
 
 namespace {
 
-double largestRun(llvm::ArrayRef<double> cost, const std::vector<int> &starts) {
-  double worst = 0;
+/// Each run's sum of `cost`.
+std::vector<double> runSums(llvm::ArrayRef<double> cost,
+                            const std::vector<int> &starts) {
+  std::vector<double> sums;
   for (size_t s = 0; s < starts.size(); ++s) {
     size_t end = s + 1 < starts.size() ? starts[s + 1] : cost.size();
     double sum = 0;
     for (size_t i = starts[s]; i < end; ++i)
       sum += cost[i];
-    worst = std::max(worst, sum);
+    sums.push_back(sum);
   }
-  return worst;
+  return sums;
+}
+
+double largestRun(llvm::ArrayRef<double> cost, const std::vector<int> &starts) {
+  std::vector<double> sums = runSums(cost, starts);
+  return sums.empty() ? 0 : *std::max_element(sums.begin(), sums.end());
 }
 
 /// The least largest run over every way to cut `cost` into `parts` runs.
@@ -107,19 +114,13 @@ TEST(StageBalance, ChunksEvenOutAcrossDevices) {
   std::vector<double> cost = {0.005, 0.005, 0.005};
   cost.resize(39, 1.0);
   cost.push_back(0.6); // the head
+  // (busiest device, largest chunk)
   auto loads = [&](const std::vector<int> &starts) {
-    std::vector<double> device(4, 0.0);
-    double largest = 0;
-    for (size_t s = 0; s < starts.size(); ++s) {
-      size_t end = s + 1 < starts.size() ? starts[s + 1] : cost.size();
-      double c = 0;
-      for (size_t i = starts[s]; i < end; ++i)
-        c += cost[i];
-      device[s % 4] += c;
-      largest = std::max(largest, c);
-    }
+    std::vector<double> device(4, 0.0), sums = runSums(cost, starts);
+    for (size_t s = 0; s < sums.size(); ++s)
+      device[s % 4] += sums[s];
     return std::pair(*std::max_element(device.begin(), device.end()),
-                     largest);
+                     largestRun(cost, starts));
   };
   std::vector<int> before = leastLargestStages(cost, 16, 4);
   std::vector<int> after = balanceStages(cost, 16, 4);
