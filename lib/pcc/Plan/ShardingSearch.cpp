@@ -75,7 +75,7 @@ SmallVector<int64_t, 4> partialGradientAxes(const OpSharding &s, unsigned k) {
 
 /// Costs one option of `op` on the per-device shapes. `gatheredAtUse`: the
 /// option's stored operands are weights the search stores split over the
-/// axis the op reads them whole on (storedSplitOptions).
+/// axis the op reads them whole on (addStoredSplitOptions).
 Choice costOption(const PlanNode &node, OpSharding sharding, const Mesh &mesh,
                   const CostModel &cost, const SearchInput &in,
                   bool gatheredAtUse = false) {
