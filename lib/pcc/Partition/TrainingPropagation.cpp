@@ -591,14 +591,10 @@ public:
         TensorSharding made = shardingOf(r);
         if (shapeOf(r) != shapeOf(v) || made == t)
           continue;
-        if (made.partial.empty() && refines(made, t)) {
-          t = made;
-          pinned = true;
-          break;
-        }
+        bool slices = made.partial.empty() && refines(made, t);
         made.partial.clear();
-        if (made != t &&
-            gathersLess(op, in, k, made, mesh, fromWeights, microbatches)) {
+        if (slices || (made != t && gathersLess(op, in, k, made, mesh,
+                                                fromWeights, microbatches))) {
           t = made;
           pinned = true;
           break;
