@@ -192,8 +192,11 @@ inline int backwardGathers(const PlanNode &node, bool recomputed) {
 
 /// Full recompute runs each repeated layer's forward again in its
 /// backward, from the layer's input up to the values that backward reads:
-/// per node, whether it runs again (none outside repeated layers).
-std::vector<bool> recomputedNodes(const PlanGraph &graph);
+/// per node, whether it runs again (none outside repeated layers). With
+/// `selective`, the layer's contractions are kept (Recompute.cpp): only
+/// the ops between them and the values backward reads run again.
+std::vector<bool> recomputedNodes(const PlanGraph &graph,
+                                  bool selective = false);
 
 /// `gpuKernels`: price what GPU ranks compile a 16-bit program to as well
 /// (gpuFusions in PlanGraph.cpp): GEMM epilogues, attention reading the

@@ -676,7 +676,7 @@ PlanGraph buildPlanGraph(func::FuncOp fn, bool gpuKernels,
   return g;
 }
 
-std::vector<bool> recomputedNodes(const PlanGraph &g) {
+std::vector<bool> recomputedNodes(const PlanGraph &g, bool selective) {
   int n = g.nodes.size();
   std::vector<bool> again(n, false);
   if (g.blocks.empty())
@@ -692,6 +692,8 @@ std::vector<bool> recomputedNodes(const PlanGraph &g) {
       for (int i = end - 1; i >= begin; --i) {
         // The layer's output is the next layer's input: kept.
         if (llvm::any_of(consumers[i], [&](int c) { return c >= end; }))
+          continue;
+        if (selective && isa<ContractionOpInterface>(g.nodes[i].op))
           continue;
         again[i] = g.nodes[i].savedForBackward ||
                    llvm::any_of(consumers[i], [&](int c) { return again[c]; });

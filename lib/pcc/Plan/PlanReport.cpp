@@ -214,13 +214,15 @@ std::vector<CollectiveSummary> collectives(const PlanGraph &g,
     s.seconds += t * times;
   };
   int64_t perStep = c.microbatches * int64_t(passes);
-  std::vector<bool> again = o.train && c.recompute == Recompute::Full
-                                ? recomputedNodes(g)
-                                : std::vector<bool>(g.nodes.size(), false);
+  std::vector<bool> again =
+      o.train && c.recompute != Recompute::None
+          ? recomputedNodes(g, c.recompute == Recompute::Selective)
+          : std::vector<bool>(g.nodes.size(), false);
   // A one-axis layout (`spelled`: training on it spells out its backward)
-  // lists its forward collectives once per microbatch, twice in a layer
-  // full recompute repeats (a reshard of the layer's input, made outside
-  // it, is not repeated), and its backward's (BackwardCollectives); other
+  // lists its forward collectives once per microbatch, twice at an op
+  // recompute runs again (its clone reshards what it reads, the layer's
+  // input included; selective recompute repeats those of the ops between
+  // the kept products), and its backward's (BackwardCollectives); other
   // layouts count theirs once per pass.
   // A loss the tensor layout leaves partial over tp is summed with its sums
   // over the batch, one all-reduce over dp x tp (pcc-partition sums a
@@ -245,8 +247,7 @@ std::vector<CollectiveSummary> collectives(const PlanGraph &g,
           lossOverTp.insert(pc.producer < 0 ? int(i) : pc.producer);
           continue;
         }
-        bool repeated = again[i] && (pc.producer < 0 ||
-                                     g.layerOf(pc.producer) == g.layerOf(i));
+        bool repeated = again[i];
         add(collectiveName(pc.kind), axis, pc.bytes, pc.seconds,
             spelled ? c.microbatches * (repeated ? 2 : 1) : perStep,
             g.nodes[i].name);
