@@ -221,9 +221,10 @@ std::vector<CollectiveSummary> collectives(const PlanGraph &g,
   // A one-axis layout (`spelled`: training on it spells out its backward)
   // lists its forward collectives once per microbatch, twice at an op
   // recompute runs again (its clone reshards what it reads, the layer's
-  // input included; selective recompute repeats those of the ops between
-  // the kept products), and its backward's (BackwardCollectives); other
-  // layouts count theirs once per pass.
+  // input included, but a kept value's partial sum is reduced once;
+  // selective recompute repeats those of the ops between the kept
+  // products), and its backward's (BackwardCollectives); other layouts
+  // count theirs once per pass.
   // A loss the tensor layout leaves partial over tp is summed with its sums
   // over the batch, one all-reduce over dp x tp (pcc-partition sums a
   // value's partial axes together), not one per axis.
@@ -247,7 +248,11 @@ std::vector<CollectiveSummary> collectives(const PlanGraph &g,
           lossOverTp.insert(pc.producer < 0 ? int(i) : pc.producer);
           continue;
         }
-        bool repeated = again[i];
+        // A kept value's partial sum is reduced once, for every reader.
+        bool reduction = pc.kind == CollectiveKind::AllReduce ||
+                         pc.kind == CollectiveKind::ReduceScatter;
+        bool repeated = again[i] && (pc.producer < 0 || again[pc.producer] ||
+                                     !reduction);
         add(collectiveName(pc.kind), axis, pc.bytes, pc.seconds,
             spelled ? c.microbatches * (repeated ? 2 : 1) : perStep,
             g.nodes[i].name);
