@@ -55,6 +55,10 @@ struct NodeCost {
   /// Training, per step: all-reducing the gradients of weights this op
   /// reads whole while its work is split over the axis.
   double gradSync = 0;
+  /// Of `comm`, what recompute's clone of this op runs again: its own
+  /// collectives and the reshards of what it reads, but not a reduction
+  /// of a partial value (its maker reduces it once for every reader).
+  double repeatedComm = 0;
   /// Training, per microbatch: the backward's collectives that the forward
   /// has no counterpart of (an input gathered again for a weight's
   /// gradient: weightGradientGather).

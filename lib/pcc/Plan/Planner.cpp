@@ -305,6 +305,7 @@ public:
             isa<ContractionOpInterface>(g.nodes[p].op))
           keptBySelective[p] = true;
     recomputedByFull = recomputedNodes(g);
+    recomputedBySelective = recomputedNodes(g, /*selective=*/true);
     // A copy's input that ops outside repeated layers make and keep for
     // the backward (the embedding's output a first layer norm reads).
     std::vector<int> unitOf(g.nodes.size(), -1);
@@ -378,6 +379,9 @@ private:
   std::vector<bool> keptBySelective;
   /// Nodes full recompute runs again (ZeRO-3 gathers their weights again).
   std::vector<bool> recomputedByFull;
+  /// Nodes selective recompute runs again: their clones, in the forward's
+  /// layouts, repeat their collectives (NodeCost::repeatedComm).
+  std::vector<bool> recomputedBySelective;
   /// Per unit that is a layer copy, the nodes outside layers whose saved
   /// results it reads as its input.
   std::vector<SmallVector<int, 1>> savedInputMakers;
@@ -919,6 +923,10 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
         sum.comm += nc.comm + (sequence ? sequence->costs[i].comm : 0.0);
         sum.backwardComm +=
             nc.backwardComm + (sequence ? sequence->costs[i].backwardComm : 0.0);
+        if (opt.train && c.recompute == Recompute::Selective &&
+            recomputedBySelective[i])
+          sum.backwardComm += nc.repeatedComm +
+                              (sequence ? sequence->costs[i].repeatedComm : 0.0);
         sum.weightBytes += nc.weightBytes;
         sum.frozenWeightBytes += nc.frozenWeightBytes;
         sum.gradSync += nc.gradSync;

@@ -931,6 +931,7 @@ void LayoutProblem::spellOut(SearchResult &result) const {
     int r = rep(i);
     const Choice &chosen = options[r][choice[r]];
     NodeCost c = chosen;
+    c.repeatedComm = c.comm;
     SmallVector<PlannedCollective, 2> colls;
     if (in.layouts)
       colls = chosen.collectives;
@@ -979,8 +980,14 @@ void LayoutProblem::spellOut(SearchResult &result) const {
       done.push_back(to);
       size_t before = colls.size();
       double share = input ? in.scale : resultShare(g.nodes[p], in.scale);
-      c.comm += stepsTime(steps, tensorBytes(v) * share, mesh, in.crossNode,
-                          cost, in.layouts ? &colls : nullptr);
+      double t = stepsTime(steps, tensorBytes(v) * share, mesh, in.crossNode,
+                           cost, in.layouts ? &colls : nullptr);
+      c.comm += t;
+      if (llvm::any_of(steps, [](const ReshardStep &s) {
+            return s.kind != ReshardKind::AllReduce &&
+                   s.kind != ReshardKind::ReduceScatter;
+          }))
+        c.repeatedComm += t;
       for (size_t j = before; j < colls.size(); ++j)
         colls[j].producer = p;
       // A gathered or moved operand is a buffer of its own while the op
