@@ -57,7 +57,9 @@ struct NodeCost {
   double gradSync = 0;
   /// Of `comm`, what recompute's clone of this op runs again: its own
   /// collectives and the reshards of what it reads, but not a reduction
-  /// of a partial value (its maker reduces it once for every reader).
+  /// of a partial value (its maker reduces it once for every reader; the
+  /// report, which knows the makers, also repeats a reduction of a value
+  /// recompute makes again, rare enough in layers to leave unpriced).
   double repeatedComm = 0;
   /// Training, per microbatch: the backward's collectives that the forward
   /// has no counterpart of (an input gathered again for a weight's
