@@ -365,6 +365,58 @@ TEST_F(LayoutSearch, GatheredTransposedWeightIsTheWholeWeight) {
   EXPECT_EQ(gather.bytes, 32.0 * 64 * 4);
 }
 
+// Selective recompute runs an op again in the backward with its forward
+// layout: the objective counts its compute and the gathers of what it
+// reads once more, but not the reduction of a kept product's partial sum
+// (reduced once for every reader).
+TEST_F(LayoutSearch, SelectiveRepeatsWeighGathersNotReductions) {
+  func::FuncOp fn = parse(R"mlir(
+    func.func @main(%x: tensor<64x64xf32>) -> tensor<64x64xf32> {
+      %w = pcc.weight "fc1" : tensor<64x64xf32>
+      %v = pcc.weight "fc2" : tensor<64x64xf32>
+      %h = pcc.matmul %x, %w : (tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<64x64xf32>
+      %g = pcc.gelu %h : tensor<64x64xf32>
+      %y = pcc.matmul %g, %v : (tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<64x64xf32>
+      return %y : tensor<64x64xf32>
+    })mlir");
+  graph = buildPlanGraph(fn);
+  ASSERT_EQ(graph.nodes.size(), 3u);
+  auto cluster = loadCluster("dgx-a100");
+  ASSERT_TRUE(bool(cluster));
+  CostModel cost(*cluster, graph.dtype, 2);
+  Mesh mesh;
+  mesh.shape = {2};
+  mesh.axisNames = {"tp"};
+  auto split = [](int64_t rank, int64_t dim) {
+    TensorSharding t = TensorSharding::replicated(rank);
+    t.dims[dim].axes = {0};
+    return t;
+  };
+  auto whole = TensorSharding::replicated(2);
+  // fc1 row-parallel (a partial sum), reduce-scattered onto the GELU's
+  // rows, gathered whole for fc2.
+  std::vector<OpSharding> fixed = {
+      inferOpSharding(graph.nodes[0].op, {split(2, 1), split(2, 0)}, mesh),
+      inferOpSharding(graph.nodes[1].op, {split(2, 0)}, mesh),
+      inferOpSharding(graph.nodes[2].op, {whole, whole}, mesh)};
+  ASSERT_FALSE(fixed[0].results[0].partial.empty());
+  SearchInput in;
+  in.degree = 2;
+  in.fixed = &fixed;
+  SearchResult once = searchTensorParallel(graph, cost, in);
+  std::vector<bool> all(3, true);
+  in.repeated = &all;
+  SearchResult again = searchTensorParallel(graph, cost, in);
+  const NodeCosts &c = once.costs;
+  ASSERT_GT(c[1].comm, 0.0);
+  ASSERT_GT(c[2].comm, 0.0);
+  EXPECT_EQ(c[1].repeatedComm, 0.0); // the reduce-scatter
+  EXPECT_EQ(c[2].repeatedComm, c[2].comm); // the gather
+  double compute = c[0].compute + c[1].compute + c[2].compute;
+  EXPECT_NEAR(again.objective - once.objective, compute + c[2].comm,
+              1e-12 * once.objective);
+}
+
 // What GPU ranks compile a bf16 block to, priced only for them: the QKV
 // split and the head transposes around a 64-feature attention move
 // nothing (heads read in place), the output projection's product is never
@@ -431,6 +483,7 @@ TEST_F(LayoutSearch, BackwardWorkPerOp) {
                       : isa<AttentionOp>(n.op) ? 2.5
                                                : 1.5;
     EXPECT_EQ(backwardWork(n), expected) << n.name;
+    EXPECT_EQ(n.backwardPasses, expected) << n.name;
     seen += isa<TransposeOp, MatMulOp, GeluOp, AttentionOp>(n.op);
   }
   EXPECT_EQ(seen, 4);

@@ -95,6 +95,9 @@ struct PlanNode {
   /// weight): the compiled program runs it in the pipeline stage of its
   /// first reader (pcc-apply-plan), wherever it sits in the node order.
   bool derived = false;
+  /// A training step's backward work on this node against its forward's
+  /// (backwardWork, found once: the planner reads it per candidate).
+  double backwardPasses = 0;
   /// Derived from constants alone (a causal mask made from a sequence
   /// length): each pipeline stage that reads it makes its own
   /// (madeOfConstants in Stages.cpp), nothing is sent.
@@ -217,7 +220,7 @@ double backwardWork(const PlanNode &node);
 /// The weight of `node`'s forward compute in a step: `forwardPasses` (2
 /// under full recompute) and, training, its backward (backwardWork).
 inline double stepWork(const PlanNode &node, double forwardPasses, bool train) {
-  return forwardPasses + (train ? backwardWork(node) : 0.0);
+  return forwardPasses + (train ? node.backwardPasses : 0.0);
 }
 
 /// Marks the ops of each copy of `fn`'s repeated blocks with kLayerAttr (the

@@ -154,6 +154,11 @@ struct SearchInput {
   /// and of collectives 1 for inference; for training the forward and
   /// backward collectives (and recomputed ones).
   double computeWeight = 1, commWeight = 1;
+  /// Training under selective recompute: per node, whether the backward
+  /// runs it again (recomputedNodes). Its compute, its own collectives and
+  /// its operands' reshards other than reductions of partial sums weigh
+  /// once more (as NodeCost::repeatedComm prices them).
+  const std::vector<bool> *repeated = nullptr;
   /// Budget for weight bytes x `weightFactor` per device, summed over the
   /// whole model (0: no limit).
   double weightBudget = 0, weightFactor = 1;

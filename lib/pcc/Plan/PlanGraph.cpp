@@ -540,6 +540,7 @@ PlanGraph buildPlanGraph(func::FuncOp fn, bool gpuKernels,
     node.op = &op;
     node.name = nodeName(&op);
     node.derived = derived.count(&op);
+    node.backwardPasses = backwardWork(node);
     // A reshape, or a transpose its GEMMs read through their flags.
     node.view = isa<ReshapeOp>(op) || isFoldedTranspose(&op);
     // Fused Q|K|V columns: of what the op reads or makes, and what its

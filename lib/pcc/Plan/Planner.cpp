@@ -354,12 +354,12 @@ private:
 
   std::shared_ptr<const SearchResult>
   layoutFor(int64_t pp, int64_t dp, int64_t tg, TensorMode mode, GridShape grid,
-            TensorLayouts scheme, int64_t m, bool recompute, double scale,
-            double cw, double cc, Pricing pricing);
+            TensorLayouts scheme, int64_t m, Recompute recompute,
+            double scale, double cw, double cc, Pricing pricing);
   /// 1D layouts: the exact search, or a choice re-costed at this share.
   std::shared_ptr<const SearchResult>
   oneDimLayout(SearchInput in, int64_t pp, int64_t dp, int64_t tg,
-               TensorLayouts scheme, bool recompute, Pricing pricing);
+               TensorLayouts scheme, Recompute recompute, Pricing pricing);
   PlanCandidate evaluate(int64_t pp, int64_t tg, TensorMode mode,
                          GridShape grid, TensorLayouts scheme, int64_t sp,
                          SequenceMode spMode, int64_t dp, int64_t m, int64_t v,
@@ -507,7 +507,7 @@ private:
     /// The lightest layout is the last point.
     bool lightest = false;
   };
-  using FrontierKey = std::tuple<int64_t, bool, bool, int>;
+  using FrontierKey = std::tuple<int64_t, int, bool, int>;
   std::map<FrontierKey, Frontier> frontiers;
   /// Distinct seed layouts.
   std::vector<std::vector<OpSharding>> seeds;
@@ -667,10 +667,10 @@ SmallVector<Recompute, 3> PlanSearch::recomputeChoices() const {
 std::shared_ptr<const SearchResult>
 PlanSearch::layoutFor(int64_t pp, int64_t dp, int64_t tg, TensorMode mode,
                       GridShape grid, TensorLayouts scheme, int64_t m,
-                      bool recompute, double scale, double cw, double cc,
+                      Recompute recompute, double scale, double cw, double cc,
                       Pricing pricing) {
   auto key = std::make_tuple(int(mode), int(scheme), tg, grid.second, scale,
-                             recompute, m, pp, dp, int(pricing));
+                             int(recompute), m, pp, dp, int(pricing));
   if (isExact(pricing))
     if (auto found = layouts.find(key); found != layouts.end())
       return found->second;
@@ -717,6 +717,8 @@ PlanSearch::layoutFor(int64_t pp, int64_t dp, int64_t tg, TensorMode mode,
     in.train = opt.train;
     in.microbatches = double(m);
     in.batchSplit = dp > 1 || (pp > 1 && m > 1);
+    if (opt.train && recompute == Recompute::Selective)
+      in.repeated = &recomputedBySelective;
     // Weights (and their training state) must leave room for activations
     // in every stage.
     in.weightBudget = 0.8 * usable * double(pp);
@@ -732,7 +734,7 @@ PlanSearch::layoutFor(int64_t pp, int64_t dp, int64_t tg, TensorMode mode,
 
 std::shared_ptr<const SearchResult>
 PlanSearch::oneDimLayout(SearchInput in, int64_t pp, int64_t dp, int64_t tg,
-                         TensorLayouts scheme, bool recompute,
+                         TensorLayouts scheme, Recompute recompute,
                          Pricing pricing) {
   if (scheme != TensorLayouts::Planned && tg > 1) {
     Derived &fixed = schemeFor(scheme, dp, tg);
@@ -771,7 +773,7 @@ PlanSearch::oneDimLayout(SearchInput in, int64_t pp, int64_t dp, int64_t tg,
   bool fits = true;
   if (tg > 1) {
     std::tie(seed, fits) =
-        seedFor(in, {tg, recompute, in.batchSplit, shareClass(in.scale)});
+        seedFor(in, {tg, int(recompute), in.batchSplit, shareClass(in.scale)});
     in.fixed = &seeds[seed];
   }
   bool priceOnly = pricing == Pricing::Priced;
@@ -893,8 +895,9 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
     double compute = 0, comm = 0, backwardComm = 0, weightBytes = 0,
            gradSync = 0,
            resultBytes = 0, backwardWeightBytes = 0, linearCompute = 0;
-    /// Selective recompute repeats the ops between products
-    /// (otherCompute) and keeps the products' results it reads.
+    /// Selective recompute repeats the ops between products that the
+    /// backward needs (recomputedBySelective: otherCompute) and keeps the
+    /// products' results they read.
     double otherCompute = 0, frozenWeightBytes = 0;
     /// Results the backward reads (PlanNode::savedForBackward), and the
     /// products' results selective recompute keeps.
@@ -931,7 +934,7 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
         sum.frozenWeightBytes += nc.frozenWeightBytes;
         sum.gradSync += nc.gradSync;
         sum.resultBytes += nc.resultBytes;
-        if (!isa<ContractionOpInterface>(node.op))
+        if (recomputedBySelective[i])
           sum.otherCompute += nc.compute;
         if (node.linear)
           sum.linearCompute += nc.compute;
@@ -1259,7 +1262,7 @@ PlanCandidate PlanSearch::evaluate(int64_t pp, int64_t tg, TensorMode mode,
   double cw = full ? 2 : 1;
   double cc = opt.train ? (full ? 3 : 2) : 1;
   std::shared_ptr<const SearchResult> layout = layoutFor(
-      pp, dp, tg, mode, grid, scheme, m, full, scale, cw, cc, pricing);
+      pp, dp, tg, mode, grid, scheme, m, recompute, scale, cw, cc, pricing);
   PlanCandidate c;
   c.dp = dp;
   c.pp = pp;

@@ -551,6 +551,15 @@ double weightGradientGather(const PlanGraph &g, int i, unsigned operand,
 
 namespace {
 
+/// Whether `steps` only reduce partial sums (what a recomputed reader does
+/// not repeat: the kept value is reduced once).
+bool reducesOnly(llvm::ArrayRef<ReshardStep> steps) {
+  return llvm::all_of(steps, [](const ReshardStep &s) {
+    return s.kind == ReshardKind::AllReduce ||
+           s.kind == ReshardKind::ReduceScatter;
+  });
+}
+
 /// The layout choice as an integer program: one variable per option of
 /// every variable node, transport variables per edge with choices on both
 /// ends.
@@ -580,11 +589,18 @@ private:
   /// Function results must not stay partial sums: their reduction joins
   /// the producing option's cost.
   void priceOutputReductions();
+  /// The edge's reshard as the objective weighs it (commWeight, once more
+  /// where a recomputed reader repeats it).
   double edgeCost(const Edge &e, int a, int b) const;
-  /// The weight of node `i`'s compute in the objective (stepWork).
+  /// The weight of node `i`'s compute in the objective (stepWork; once
+  /// more where selective recompute runs it again).
   double computeWeight(int i) const {
-    return stepWork(g.nodes[i], in.computeWeight, in.train);
+    return stepWork(g.nodes[i], in.computeWeight, in.train) + repeats(i);
   }
+  /// Whether selective recompute runs node `i` again (SearchInput::repeated).
+  bool repeats(int i) const { return in.repeated && (*in.repeated)[i]; }
+  /// The weight of node `i`'s own collectives.
+  double commWeight(int i) const { return in.commWeight + repeats(i); }
   /// Training: what the backward adds on the edge, once per microbatch
   /// (weightGradientGather; a transposed weight's gradient sum, once a
   /// step, spread over the microbatches as gradSync is).
@@ -726,10 +742,14 @@ void LayoutProblem::priceOutputReductions() {
 }
 
 double LayoutProblem::edgeCost(const Edge &e, int a, int b) const {
-  return reshardTime(options[e.producer][a].sharding.results[e.result],
-                     options[e.consumer][b].sharding.operands[e.operand],
-                     g.resultBytes(e.producer, e.result, in.scale), mesh,
-                     in.crossNode, cost);
+  std::vector<ReshardStep> steps =
+      planReshard(options[e.producer][a].sharding.results[e.result],
+                  options[e.consumer][b].sharding.operands[e.operand]);
+  double t = stepsTime(steps, g.resultBytes(e.producer, e.result, in.scale),
+                       mesh, in.crossNode, cost, nullptr);
+  // A recomputed reader reshards again, but a partial sum is reduced once.
+  bool again = repeats(e.consumer) && !reducesOnly(steps);
+  return (in.commWeight + again) * t;
 }
 
 void LayoutProblem::addEdge(Program &p, const Edge &e,
@@ -741,8 +761,8 @@ void LayoutProblem::addEdge(Program &p, const Edge &e,
     // One side fixed: the edge cost joins the other side's objective.
     for (int s = 0; s < std::max(nu, nv); ++s) {
       auto [a, b] = nu == 1 ? std::pair(0, s) : std::pair(s, 0);
-      double c = e.mult * (in.commWeight * edgeCost(e, a, b) +
-                           edgeBackwardCost(e, a, b));
+      double c =
+          e.mult * (edgeCost(e, a, b) + edgeBackwardCost(e, a, b));
       int var = (nu == 1 ? firstVar[e.consumer] : firstVar[e.producer]) + s;
       p.objective[var] += c;
     }
@@ -751,8 +771,7 @@ void LayoutProblem::addEdge(Program &p, const Edge &e,
   int base = int(p.objective.size());
   for (int a = 0; a < nu; ++a)
     for (int c = 0; c < nv; ++c)
-      p.addVariable(e.mult * (in.commWeight * edgeCost(e, a, c) +
-                              edgeBackwardCost(e, a, c)),
+      p.addVariable(e.mult * (edgeCost(e, a, c) + edgeBackwardCost(e, a, c)),
                     0);
   // sum_b e[a][b] = x[u][a] and sum_a e[a][b] = x[v][b].
   auto marginal = [&](int count, int stride, int offset, int x) {
@@ -794,7 +813,7 @@ void LayoutProblem::solveProgram(SearchResult &result) {
     std::vector<std::pair<int, double>> one;
     for (const Choice &c : options[i]) {
       double objective =
-          nodeMult[i] * (computeWeight(i) * c.compute + in.commWeight * c.comm +
+          nodeMult[i] * (computeWeight(i) * c.compute + commWeight(i) * c.comm +
                          c.gradSync / in.microbatches +
                          in.weightPrice * c.weightBytes * in.weightFactor);
       one.push_back({p.addVariable(objective, nodeMult[i] * c.weightBytes *
@@ -983,10 +1002,7 @@ void LayoutProblem::spellOut(SearchResult &result) const {
       double t = stepsTime(steps, tensorBytes(v) * share, mesh, in.crossNode,
                            cost, in.layouts ? &colls : nullptr);
       c.comm += t;
-      if (llvm::any_of(steps, [](const ReshardStep &s) {
-            return s.kind != ReshardKind::AllReduce &&
-                   s.kind != ReshardKind::ReduceScatter;
-          }))
+      if (!reducesOnly(steps))
         c.repeatedComm += t;
       for (size_t j = before; j < colls.size(); ++j)
         colls[j].producer = p;
@@ -1023,7 +1039,8 @@ SearchResult LayoutProblem::solve() {
   for (int i = 0; i < n; ++i) {
     const NodeCost &c = result.costs[i];
     result.objective += computeWeight(i) * c.compute + in.commWeight * c.comm +
-                        c.backwardComm + c.gradSync / in.microbatches;
+                        (repeats(i) ? c.repeatedComm : 0.0) + c.backwardComm +
+                        c.gradSync / in.microbatches;
     result.weightBytes += c.weightBytes * in.weightFactor;
   }
   result.seconds = std::chrono::duration<double>(
