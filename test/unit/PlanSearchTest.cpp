@@ -368,7 +368,8 @@ TEST_F(LayoutSearch, GatheredTransposedWeightIsTheWholeWeight) {
 // Selective recompute runs an op again in the backward with its forward
 // layout: the objective counts its compute and the gathers of what it
 // reads once more, but not the reduction of a kept product's partial sum
-// (reduced once for every reader).
+// (reduced once for every reader); a kept product reading an op run again
+// gathers that op's result again.
 TEST_F(LayoutSearch, SelectiveRepeatsWeighGathersNotReductions) {
   func::FuncOp fn = parse(R"mlir(
     func.func @main(%x: tensor<64x64xf32>) -> tensor<64x64xf32> {
@@ -407,13 +408,23 @@ TEST_F(LayoutSearch, SelectiveRepeatsWeighGathersNotReductions) {
   std::vector<bool> all(3, true);
   in.repeated = &all;
   SearchResult again = searchTensorParallel(graph, cost, in);
-  const NodeCosts &c = once.costs;
+  const NodeCosts &c = again.costs;
   ASSERT_GT(c[1].comm, 0.0);
   ASSERT_GT(c[2].comm, 0.0);
   EXPECT_EQ(c[1].repeatedComm, 0.0); // the reduce-scatter
   EXPECT_EQ(c[2].repeatedComm, c[2].comm); // the gather
   double compute = c[0].compute + c[1].compute + c[2].compute;
   EXPECT_NEAR(again.objective - once.objective, compute + c[2].comm,
+              1e-12 * once.objective);
+  // Only the GELU run again: fc2, kept, still gathers its clone's result
+  // again for its weight's gradient.
+  std::vector<bool> between = {false, true, false};
+  in.repeated = &between;
+  SearchResult kept = searchTensorParallel(graph, cost, in);
+  EXPECT_EQ(kept.costs[0].repeatedComm, 0.0);
+  EXPECT_EQ(kept.costs[1].repeatedComm, 0.0);
+  EXPECT_EQ(kept.costs[2].repeatedComm, c[2].comm);
+  EXPECT_NEAR(kept.objective - once.objective, c[1].compute + c[2].comm,
               1e-12 * once.objective);
 }
 

@@ -128,6 +128,9 @@ struct PlanGraph {
   /// The repeated blocks, in node order, disjoint; each has 2 copies or
   /// more. Layers are numbered across them.
   std::vector<RepeatedBlock> blocks;
+  /// Per node, whether selective recompute runs it again
+  /// (recomputedNodes(graph, true)); empty when built by hand.
+  std::vector<bool> selectiveAgain;
   /// The model's results that nodes compute: (node, result number).
   std::vector<std::pair<int, int>> outputs;
   /// Element type of the model's float tensors ("fp32", "bf16", "fp16")

@@ -22,6 +22,7 @@
 #include "pcc/Plan/CostModel.h"
 #include "pcc/Plan/PlanGraph.h"
 
+#include <memory>
 #include <vector>
 
 namespace pcc {
@@ -34,6 +35,9 @@ struct PlannedCollective {
   double bytes = 0, seconds = 0;
   /// For a reshard between nodes: the node that made the value.
   int producer = -1;
+  /// A gather at use of a weight stored split over the axis (ZeRO-3 gathers
+  /// it over dp in the same collective).
+  bool storedWeight = false;
 };
 
 /// What one node costs on one device, per microbatch, forward: all that
@@ -55,11 +59,15 @@ struct NodeCost {
   /// Training, per step: all-reducing the gradients of weights this op
   /// reads whole while its work is split over the axis.
   double gradSync = 0;
-  /// Of `comm`, what recompute's clone of this op runs again: its own
-  /// collectives and the reshards of what it reads, but not a reduction
-  /// of a partial value (its maker reduces it once for every reader; the
-  /// report, which knows the makers, also repeats a reduction of a value
-  /// recompute makes again, rare enough in layers to leave unpriced).
+  /// Of `comm`, what selective recompute runs again in the backward
+  /// (PlanGraph::selectiveAgain): for an op it runs again, its own
+  /// collectives and the reshards of what it reads; for a kept
+  /// contraction, the reshards of operands an op run again makes (its
+  /// gradient products read the clone's result as the forward read it).
+  /// Never a reduction of a partial value (its maker reduces it once for
+  /// every reader; the report, which knows the makers, also repeats a
+  /// reduction of a value recompute makes again, rare enough in layers to
+  /// leave unpriced).
   double repeatedComm = 0;
   /// Training, per microbatch: the backward's collectives that the forward
   /// has no counterpart of (an input gathered again for a weight's
@@ -138,6 +146,19 @@ struct NodeLayout {
   llvm::SmallVector<PlannedCollective, 2> collectives;
 };
 
+/// The options and edges the layout search builds for one graph and cost
+/// model, kept between searches that differ only in what weighs them
+/// (objective weights, the weight price and budget, `repeated`, the
+/// microbatches their sums spread over): a planner's frontiers and
+/// finalists.
+class LayoutOptionsCache {
+public:
+  LayoutOptionsCache();
+  ~LayoutOptionsCache();
+  struct Impl;
+  std::unique_ptr<Impl> impl;
+};
+
 struct SearchInput {
   /// Tensor-parallel degree and whether its group crosses nodes.
   int64_t degree = 1;
@@ -155,10 +176,12 @@ struct SearchInput {
   /// backward collectives (and recomputed ones).
   double computeWeight = 1, commWeight = 1;
   /// Training under selective recompute: per node, whether the backward
-  /// runs it again (recomputedNodes). Its compute, its own collectives and
-  /// its operands' reshards other than reductions of partial sums weigh
-  /// once more (as NodeCost::repeatedComm prices them).
+  /// runs it again (PlanGraph::selectiveAgain, or a test's own). Its
+  /// compute and what NodeCost::repeatedComm holds weigh once more.
   const std::vector<bool> *repeated = nullptr;
+  /// Where searched options are kept between searches of the same graph
+  /// and cost model (none: each search builds its own).
+  LayoutOptionsCache *cache = nullptr;
   /// Budget for weight bytes x `weightFactor` per device, summed over the
   /// whole model (0: no limit).
   double weightBudget = 0, weightFactor = 1;
@@ -221,7 +244,8 @@ bool copiesAlike(const PlanGraph &graph, llvm::ArrayRef<OpSharding> layouts);
 /// bytes, and the bytes of the weights whose gradients come out split over
 /// it by every reader (summed over the other axes on their own: under
 /// sequence parallelism, a relative bias table split by heads). `scale` is
-/// the share of the batch one device computes per microbatch. Found for a
+/// the share of the batch one device computes per microbatch;
+/// `batchSplit`: data parallelism splits the batch too. Found for a
 /// report, not while searching.
 struct BackwardCollectives {
   std::vector<PlannedCollective> collectives;
@@ -231,6 +255,11 @@ struct BackwardCollectives {
   /// axis and read whole, reduce-scattered into their part (ZeRO's
   /// reduce-scatter over dp takes them in: one over both axes).
   std::vector<PlannedCollective> storedScatters;
+  /// Once a step: the partial gradients of tables looked up whole on
+  /// positions the gradient arrives split in, reduce-scattered into the
+  /// table's split (under ZeRO over dp, all-reduced over the axis before
+  /// ZeRO's reduce-scatter takes a whole dimension).
+  std::vector<PlannedCollective> lookupScatters;
   llvm::SmallVector<int> partialGradientNodes;
   double partialGradientBytes = 0;
   /// The distinct sets of axes those partial gradients are summed over
@@ -241,6 +270,7 @@ struct BackwardCollectives {
 BackwardCollectives backwardCollectives(const PlanGraph &graph,
                                         const Mesh &mesh, const CostModel &cost,
                                         double scale, bool crossNode,
+                                        bool batchSplit,
                                         llvm::ArrayRef<NodeLayout> layouts);
 
 /// Training: a product with a trained weight (`node` of `graph`) reads its

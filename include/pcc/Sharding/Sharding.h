@@ -119,6 +119,15 @@ ShardingAttr toAttr(mlir::MLIRContext *ctx, const Mesh &mesh,
                     const TensorSharding &s);
 TensorSharding fromAttr(ShardingAttr attr);
 
+/// ZeRO's split of a tensor of `shape` held as `s` over `n` more devices:
+/// the dimension it goes on, a whole one first (with `further`, one already
+/// split, over one block group, first), or -1 where none divides and the
+/// tensor stays whole over them (its gradient all-reduced, not
+/// reduce-scattered). The partitioner's rule (TrainingLayouts) and the
+/// plan report's.
+int zeroSplitDim(llvm::ArrayRef<int64_t> shape, const TensorSharding &s,
+                 const Mesh &mesh, int64_t n, bool further = false);
+
 /// True if `shape` can be laid out as `s` over `mesh`: every split dimension
 /// divides into its groups and each group into its blocks.
 bool divides(llvm::ArrayRef<int64_t> shape, const TensorSharding &s,

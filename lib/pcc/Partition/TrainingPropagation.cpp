@@ -177,19 +177,12 @@ private:
     s.partial.clear();
     if (!zero || !dpAxis || s.usesAxis(*dpAxis))
       return s;
-    int64_t n = mesh.shape[*dpAxis];
-    ArrayRef<int64_t> shape = shapeOf(v);
-    for (bool whole : {!further, further})
-      for (auto [d, ds] : llvm::enumerate(s.dims)) {
-        int64_t blocks = ds.isSplit() ? mesh.size(ds.axes) : 1;
-        if (ds.isSplit() == whole || (ds.isSplit() && ds.groups != 1) ||
-            shape[d] % (blocks * n))
-          continue;
-        ds.axes.push_back(*dpAxis);
-        ds.groups = 1;
-        return s;
-      }
-    return s; // nothing divides: whole on dp
+    int d = zeroSplitDim(shapeOf(v), s, mesh, mesh.shape[*dpAxis], further);
+    if (d < 0)
+      return s; // nothing divides: whole on dp
+    s.dims[d].axes.push_back(*dpAxis);
+    s.dims[d].groups = 1;
+    return s;
   }
 
   /// An optimizer state ("<param>.exp_avg") is stored like its parameter,

@@ -133,7 +133,7 @@ bool inputGradientGathersMore(Operation *op, const TensorSharding &w,
 
 BackwardCollectives backwardCollectives(const PlanGraph &g, const Mesh &mesh,
                                         const CostModel &cost, double scale,
-                                        bool crossNode,
+                                        bool crossNode, bool batchSplit,
                                         ArrayRef<NodeLayout> layouts) {
   BackwardCollectives out;
   int n = g.nodes.size();
@@ -346,6 +346,7 @@ BackwardCollectives backwardCollectives(const PlanGraph &g, const Mesh &mesh,
                       mesh, crossNode, cost, &steps);
           for (PlannedCollective &pc : steps) {
             pc.node = i;
+            pc.storedWeight = true;
             out.collectives.push_back(pc);
           }
         }
@@ -529,6 +530,57 @@ BackwardCollectives backwardCollectives(const PlanGraph &g, const Mesh &mesh,
       out.collectives.push_back(pc);
     }
   }
+  // A lookup's gradient arriving with its indices' dimensions split where
+  // the forward read them whole (a position table looked up before the
+  // sequence is split): GatherOp's rule contracts a one-hot of the indices
+  // with it. The one-hot of token ids follows their split, and so does a
+  // constant one-hot (positions) where the gradient is partial over the
+  // data-parallel batch (a position table broadcast over it), the product
+  // then running on what it reads: each device makes a partial gradient
+  // of the whole table, reduce-scattered into the table's split over the
+  // axes that split it, once a step as the update reads it
+  // (TrainingLayouts::sumGradients), and summed with the gradients over the
+  // others. Otherwise the partitioner gathers the gradient to the lookup's
+  // layout, which moves fewer bytes (gatherCheaperFactor): false.
+  auto lookupGradientAsArrived = [&](int p, GatherOp gather,
+                                     const TensorSharding &kept,
+                                     const TensorSharding &arrived) {
+    Value table = gather.getInput(), indices = gather.getIndices();
+    size_t rows = shapeOf(indices).size();
+    size_t features = shapeOf(table).size();
+    if (!arrived.partial.empty() || arrived.dims.size() != rows + features - 1)
+      return false;
+    TensorSharding grad = TensorSharding::replicated(features);
+    for (size_t d = 1; d < features; ++d)
+      grad.dims[d] = arrived.dims[rows + d - 1];
+    for (size_t d = 0; d < rows; ++d)
+      for (int64_t a : arrived.dims[d].axes)
+        grad.partial.push_back(a);
+    int q = g.nodes[p].producers[1];
+    bool constant = q >= 0 ? g.nodes[q].madeOfConstants
+                           : !isa<BlockArgument>(indices);
+    if (grad.partial.empty() || (constant && !batchSplit))
+      return false;
+    SmallVector<int64_t, 2> summed;
+    for (int64_t a : grad.partial)
+      if (!kept.usesAxis(a))
+        summed.push_back(a);
+    if (!summed.empty())
+      sumWithGradients(p, table,
+                       tensorBytes(table) / double(splitFactor(grad, mesh)),
+                       summed);
+    if (summed.size() == grad.partial.size())
+      return true;
+    TensorSharding into = kept;
+    into.partial.assign(summed.begin(), summed.end());
+    SmallVector<PlannedCollective, 1> steps;
+    reshardTime(grad, into, tensorBytes(table), mesh, crossNode, cost, &steps);
+    for (PlannedCollective &pc : steps) {
+      pc.node = p;
+      out.lookupScatters.push_back(pc);
+    }
+    return true;
+  };
   // Last node first, so a sum's gradients reach its operands' makers
   // before those are resharded.
   for (auto it = reaching.rbegin(); it != reaching.rend(); ++it) {
@@ -607,19 +659,42 @@ BackwardCollectives backwardCollectives(const PlanGraph &g, const Mesh &mesh,
         gather.getInput().getDefiningOp<WeightOp>()) {
       // (Only where the tokens are split: otherwise every device's
       // gradient is the whole one.)
-      if (TensorSharding grad = gradientLayout(s, 0); !grad.partial.empty())
-        sumWithGradients(p, gather.getInput(),
-                         tensorBytes(gather.getInput()) /
+      Value table = gather.getInput();
+      if (TensorSharding grad = gradientLayout(s, 0); !grad.partial.empty()) {
+        sumWithGradients(p, table,
+                         tensorBytes(table) /
                              double(splitFactor(s.operands[0], mesh)),
                          grad.partial);
-      continue;
+        continue;
+      }
+      if (llvm::all_of(grads, [&](const TensorSharding &t) {
+            return lookupGradientAsArrived(p, gather, s.operands[0], t);
+          }))
+        continue;
+      // Otherwise the gradient is moved to the lookup's layout (below).
     }
-    // A sum run on partial operands (two vocabulary-parallel lookups
-    // added, summed once after): its gradient is each operand's, in the
-    // layout it arrives in (reduced over a broadcast operand's dimensions
-    // first), resharded where that operand is made; nothing here.
+    // A sum's gradient is each operand's, in the layout it arrives in
+    // (reduced over a broadcast operand's dimensions first), resharded
+    // where that operand is made; nothing here. So for a sum run on partial
+    // operands (two vocabulary-parallel lookups added, summed once after),
+    // and where gradients arrive whole and split (a residual stream that a
+    // norm reads whole and an add reads on the sequence split): an add
+    // reads nothing the forward saved, so the partitioner's rules sum them
+    // on the most split, the others sliced to it, and pass that on.
     Operation *op = g.nodes[p].op;
-    if (isa<AddOp, SubOp>(op) && !s.results[r].partial.empty()) {
+    TensorSharding whole = s.results[r];
+    whole.partial.clear();
+    const TensorSharding *finest = nullptr;
+    if (isa<AddOp, SubOp>(op) && s.results[r].partial.empty())
+      for (const TensorSharding &t : grads)
+        if (t.partial.empty() && t != whole &&
+            llvm::all_of(grads, [&](const TensorSharding &o) {
+              return slicesTo(o, t);
+            }))
+          finest = &t;
+    if (finest || (isa<AddOp, SubOp>(op) && !s.results[r].partial.empty())) {
+      ArrayRef<TensorSharding> passed =
+          finest ? ArrayRef<TensorSharding>(*finest) : ArrayRef(grads);
       for (auto [k, q] : llvm::enumerate(g.nodes[p].producers)) {
         Value v = op->getOperand(k);
         if (q < 0 || !trained[q] || !isFloat(v))
@@ -627,7 +702,7 @@ BackwardCollectives backwardCollectives(const PlanGraph &g, const Mesh &mesh,
         ArrayRef<int64_t> shape = shapeOf(v);
         std::vector<TensorSharding> &to =
             reaching[{q, cast<OpResult>(v).getResultNumber()}];
-        for (const TensorSharding &grad : grads) {
+        for (const TensorSharding &grad : passed) {
           // Right-aligned; a broadcast (size-1 or missing) dimension is
           // summed away whole.
           TensorSharding mine = TensorSharding::replicated(shape.size());
@@ -635,14 +710,16 @@ BackwardCollectives backwardCollectives(const PlanGraph &g, const Mesh &mesh,
           for (size_t d = 0; d < shape.size(); ++d)
             if (shape[d] == shapeOf(op->getResult(r))[d + off])
               mine.dims[d] = grad.dims[d + off];
-          if (!llvm::is_contained(to, mine))
+          // (Summed on the finest, it replaces what the forward's layout
+          // sent.)
+          if (finest)
+            resend(p, q, cast<OpResult>(v).getResultNumber(), mine);
+          else if (!llvm::is_contained(to, mine))
             to.push_back(mine);
         }
       }
       continue;
     }
-    TensorSharding whole = s.results[r];
-    whole.partial.clear();
     // A value of weights alone (a relative-position bias looked up from
     // its table), or one whose gradient reaches weights alone through ops
     // that keep its split (toWeights: a ViT's embeddings, kept whole in the

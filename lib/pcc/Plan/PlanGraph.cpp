@@ -674,6 +674,7 @@ PlanGraph buildPlanGraph(func::FuncOp fn, bool gpuKernels,
   }
   markBatchDims(g);
   g.blocks = findRepeatedBlocks(g);
+  g.selectiveAgain = recomputedNodes(g, /*selective=*/true);
   return g;
 }
 

@@ -194,6 +194,50 @@ ZeroTensors zeroTensors(const PlanGraph &g, const PlanCandidate &c) {
   return best;
 }
 
+/// Trained weights ZeRO keeps whole over dp (zeroSplitDim finds no
+/// dimension), as the first reader's 1D layout holds them: how many, their
+/// bytes per device and their forward reads (ZeRO-3 gathers none of them).
+struct WholeOverDp {
+  int64_t tensors = 0, forwardReads = 0;
+  double bytes = 0;
+};
+
+WholeOverDp wholeOverDp(const PlanGraph &g, const PlanCandidate &c) {
+  WholeOverDp out;
+  if (c.mode != TensorMode::OneD || c.tp <= 1 || !c.layout ||
+      c.layout->layouts.size() != g.nodes.size())
+    return out;
+  Mesh mesh = tpMesh(c);
+  llvm::DenseMap<mlir::Value, bool> whole;
+  for (auto [i, node] : llvm::enumerate(g.nodes)) {
+    mlir::Operation *op = node.op;
+    const OpSharding &s = c.layout->layouts[i].sharding;
+    for (auto [k, v] : llvm::enumerate(op->getOperands())) {
+      auto w = v.getDefiningOp<WeightOp>();
+      if (!w || llvm::is_contained(node.frozenWeights, unsigned(k)) ||
+          !isa<mlir::FloatType>(elementTypeOf(v)))
+        continue;
+      auto [it, first] = whole.try_emplace(v, false);
+      if (first && k < s.operands.size()) {
+        bool stored =
+            k < s.storedOperands.size() && !s.storedOperands[k].dims.empty();
+        const TensorSharding &held =
+            stored ? s.storedOperands[k] : s.operands[k];
+        it->second = zeroSplitDim(shapeOf(v), held, mesh, c.dp, stored) < 0;
+        if (it->second) {
+          ++out.tensors;
+          out.bytes += shapeBytes(localShape(shapeOf(v), held, mesh),
+                                  elementTypeOf(v));
+        }
+      }
+      // (A 16-bit weight's later readers read its master's one cast.)
+      if (it->second && (first || elementTypeOf(v).isF32()))
+        ++out.forwardReads;
+    }
+  }
+  return out;
+}
+
 /// Every collective one step runs, grouped by kind, axis and size.
 std::vector<CollectiveSummary> collectives(const PlanGraph &g,
                                            const ClusterSpec &cluster,
@@ -223,7 +267,8 @@ std::vector<CollectiveSummary> collectives(const PlanGraph &g,
   // recompute runs again (its clone reshards what it reads, the layer's
   // input included, but a kept value's partial sum is reduced once;
   // selective recompute repeats those of the ops between the kept
-  // products), and its backward's (BackwardCollectives); other layouts
+  // products, and a kept product's reshards of what those make), and its
+  // backward's (BackwardCollectives); other layouts
   // count theirs once per pass.
   // A loss the tensor layout leaves partial over tp is summed with its sums
   // over the batch, one all-reduce over dp x tp (pcc-partition sums a
@@ -240,10 +285,19 @@ std::vector<CollectiveSummary> collectives(const PlanGraph &g,
              return s.node == sum && !s.coupled;
            });
   };
+  // ZeRO-3 gathers a weight stored split over tp over dp x tp at each use,
+  // one collective for both (TrainingLayouts): counted with ZeRO's, per
+  // step.
+  bool gathersOverBoth = c.zero >= 3 && c.dp > 1 && c.mode == TensorMode::OneD;
+  int64_t storedGathers = 0;
   auto list = [&](StringRef axis, ArrayRef<NodeLayout> layouts, bool spelled,
                   const Mesh &mesh, double scale, int64_t degree) {
     for (auto [i, nc] : llvm::enumerate(layouts))
       for (const PlannedCollective &pc : nc.collectives) {
+        if (pc.storedWeight && gathersOverBoth && axis == "tp") {
+          storedGathers += c.microbatches * (again[i] ? 2 : 1);
+          continue;
+        }
         if (sumsLossOverTp(axis, i, pc)) {
           lossOverTp.insert(pc.producer < 0 ? int(i) : pc.producer);
           continue;
@@ -251,8 +305,12 @@ std::vector<CollectiveSummary> collectives(const PlanGraph &g,
         // A kept value's partial sum is reduced once, for every reader.
         bool reduction = pc.kind == CollectiveKind::AllReduce ||
                          pc.kind == CollectiveKind::ReduceScatter;
-        bool repeated = again[i] && (pc.producer < 0 || again[pc.producer] ||
-                                     !reduction);
+        // A kept product's gradient reads an operand recompute makes
+        // again as the forward read it: resharded again.
+        bool repeated =
+            again[i] ? pc.producer < 0 || again[pc.producer] || !reduction
+                     : pc.producer >= 0 && again[pc.producer] && !reduction &&
+                           isa<ContractionOpInterface>(g.nodes[i].op);
         add(collectiveName(pc.kind), axis, pc.bytes, pc.seconds,
             spelled ? c.microbatches * (repeated ? 2 : 1) : perStep,
             g.nodes[i].name);
@@ -261,10 +319,15 @@ std::vector<CollectiveSummary> collectives(const PlanGraph &g,
       return BackwardCollectives();
     BackwardCollectives backward = backwardCollectives(
         g, mesh, CostModel(cluster, g.dtype, o.devices), scale,
-        groupCrossesNodes(1, degree, cluster), layouts);
-    for (const PlannedCollective &pc : backward.collectives)
+        groupCrossesNodes(1, degree, cluster), c.dp > 1, layouts);
+    for (const PlannedCollective &pc : backward.collectives) {
+      if (pc.storedWeight && gathersOverBoth && axis == "tp") {
+        storedGathers += c.microbatches;
+        continue;
+      }
       add(collectiveName(pc.kind), axis, pc.bytes, pc.seconds, c.microbatches,
           g.nodes[pc.node].name + " (gradient)");
+    }
     for (const PlannedCollective &pc : backward.perStep)
       add(collectiveName(pc.kind), axis, pc.bytes, pc.seconds, 1,
           g.nodes[pc.node].name + " (weight gradient)");
@@ -273,6 +336,19 @@ std::vector<CollectiveSummary> collectives(const PlanGraph &g,
       for (const PlannedCollective &pc : backward.storedScatters)
         add(collectiveName(pc.kind), axis, pc.bytes, pc.seconds, 1,
             g.nodes[pc.node].name + " (weight gradient)");
+    // A table's partial gradient: reduce-scattered into its split, or under
+    // ZeRO all-reduced over the axis before ZeRO's own reduce-scatter.
+    for (const PlannedCollective &pc : backward.lookupScatters) {
+      bool zero = c.zero && c.dp > 1;
+      CollectiveKind kind = zero ? CollectiveKind::AllReduce : pc.kind;
+      double t = zero ? CostModel(cluster, g.dtype, o.devices)
+                            .collectiveTime(kind, pc.bytes, degree,
+                                            groupCrossesNodes(1, degree,
+                                                              cluster))
+                      : pc.seconds;
+      add(collectiveName(kind), axis, pc.bytes, t, 1,
+          g.nodes[pc.node].name + " (weight gradient)");
+    }
     return backward;
   };
   bool spelled =
@@ -370,16 +446,31 @@ std::vector<CollectiveSummary> collectives(const PlanGraph &g,
     // Counted over every pipeline device; their time is the fullest
     // device's (the devices of other stages run theirs meanwhile).
     ZeroTensors t = zeroTensors(g, c);
-    int64_t tensors = std::max<int64_t>(t.allWeights, 1);
-    int64_t gathers = c.zero >= 3
-                          ? c.microbatches * (t.allForward + t.allBackward)
-                          : t.allWeights;
+    // Weights no dimension of which splits over dp (fused Q|K|V biases
+    // split by groups): all-reduced over dp, one bucket, never gathered.
+    WholeOverDp whole = wholeOverDp(g, c);
+    int64_t split = t.allWeights - whole.tensors;
+    int64_t gathers =
+        c.zero >= 3 ? c.microbatches * (t.allForward + t.allBackward -
+                                        whole.forwardReads) -
+                          storedGathers
+                    : split;
     double half = (c.dataParallel - c.lossSums) / 2,
            each = t.bytes / double(std::max<int64_t>(t.weights, 1));
-    add("reduce_scatter", "dp", each, half / double(tensors), t.allWeights,
-        "gradients");
-    add("all_gather", "dp", each, half / double(std::max<int64_t>(gathers, 1)),
-        gathers, c.zero >= 3 ? "parameters before use" : "parameters");
+    double gather = half / double(std::max<int64_t>(gathers + storedGathers, 1));
+    add("reduce_scatter", "dp", each, half / double(std::max<int64_t>(split, 1)),
+        split, "gradients");
+    add("all_gather", "dp", each, gather, gathers,
+        c.zero >= 3 ? "parameters before use" : "parameters");
+    if (storedGathers)
+      add("all_gather", "dp x tp", each, gather, storedGathers,
+          "parameters stored split over tp, before use");
+    if (whole.tensors)
+      add("all_reduce", "dp", whole.bytes,
+          CostModel(cluster, g.dtype, o.devices)
+              .collectiveTime(CollectiveKind::AllReduce, whole.bytes, c.dp,
+                              groupCrossesNodes(c.tp, c.dp, cluster)),
+          1, "gradients ZeRO cannot split over dp");
   }
   std::vector<CollectiveSummary> out;
   for (auto &[k, s] : m)

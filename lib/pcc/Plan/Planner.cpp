@@ -305,7 +305,7 @@ public:
             isa<ContractionOpInterface>(g.nodes[p].op))
           keptBySelective[p] = true;
     recomputedByFull = recomputedNodes(g);
-    recomputedBySelective = recomputedNodes(g, /*selective=*/true);
+    recomputedBySelective = g.selectiveAgain;
     // A copy's input that ops outside repeated layers make and keep for
     // the backward (the embedding's output a first layer norm reads).
     std::vector<int> unitOf(g.nodes.size(), -1);
@@ -508,6 +508,9 @@ private:
     bool lightest = false;
   };
   using FrontierKey = std::tuple<int64_t, int, bool, int>;
+  /// The 1D search's options, shared by its frontiers' and finalists'
+  /// searches.
+  LayoutOptionsCache layoutOptions;
   std::map<FrontierKey, Frontier> frontiers;
   /// Distinct seed layouts.
   std::vector<std::vector<OpSharding>> seeds;
@@ -717,6 +720,7 @@ PlanSearch::layoutFor(int64_t pp, int64_t dp, int64_t tg, TensorMode mode,
     in.train = opt.train;
     in.microbatches = double(m);
     in.batchSplit = dp > 1 || (pp > 1 && m > 1);
+    in.cache = &layoutOptions;
     if (opt.train && recompute == Recompute::Selective)
       in.repeated = &recomputedBySelective;
     // Weights (and their training state) must leave room for activations
@@ -926,8 +930,7 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
         sum.comm += nc.comm + (sequence ? sequence->costs[i].comm : 0.0);
         sum.backwardComm +=
             nc.backwardComm + (sequence ? sequence->costs[i].backwardComm : 0.0);
-        if (opt.train && c.recompute == Recompute::Selective &&
-            recomputedBySelective[i])
+        if (opt.train && c.recompute == Recompute::Selective)
           sum.backwardComm += nc.repeatedComm +
                               (sequence ? sequence->costs[i].repeatedComm : 0.0);
         sum.weightBytes += nc.weightBytes;

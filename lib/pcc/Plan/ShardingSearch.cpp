@@ -27,6 +27,8 @@
 
 #include <cfloat>
 #include <chrono>
+#include <map>
+#include <tuple>
 
 using namespace mlir;
 
@@ -104,8 +106,11 @@ Choice costOption(const PlanNode &node, OpSharding sharding, const Mesh &mesh,
                           : local.back(),
                    elementTypeOf(v));
     if (stored) {
+      size_t before = c.collectives.size();
       c.comm += reshardTime(*stored, s, tensorBytes(v), mesh, in.crossNode,
                             cost, &c.collectives);
+      for (size_t j = before; j < c.collectives.size(); ++j)
+        c.collectives[j].storedWeight = true;
       // The gathered block lives while the op runs.
       c.scratchBytes += shapeBytes(local.back(), elementTypeOf(v));
     }
@@ -386,7 +391,26 @@ struct Edge {
   double mult;
 };
 
+/// What a search builds before weighing anything: every variable node's
+/// options (their output reductions priced), how often each occurs, and
+/// the edges between them.
+struct LayoutOptions {
+  std::vector<std::vector<Choice>> options;
+  std::vector<double> nodeMult;
+  std::vector<Edge> edges;
+};
+
 } // namespace
+
+/// Searches with the same tensor degree, node crossing, batch split and
+/// share, training or not, on searched layouts, build the same options.
+struct LayoutOptionsCache::Impl {
+  using Key = std::tuple<int64_t, bool, bool, double, bool>;
+  std::map<Key, std::shared_ptr<const LayoutOptions>> built;
+};
+
+LayoutOptionsCache::LayoutOptionsCache() : impl(std::make_unique<Impl>()) {}
+LayoutOptionsCache::~LayoutOptionsCache() = default;
 
 namespace {
 
@@ -567,13 +591,9 @@ class LayoutProblem {
 public:
   LayoutProblem(const PlanGraph &g, const CostModel &cost,
                 const SearchInput &in)
-      : g(g), cost(cost), in(in), n(g.nodes.size()), options(n),
-        nodeMult(n, 0), choice(n, 0) {
-    mesh.shape = {std::max<int64_t>(1, in.degree)};
-    mesh.axisNames = {"tp"};
-    if (in.grid)
-      mesh = *in.grid;
-  }
+      : g(g), cost(cost), in(in), n(g.nodes.size()), mesh(meshOf(in)),
+        built(optionsFor()), options(built->options),
+        nodeMult(built->nodeMult), edges(built->edges), choice(n, 0) {}
 
   SearchResult solve();
 
@@ -583,12 +603,22 @@ private:
   /// copies are priced one by one.
   int rep(int i) const { return in.fixedPerCopy ? i : g.representative(i); }
   bool isVariable(int i) const { return rep(i) == i; }
-  void collectOptions();
+  static Mesh meshOf(const SearchInput &in) {
+    if (in.grid)
+      return *in.grid;
+    Mesh mesh;
+    mesh.shape = {std::max<int64_t>(1, in.degree)};
+    mesh.axisNames = {"tp"};
+    return mesh;
+  }
+  /// The options of `in`, from its cache where it has them.
+  std::shared_ptr<const LayoutOptions> optionsFor() const;
+  void collectOptions(LayoutOptions &o) const;
   /// Edges between variables, with how often each occurs in the full graph.
-  void collectEdges();
+  void collectEdges(LayoutOptions &o) const;
   /// Function results must not stay partial sums: their reduction joins
   /// the producing option's cost.
-  void priceOutputReductions();
+  void priceOutputReductions(LayoutOptions &o) const;
   /// The edge's reshard as the objective weighs it (commWeight, once more
   /// where a recomputed reader repeats it).
   double edgeCost(const Edge &e, int a, int b) const;
@@ -599,6 +629,9 @@ private:
   }
   /// Whether selective recompute runs node `i` again (SearchInput::repeated).
   bool repeats(int i) const { return in.repeated && (*in.repeated)[i]; }
+  bool isContraction(int i) const {
+    return isa<ContractionOpInterface>(g.nodes[i].op);
+  }
   /// The weight of node `i`'s own collectives.
   double commWeight(int i) const { return in.commWeight + repeats(i); }
   /// Training: what the backward adds on the edge, once per microbatch
@@ -673,25 +706,48 @@ private:
   const SearchInput &in;
   int n;
   Mesh mesh;
-  std::vector<std::vector<Choice>> options;
-  std::vector<double> nodeMult;
-  std::vector<Edge> edges;
+  std::shared_ptr<const LayoutOptions> built;
+  const std::vector<std::vector<Choice>> &options;
+  const std::vector<double> &nodeMult;
+  const std::vector<Edge> &edges;
   std::vector<int> choice, firstVar;
 };
 
-void LayoutProblem::collectOptions() {
+std::shared_ptr<const LayoutOptions> LayoutProblem::optionsFor() const {
+  auto build = [&] {
+    auto o = std::make_shared<LayoutOptions>();
+    o->options.resize(n);
+    o->nodeMult.assign(n, 0);
+    collectOptions(*o);
+    collectEdges(*o);
+    priceOutputReductions(*o);
+    return o;
+  };
+  // Fixed layouts and grids cost their own options.
+  if (!in.cache || in.fixed || in.grid)
+    return build();
+  LayoutOptionsCache::Impl::Key key(in.degree, in.crossNode, in.batchSplit,
+                                    in.scale, in.train);
+  std::shared_ptr<const LayoutOptions> &entry = in.cache->impl->built[key];
+  if (!entry)
+    entry = build();
+  return entry;
+}
+
+void LayoutProblem::collectOptions(LayoutOptions &o) const {
   for (int i = 0; i < n; ++i) {
     if (!isVariable(i))
       continue;
-    options[i] = in.fixed ? std::vector<Choice>{costOption(
-                                g.nodes[i], (*in.fixed)[i], mesh, cost, in)}
-                          : enumerateOptions(g.nodes[i], mesh, cost, in);
+    o.options[i] = in.fixed ? std::vector<Choice>{costOption(
+                                  g.nodes[i], (*in.fixed)[i], mesh, cost, in)}
+                            : enumerateOptions(g.nodes[i], mesh, cost, in);
     const RepeatedBlock *b = in.fixedPerCopy ? nullptr : g.blockOf(i);
-    nodeMult[i] = b ? b->count : 1;
+    o.nodeMult[i] = b ? b->count : 1;
   }
 }
 
-void LayoutProblem::collectEdges() {
+void LayoutProblem::collectEdges(LayoutOptions &o) const {
+  std::vector<Edge> &edges = o.edges;
   for (int i = 0; i < n; ++i) {
     if (!isVariable(i))
       continue;
@@ -724,11 +780,11 @@ void LayoutProblem::collectEdges() {
   }
 }
 
-void LayoutProblem::priceOutputReductions() {
+void LayoutProblem::priceOutputReductions(LayoutOptions &o) const {
   for (auto [node, r] : g.outputs) {
     int i = rep(node);
     Value v = g.nodes[node].op->getResult(r);
-    for (Choice &c : options[i]) {
+    for (Choice &c : o.options[i]) {
       const TensorSharding &s = c.sharding.results[r];
       if (s.partial.empty())
         continue;
@@ -747,8 +803,11 @@ double LayoutProblem::edgeCost(const Edge &e, int a, int b) const {
                   options[e.consumer][b].sharding.operands[e.operand]);
   double t = stepsTime(steps, g.resultBytes(e.producer, e.result, in.scale),
                        mesh, in.crossNode, cost, nullptr);
-  // A recomputed reader reshards again, but a partial sum is reduced once.
-  bool again = repeats(e.consumer) && !reducesOnly(steps);
+  // A recomputed reader reshards again, and so does a kept product's
+  // gradient reading a recomputed operand; a partial sum is reduced once.
+  bool again = !reducesOnly(steps) &&
+               (repeats(e.consumer) ||
+                (repeats(e.producer) && isContraction(e.consumer)));
   return (in.commWeight + again) * t;
 }
 
@@ -950,7 +1009,14 @@ void LayoutProblem::spellOut(SearchResult &result) const {
     int r = rep(i);
     const Choice &chosen = options[r][choice[r]];
     NodeCost c = chosen;
-    c.repeatedComm = c.comm;
+    // What selective recompute repeats (NodeCost::repeatedComm).
+    const std::vector<bool> &again =
+        in.repeated ? *in.repeated : g.selectiveAgain;
+    auto runsAgain = [&](int j) {
+      return j >= 0 && size_t(j) < again.size() && again[j];
+    };
+    bool contraction = isContraction(i);
+    c.repeatedComm = runsAgain(i) ? c.comm : 0.0;
     SmallVector<PlannedCollective, 2> colls;
     if (in.layouts)
       colls = chosen.collectives;
@@ -1002,7 +1068,8 @@ void LayoutProblem::spellOut(SearchResult &result) const {
       double t = stepsTime(steps, tensorBytes(v) * share, mesh, in.crossNode,
                            cost, in.layouts ? &colls : nullptr);
       c.comm += t;
-      if (!reducesOnly(steps))
+      if (!reducesOnly(steps) &&
+          (runsAgain(i) || (contraction && runsAgain(p))))
         c.repeatedComm += t;
       for (size_t j = before; j < colls.size(); ++j)
         colls[j].producer = p;
@@ -1028,9 +1095,6 @@ void LayoutProblem::spellOut(SearchResult &result) const {
 SearchResult LayoutProblem::solve() {
   auto start = std::chrono::steady_clock::now();
   SearchResult result;
-  collectOptions();
-  collectEdges();
-  priceOutputReductions();
   if (llvm::any_of(options, [](const auto &o) { return o.size() > 1; }))
     solveProgram(result);
   else
@@ -1039,7 +1103,7 @@ SearchResult LayoutProblem::solve() {
   for (int i = 0; i < n; ++i) {
     const NodeCost &c = result.costs[i];
     result.objective += computeWeight(i) * c.compute + in.commWeight * c.comm +
-                        (repeats(i) ? c.repeatedComm : 0.0) + c.backwardComm +
+                        (in.repeated ? c.repeatedComm : 0.0) + c.backwardComm +
                         c.gradSync / in.microbatches;
     result.weightBytes += c.weightBytes * in.weightFactor;
   }

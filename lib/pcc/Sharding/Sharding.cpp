@@ -111,6 +111,21 @@ TensorSharding fromAttr(ShardingAttr attr) {
   return s;
 }
 
+int zeroSplitDim(ArrayRef<int64_t> shape, const TensorSharding &s,
+                 const Mesh &mesh, int64_t n, bool further) {
+  if (s.dims.size() != shape.size())
+    return -1;
+  for (bool whole : {!further, further})
+    for (auto [d, ds] : llvm::enumerate(s.dims)) {
+      int64_t blocks = ds.isSplit() ? mesh.size(ds.axes) : 1;
+      if (ds.isSplit() == whole || (ds.isSplit() && ds.groups != 1) ||
+          shape[d] % (blocks * n))
+        continue;
+      return int(d);
+    }
+  return -1;
+}
+
 bool divides(ArrayRef<int64_t> shape, const TensorSharding &s,
              const Mesh &mesh) {
   if (s.dims.size() != shape.size())
