@@ -173,6 +173,20 @@ protected:
     return module->lookupSymbol<func::FuncOp>("main");
   }
 
+  static Mesh tpMesh(int64_t n) {
+    Mesh mesh;
+    mesh.shape = {n};
+    mesh.axisNames = {"tp"};
+    return mesh;
+  }
+
+  /// A rank-`rank` layout split on dimension `dim` over the mesh's axis.
+  static TensorSharding split(int64_t rank, int64_t dim) {
+    TensorSharding t = TensorSharding::replicated(rank);
+    t.dims[dim].axes = {0};
+    return t;
+  }
+
   static double total(const SearchResult &r) {
     double t = 0;
     for (int i = 0; i < r.costs.size(); ++i)
@@ -339,16 +353,9 @@ TEST_F(LayoutSearch, GatheredTransposedWeightIsTheWholeWeight) {
   auto cluster = loadCluster("dgx-a100");
   ASSERT_TRUE(bool(cluster));
   CostModel cost(*cluster, graph.dtype, 2);
-  Mesh mesh;
-  mesh.shape = {2};
-  mesh.axisNames = {"tp"};
+  Mesh mesh = tpMesh(2);
   // The transposed weight made split by its columns, read whole by a
   // product on the sequence's rows.
-  auto split = [](int64_t rank, int64_t dim) {
-    TensorSharding t = TensorSharding::replicated(rank);
-    t.dims[dim].axes = {0};
-    return t;
-  };
   std::vector<OpSharding> fixed = {
       inferOpSharding(graph.nodes[0].op, {split(2, 0)}, mesh),
       inferOpSharding(graph.nodes[1].op,
@@ -385,14 +392,7 @@ TEST_F(LayoutSearch, SelectiveRepeatsWeighGathersNotReductions) {
   auto cluster = loadCluster("dgx-a100");
   ASSERT_TRUE(bool(cluster));
   CostModel cost(*cluster, graph.dtype, 2);
-  Mesh mesh;
-  mesh.shape = {2};
-  mesh.axisNames = {"tp"};
-  auto split = [](int64_t rank, int64_t dim) {
-    TensorSharding t = TensorSharding::replicated(rank);
-    t.dims[dim].axes = {0};
-    return t;
-  };
+  Mesh mesh = tpMesh(2);
   auto whole = TensorSharding::replicated(2);
   // fc1 row-parallel (a partial sum), reduce-scattered onto the GELU's
   // rows, gathered whole for fc2.
