@@ -379,9 +379,8 @@ TEST_F(LayoutSearch, GatheredTransposedWeightIsTheWholeWeight) {
 // gathers that op's result again.
 TEST_F(LayoutSearch, SelectiveRepeatsWeighGathersNotReductions) {
   func::FuncOp fn = parse(R"mlir(
-    func.func @main(%x: tensor<64x64xf32>) -> tensor<64x64xf32> {
+    func.func @main(%x: tensor<64x64xf32>, %v: tensor<64x64xf32>) -> tensor<64x64xf32> {
       %w = pcc.weight "fc1" : tensor<64x64xf32>
-      %v = pcc.weight "fc2" : tensor<64x64xf32>
       %h = pcc.matmul %x, %w : (tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<64x64xf32>
       %g = pcc.gelu %h : tensor<64x64xf32>
       %y = pcc.matmul %g, %v : (tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<64x64xf32>
@@ -395,7 +394,7 @@ TEST_F(LayoutSearch, SelectiveRepeatsWeighGathersNotReductions) {
   Mesh mesh = tpMesh(2);
   auto whole = TensorSharding::replicated(2);
   // fc1 row-parallel (a partial sum), reduce-scattered onto the GELU's
-  // rows, gathered whole for fc2.
+  // rows, gathered whole for a product with another activation.
   std::vector<OpSharding> fixed = {
       inferOpSharding(graph.nodes[0].op, {split(2, 1), split(2, 0)}, mesh),
       inferOpSharding(graph.nodes[1].op, {split(2, 0)}, mesh),
@@ -416,8 +415,9 @@ TEST_F(LayoutSearch, SelectiveRepeatsWeighGathersNotReductions) {
   double compute = c[0].compute + c[1].compute + c[2].compute;
   EXPECT_NEAR(again.objective - once.objective, compute + c[2].comm,
               1e-12 * once.objective);
-  // Only the GELU run again: fc2, kept, still gathers its clone's result
-  // again for its weight's gradient.
+  // Only the GELU run again: the kept product gathers its clone's result
+  // again for its gradients (a linear layer's gathered input is
+  // weightGradientGather's).
   std::vector<bool> between = {false, true, false};
   in.repeated = &between;
   SearchResult kept = searchTensorParallel(graph, cost, in);

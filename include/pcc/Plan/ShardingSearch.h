@@ -63,7 +63,9 @@ struct NodeCost {
   /// (PlanGraph::selectiveAgain): for an op it runs again, its own
   /// collectives and the reshards of what it reads; for a kept
   /// contraction, the reshards of operands an op run again makes (its
-  /// gradient products read the clone's result as the forward read it).
+  /// gradient products read the clone's result as the forward read it;
+  /// a linear layer's gathered input is gathered again anyway:
+  /// weightGradientGather).
   /// Never a reduction of a partial value (its maker reduces it once for
   /// every reader; the report, which knows the makers, also repeats a
   /// reduction of a value recompute makes again, rare enough in layers to

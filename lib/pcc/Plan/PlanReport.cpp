@@ -306,11 +306,14 @@ std::vector<CollectiveSummary> collectives(const PlanGraph &g,
         bool reduction = pc.kind == CollectiveKind::AllReduce ||
                          pc.kind == CollectiveKind::ReduceScatter;
         // A kept product's gradient reads an operand recompute makes
-        // again as the forward read it: resharded again.
+        // again as the forward read it: resharded again (a linear layer's
+        // gathered input is gathered again anyway: BackwardCollectives).
         bool repeated =
             again[i] ? pc.producer < 0 || again[pc.producer] || !reduction
                      : pc.producer >= 0 && again[pc.producer] && !reduction &&
-                           isa<ContractionOpInterface>(g.nodes[i].op);
+                           isa<ContractionOpInterface>(g.nodes[i].op) &&
+                           !(g.nodes[i].linear &&
+                             pc.kind == CollectiveKind::AllGather);
         add(collectiveName(pc.kind), axis, pc.bytes, pc.seconds,
             spelled ? c.microbatches * (repeated ? 2 : 1) : perStep,
             g.nodes[i].name);

@@ -629,8 +629,18 @@ private:
   }
   /// Whether selective recompute runs node `i` again (SearchInput::repeated).
   bool repeats(int i) const { return in.repeated && (*in.repeated)[i]; }
-  bool isContraction(int i) const {
-    return isa<ContractionOpInterface>(g.nodes[i].op);
+  /// Whether kept contraction `i`'s gradient products reshard again what
+  /// an op run again makes (`steps`, as the forward read it): not a linear
+  /// layer's gathered input, which the backward gathers again anyway
+  /// (weightGradientGather).
+  bool keptRereads(int i, ArrayRef<ReshardStep> steps) const {
+    return isa<ContractionOpInterface>(g.nodes[i].op) &&
+           !(g.nodes[i].linear && gathers(steps));
+  }
+  static bool gathers(ArrayRef<ReshardStep> steps) {
+    return llvm::any_of(steps, [](const ReshardStep &s) {
+      return s.kind == ReshardKind::AllGather;
+    });
   }
   /// The weight of node `i`'s own collectives.
   double commWeight(int i) const { return in.commWeight + repeats(i); }
@@ -807,7 +817,7 @@ double LayoutProblem::edgeCost(const Edge &e, int a, int b) const {
   // gradient reading a recomputed operand; a partial sum is reduced once.
   bool again = !reducesOnly(steps) &&
                (repeats(e.consumer) ||
-                (repeats(e.producer) && isContraction(e.consumer)));
+                (repeats(e.producer) && keptRereads(e.consumer, steps)));
   return (in.commWeight + again) * t;
 }
 
@@ -1015,7 +1025,6 @@ void LayoutProblem::spellOut(SearchResult &result) const {
     auto runsAgain = [&](int j) {
       return j >= 0 && size_t(j) < again.size() && again[j];
     };
-    bool contraction = isContraction(i);
     c.repeatedComm = runsAgain(i) ? c.comm : 0.0;
     SmallVector<PlannedCollective, 2> colls;
     if (in.layouts)
@@ -1069,7 +1078,7 @@ void LayoutProblem::spellOut(SearchResult &result) const {
                            cost, in.layouts ? &colls : nullptr);
       c.comm += t;
       if (!reducesOnly(steps) &&
-          (runsAgain(i) || (contraction && runsAgain(p))))
+          (runsAgain(i) || (runsAgain(p) && keptRereads(i, steps))))
         c.repeatedComm += t;
       for (size_t j = before; j < colls.size(); ++j)
         colls[j].producer = p;
