@@ -247,8 +247,12 @@ bool copiesAlike(const PlanGraph &graph, llvm::ArrayRef<OpSharding> layouts);
 /// it by every reader (summed over the other axes on their own: under
 /// sequence parallelism, a relative bias table split by heads). `scale` is
 /// the share of the batch one device computes per microbatch;
-/// `batchSplit`: data parallelism splits the batch too. Found for a
-/// report, not while searching.
+/// `batchSplit`: data parallelism splits the batch too. `oneAxis`: 1D
+/// tensor layouts, where a sum's gradients arriving whole and split are
+/// summed on the split and a lookup's on split positions contracted there,
+/// as the partitioner does (checked on 1D layouts only: grids' and
+/// sequence axes' gradients keep the reshard to the layout made). Found for
+/// a report, not while searching.
 struct BackwardCollectives {
   std::vector<PlannedCollective> collectives;
   /// Once a step: weight gradients gathered before their update.
@@ -272,7 +276,7 @@ struct BackwardCollectives {
 BackwardCollectives backwardCollectives(const PlanGraph &graph,
                                         const Mesh &mesh, const CostModel &cost,
                                         double scale, bool crossNode,
-                                        bool batchSplit,
+                                        bool batchSplit, bool oneAxis,
                                         llvm::ArrayRef<NodeLayout> layouts);
 
 /// Training: a product with a trained weight (`node` of `graph`) reads its

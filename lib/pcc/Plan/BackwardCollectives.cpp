@@ -134,6 +134,7 @@ bool inputGradientGathersMore(Operation *op, const TensorSharding &w,
 BackwardCollectives backwardCollectives(const PlanGraph &g, const Mesh &mesh,
                                         const CostModel &cost, double scale,
                                         bool crossNode, bool batchSplit,
+                                        bool oneAxis,
                                         ArrayRef<NodeLayout> layouts) {
   BackwardCollectives out;
   int n = g.nodes.size();
@@ -559,7 +560,7 @@ BackwardCollectives backwardCollectives(const PlanGraph &g, const Mesh &mesh,
     int q = g.nodes[p].producers[1];
     bool constant = q >= 0 ? g.nodes[q].madeOfConstants
                            : !isa<BlockArgument>(indices);
-    if (grad.partial.empty() || (constant && !batchSplit))
+    if (!oneAxis || grad.partial.empty() || (constant && !batchSplit))
       return false;
     SmallVector<int64_t, 2> summed;
     for (int64_t a : grad.partial)
@@ -667,7 +668,7 @@ BackwardCollectives backwardCollectives(const PlanGraph &g, const Mesh &mesh,
                          grad.partial);
         continue;
       }
-      if (llvm::all_of(grads, [&](const TensorSharding &t) {
+      if (!oneAxis || llvm::all_of(grads, [&](const TensorSharding &t) {
             return lookupGradientAsArrived(p, gather, s.operands[0], t);
           }))
         continue;
@@ -685,7 +686,7 @@ BackwardCollectives backwardCollectives(const PlanGraph &g, const Mesh &mesh,
     TensorSharding whole = s.results[r];
     whole.partial.clear();
     const TensorSharding *finest = nullptr;
-    if (isa<AddOp, SubOp>(op) && s.results[r].partial.empty())
+    if (oneAxis && isa<AddOp, SubOp>(op) && s.results[r].partial.empty())
       for (const TensorSharding &t : grads)
         if (t.partial.empty() && t != whole &&
             llvm::all_of(grads, [&](const TensorSharding &o) {

@@ -322,7 +322,8 @@ std::vector<CollectiveSummary> collectives(const PlanGraph &g,
       return BackwardCollectives();
     BackwardCollectives backward = backwardCollectives(
         g, mesh, CostModel(cluster, g.dtype, o.devices), scale,
-        groupCrossesNodes(1, degree, cluster), c.dp > 1, layouts);
+        groupCrossesNodes(1, degree, cluster), c.dp > 1,
+        axis == "tp" && c.mode == TensorMode::OneD, layouts);
     for (const PlannedCollective &pc : backward.collectives) {
       if (pc.storedWeight && gathersOverBoth && axis == "tp") {
         storedGathers += c.microbatches;
