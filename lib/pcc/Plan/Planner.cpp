@@ -507,7 +507,7 @@ private:
     /// The lightest layout is the last point.
     bool lightest = false;
   };
-  using FrontierKey = std::tuple<int64_t, int, bool, int>;
+  using FrontierKey = std::tuple<int64_t, bool, bool, int>;
   /// The 1D search's options, shared by its frontiers' and finalists'
   /// searches.
   LayoutOptionsCache layoutOptions;
@@ -776,8 +776,17 @@ PlanSearch::oneDimLayout(SearchInput in, int64_t pp, int64_t dp, int64_t tg,
   int seed = -1;
   bool fits = true;
   if (tg > 1) {
+    // Seeds weigh no selective repeats: a selective candidate only priced
+    // takes no-recompute's seed; its finalists' searches weigh them and
+    // keep the better of those and the seed's layouts. (Seeds of their own
+    // left a selective plan without one that fits memory: Megatron's GPT-1T
+    // export fell from selective at 233.7 to full recompute at 189.0
+    // TFLOP/s.)
+    SearchInput seedInput = in;
+    seedInput.repeated = nullptr;
     std::tie(seed, fits) =
-        seedFor(in, {tg, int(recompute), in.batchSplit, shareClass(in.scale)});
+        seedFor(seedInput, {tg, recompute == Recompute::Full, in.batchSplit,
+                            shareClass(in.scale)});
     in.fixed = &seeds[seed];
   }
   bool priceOnly = pricing == Pricing::Priced;
