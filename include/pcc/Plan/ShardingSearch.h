@@ -223,6 +223,14 @@ struct SearchResult {
   double seconds = 0;
 };
 
+/// Under selective recompute, whether kept node `reader` reshards again,
+/// for its gradient, an operand a recomputed op makes (its gradient
+/// products read the clone's result as the forward read it): a
+/// contraction does, but not a linear layer's input that the reshard
+/// `gathers`, which its weight's gradient gathers again anyway
+/// (weightGradientGather).
+bool rereadsRecomputedOperand(const PlanNode &reader, bool gathers);
+
 SearchResult searchTensorParallel(const PlanGraph &graph,
                                   const CostModel &cost,
                                   const SearchInput &input);

@@ -259,9 +259,11 @@ std::vector<CollectiveSummary> collectives(const PlanGraph &g,
   };
   int64_t perStep = c.microbatches * int64_t(passes);
   std::vector<bool> again =
-      o.train && c.recompute != Recompute::None
-          ? recomputedNodes(g, c.recompute == Recompute::Selective)
-          : std::vector<bool>(g.nodes.size(), false);
+      !o.train || c.recompute == Recompute::None
+          ? std::vector<bool>(g.nodes.size(), false)
+      : c.recompute == Recompute::Selective ? g.selectiveAgain
+                                            : recomputedNodes(g);
+  CostModel costs(cluster, g.dtype, o.devices);
   // A one-axis layout (`spelled`: training on it spells out its backward)
   // lists its forward collectives once per microbatch, twice at an op
   // recompute runs again (its clone reshards what it reads, the layer's
@@ -311,9 +313,8 @@ std::vector<CollectiveSummary> collectives(const PlanGraph &g,
         bool repeated =
             again[i] ? pc.producer < 0 || again[pc.producer] || !reduction
                      : pc.producer >= 0 && again[pc.producer] && !reduction &&
-                           isa<ContractionOpInterface>(g.nodes[i].op) &&
-                           !(g.nodes[i].linear &&
-                             pc.kind == CollectiveKind::AllGather);
+                           rereadsRecomputedOperand(
+                               g.nodes[i], pc.kind == CollectiveKind::AllGather);
         add(collectiveName(pc.kind), axis, pc.bytes, pc.seconds,
             spelled ? c.microbatches * (repeated ? 2 : 1) : perStep,
             g.nodes[i].name);
@@ -321,7 +322,7 @@ std::vector<CollectiveSummary> collectives(const PlanGraph &g,
     if (!spelled)
       return BackwardCollectives();
     BackwardCollectives backward = backwardCollectives(
-        g, mesh, CostModel(cluster, g.dtype, o.devices), scale,
+        g, mesh, costs, scale,
         groupCrossesNodes(1, degree, cluster), c.dp > 1,
         axis == "tp" && c.mode == TensorMode::OneD, layouts);
     for (const PlannedCollective &pc : backward.collectives) {
@@ -345,10 +346,9 @@ std::vector<CollectiveSummary> collectives(const PlanGraph &g,
     for (const PlannedCollective &pc : backward.lookupScatters) {
       bool zero = c.zero && c.dp > 1;
       CollectiveKind kind = zero ? CollectiveKind::AllReduce : pc.kind;
-      double t = zero ? CostModel(cluster, g.dtype, o.devices)
-                            .collectiveTime(kind, pc.bytes, degree,
-                                            groupCrossesNodes(1, degree,
-                                                              cluster))
+      double t = zero ? costs.collectiveTime(
+                            kind, pc.bytes, degree,
+                            groupCrossesNodes(1, degree, cluster))
                       : pc.seconds;
       add(collectiveName(kind), axis, pc.bytes, t, 1,
           g.nodes[pc.node].name + " (weight gradient)");
@@ -382,9 +382,8 @@ std::vector<CollectiveSummary> collectives(const PlanGraph &g,
     if (sequence.splitGradientBytes > 0 && c.dp > 1 && !c.zero) {
       double bytes = sequence.splitGradientBytes / double(c.sp);
       add("all_reduce", "dp", bytes,
-          CostModel(cluster, g.dtype, o.devices)
-              .collectiveTime(CollectiveKind::AllReduce, bytes, batch.size,
-                              batch.crossesNodes),
+          costs.collectiveTime(CollectiveKind::AllReduce, bytes, batch.size,
+                               batch.crossesNodes),
           1, "gradients of weights split over sp");
     }
   }
@@ -471,9 +470,8 @@ std::vector<CollectiveSummary> collectives(const PlanGraph &g,
           "parameters stored split over tp, before use");
     if (whole.tensors)
       add("all_reduce", "dp", whole.bytes,
-          CostModel(cluster, g.dtype, o.devices)
-              .collectiveTime(CollectiveKind::AllReduce, whole.bytes, c.dp,
-                              groupCrossesNodes(c.tp, c.dp, cluster)),
+          costs.collectiveTime(CollectiveKind::AllReduce, whole.bytes, c.dp,
+                               groupCrossesNodes(c.tp, c.dp, cluster)),
           1, "gradients ZeRO cannot split over dp");
   }
   std::vector<CollectiveSummary> out;

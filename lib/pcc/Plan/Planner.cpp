@@ -305,7 +305,6 @@ public:
             isa<ContractionOpInterface>(g.nodes[p].op))
           keptBySelective[p] = true;
     recomputedByFull = recomputedNodes(g);
-    recomputedBySelective = g.selectiveAgain;
     // A copy's input that ops outside repeated layers make and keep for
     // the backward (the embedding's output a first layer norm reads).
     std::vector<int> unitOf(g.nodes.size(), -1);
@@ -379,9 +378,6 @@ private:
   std::vector<bool> keptBySelective;
   /// Nodes full recompute runs again (ZeRO-3 gathers their weights again).
   std::vector<bool> recomputedByFull;
-  /// Nodes selective recompute runs again: their clones, in the forward's
-  /// layouts, repeat their collectives (NodeCost::repeatedComm).
-  std::vector<bool> recomputedBySelective;
   /// Per unit that is a layer copy, the nodes outside layers whose saved
   /// results it reads as its input.
   std::vector<SmallVector<int, 1>> savedInputMakers;
@@ -722,7 +718,7 @@ PlanSearch::layoutFor(int64_t pp, int64_t dp, int64_t tg, TensorMode mode,
     in.batchSplit = dp > 1 || (pp > 1 && m > 1);
     in.cache = &layoutOptions;
     if (opt.train && recompute == Recompute::Selective)
-      in.repeated = &recomputedBySelective;
+      in.repeated = &g.selectiveAgain;
     // Weights (and their training state) must leave room for activations
     // in every stage.
     in.weightBudget = 0.8 * usable * double(pp);
@@ -909,7 +905,7 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
            gradSync = 0,
            resultBytes = 0, backwardWeightBytes = 0, linearCompute = 0;
     /// Selective recompute repeats the ops between products that the
-    /// backward needs (recomputedBySelective: otherCompute) and keeps the
+    /// backward needs (PlanGraph::selectiveAgain: otherCompute) and keeps the
     /// products' results they read.
     double otherCompute = 0, frozenWeightBytes = 0;
     /// Results the backward reads (PlanNode::savedForBackward), and the
@@ -946,7 +942,7 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
         sum.frozenWeightBytes += nc.frozenWeightBytes;
         sum.gradSync += nc.gradSync;
         sum.resultBytes += nc.resultBytes;
-        if (recomputedBySelective[i])
+        if (g.selectiveAgain[i])
           sum.otherCompute += nc.compute;
         if (node.linear)
           sum.linearCompute += nc.compute;

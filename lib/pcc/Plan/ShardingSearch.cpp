@@ -575,6 +575,14 @@ double weightGradientGather(const PlanGraph &g, int i, unsigned operand,
 
 namespace {
 
+} // namespace
+
+bool rereadsRecomputedOperand(const PlanNode &reader, bool gathers) {
+  return isa<ContractionOpInterface>(reader.op) && !(reader.linear && gathers);
+}
+
+namespace {
+
 /// Whether `steps` only reduce partial sums (what a recomputed reader does
 /// not repeat: the kept value is reduced once).
 bool reducesOnly(llvm::ArrayRef<ReshardStep> steps) {
@@ -629,18 +637,12 @@ private:
   }
   /// Whether selective recompute runs node `i` again (SearchInput::repeated).
   bool repeats(int i) const { return in.repeated && (*in.repeated)[i]; }
-  /// Whether kept contraction `i`'s gradient products reshard again what
-  /// an op run again makes (`steps`, as the forward read it): not a linear
-  /// layer's gathered input, which the backward gathers again anyway
-  /// (weightGradientGather).
+  /// rereadsRecomputedOperand for kept node `i` and a reshard's `steps`.
   bool keptRereads(int i, ArrayRef<ReshardStep> steps) const {
-    return isa<ContractionOpInterface>(g.nodes[i].op) &&
-           !(g.nodes[i].linear && gathers(steps));
-  }
-  static bool gathers(ArrayRef<ReshardStep> steps) {
-    return llvm::any_of(steps, [](const ReshardStep &s) {
-      return s.kind == ReshardKind::AllGather;
-    });
+    return rereadsRecomputedOperand(
+        g.nodes[i], llvm::any_of(steps, [](const ReshardStep &s) {
+          return s.kind == ReshardKind::AllGather;
+        }));
   }
   /// The weight of node `i`'s own collectives.
   double commWeight(int i) const { return in.commWeight + repeats(i); }
@@ -998,6 +1000,12 @@ void LayoutProblem::spellOut(SearchResult &result) const {
     result.layouts.resize(n);
   llvm::DenseMap<Value, SmallVector<TensorSharding, 1>> resharded,
       weightOperands;
+  // What selective recompute repeats (NodeCost::repeatedComm).
+  const std::vector<bool> &again =
+      in.repeated ? *in.repeated : g.selectiveAgain;
+  auto runsAgain = [&](int j) {
+    return j >= 0 && size_t(j) < again.size() && again[j];
+  };
   for (int i = 0; i < n; ++i) {
     // Copies after the second are wired like the second: they cost what it
     // does.
@@ -1019,12 +1027,6 @@ void LayoutProblem::spellOut(SearchResult &result) const {
     int r = rep(i);
     const Choice &chosen = options[r][choice[r]];
     NodeCost c = chosen;
-    // What selective recompute repeats (NodeCost::repeatedComm).
-    const std::vector<bool> &again =
-        in.repeated ? *in.repeated : g.selectiveAgain;
-    auto runsAgain = [&](int j) {
-      return j >= 0 && size_t(j) < again.size() && again[j];
-    };
     c.repeatedComm = runsAgain(i) ? c.comm : 0.0;
     SmallVector<PlannedCollective, 2> colls;
     if (in.layouts)
