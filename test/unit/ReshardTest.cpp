@@ -121,6 +121,35 @@ TEST(Reshard, MinorAxesAreGatheredMajorOnesKept) {
   EXPECT_EQ(steps[0].axes, (llvm::SmallVector<int64_t, 2>{1}));
 }
 
+TEST(Reshard, GatherOverTwoAxesRunsTheMinorAxisFirst) {
+  // ZeRO-3's weight stored split over tp x dp, read whole: gathered over dp
+  // (a third of the weight moves) and then over tp.
+  Mesh mesh = twoByThree();
+  auto steps = planReshard(layout({{1, 0}, {}}), layout({{}, {}}));
+  ASSERT_EQ(kinds(steps), "all_gather all_gather");
+  EXPECT_EQ(steps[0].axes, (llvm::SmallVector<int64_t, 2>{0}));
+  EXPECT_EQ(steps[0].after, layout({{1}, {}}));
+  EXPECT_EQ(steps[1].axes, (llvm::SmallVector<int64_t, 2>{1}));
+  EXPECT_DOUBLE_EQ(stepBufferBytes(steps[0], 600, mesh), 200);
+  EXPECT_DOUBLE_EQ(stepBufferBytes(steps[1], 600, mesh), 600);
+  // Same bytes in all as one ring over the six devices.
+  EXPECT_DOUBLE_EQ(stepsMovedBytes(steps, 600, mesh), 800);
+}
+
+TEST(Reshard, ScatterOverTwoAxesRunsTheMajorAxisFirst) {
+  // The weight's gradient, partial over dp and tp, into its tp x dp part:
+  // scattered over tp, then its third over dp.
+  Mesh mesh = twoByThree();
+  auto steps = planReshard(layout({{}, {}}, {0, 1}), layout({{1, 0}, {}}));
+  ASSERT_EQ(kinds(steps), "reduce_scatter reduce_scatter");
+  EXPECT_EQ(steps[0].axes, (llvm::SmallVector<int64_t, 2>{1}));
+  EXPECT_EQ(steps[0].after, layout({{1}, {}}, {0}));
+  EXPECT_EQ(steps[1].axes, (llvm::SmallVector<int64_t, 2>{0}));
+  EXPECT_EQ(steps[1].after, layout({{1, 0}, {}}));
+  EXPECT_DOUBLE_EQ(stepBufferBytes(steps[0], 600, mesh), 600);
+  EXPECT_DOUBLE_EQ(stepBufferBytes(steps[1], 600, mesh), 200);
+}
+
 TEST(Reshard, GroupedSplitsAreUndoneWhole) {
   // Fused Q|K|V columns (3 groups) to plain columns: the groups differ, so
   // nothing is shared.
@@ -192,12 +221,15 @@ TEST(Reshard, EveryPairEndsAtTheTargetThroughConsistentSteps) {
             EXPECT_EQ(s.kind, ReshardKind::AllReduce);
             EXPECT_EQ(&s, &steps.back());
           }
+          if (s.kind == ReshardKind::ReduceScatter)
+            EXPECT_EQ(s.axes.size(), 1u);
           for (int64_t a : s.axes) {
             EXPECT_TRUE(llvm::is_contained(from.partial, a));
             EXPECT_FALSE(llvm::is_contained(to.partial, a));
           }
           break;
         case ReshardKind::AllGather:
+          EXPECT_EQ(s.axes.size(), 1u);
           for (int64_t a : s.axes)
             EXPECT_TRUE(llvm::is_contained(cur.dims[s.dim].axes, a));
           sawGatherOrSlice = true;

@@ -35,9 +35,6 @@ struct PlannedCollective {
   double bytes = 0, seconds = 0;
   /// For a reshard between nodes: the node that made the value.
   int producer = -1;
-  /// A gather at use of a weight stored split over the axis (ZeRO-3 gathers
-  /// it over dp in the same collective).
-  bool storedWeight = false;
 };
 
 /// What one node costs on one device, per microbatch, forward: all that

@@ -18,6 +18,12 @@
 //      attention), one all-to-all that moves it;
 //   3. the target's new splits are made: all-slices (local, no traffic).
 //
+// A reduce-scatter or an all-gather over several axes runs one axis at a
+// time (hierarchically): the scatter's major axis first, the gather's minor
+// axis first, so that the axis added or removed last (ZeRO's dp, across
+// nodes) moves the smallest block. Each ring moves the same bytes in all as
+// one ring over every axis, with fewer latency hops.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef PCC_SHARDING_RESHARD_H

@@ -347,7 +347,6 @@ BackwardCollectives backwardCollectives(const PlanGraph &g, const Mesh &mesh,
                       mesh, crossNode, cost, &steps);
           for (PlannedCollective &pc : steps) {
             pc.node = i;
-            pc.storedWeight = true;
             out.collectives.push_back(pc);
           }
         }

@@ -287,19 +287,10 @@ std::vector<CollectiveSummary> collectives(const PlanGraph &g,
              return s.node == sum && !s.coupled;
            });
   };
-  // ZeRO-3 gathers a weight stored split over tp over dp x tp at each use,
-  // one collective for both (TrainingLayouts): counted with ZeRO's, per
-  // step.
-  bool gathersOverBoth = c.zero >= 3 && c.dp > 1 && c.mode == TensorMode::OneD;
-  int64_t storedGathers = 0;
   auto list = [&](StringRef axis, ArrayRef<NodeLayout> layouts, bool spelled,
                   const Mesh &mesh, double scale, int64_t degree) {
     for (auto [i, nc] : llvm::enumerate(layouts))
       for (const PlannedCollective &pc : nc.collectives) {
-        if (pc.storedWeight && gathersOverBoth && axis == "tp") {
-          storedGathers += c.microbatches * (again[i] ? 2 : 1);
-          continue;
-        }
         if (sumsLossOverTp(axis, i, pc)) {
           lossOverTp.insert(pc.producer < 0 ? int(i) : pc.producer);
           continue;
@@ -325,22 +316,16 @@ std::vector<CollectiveSummary> collectives(const PlanGraph &g,
         g, mesh, costs, scale,
         groupCrossesNodes(1, degree, cluster), c.dp > 1,
         axis == "tp" && c.mode == TensorMode::OneD, layouts);
-    for (const PlannedCollective &pc : backward.collectives) {
-      if (pc.storedWeight && gathersOverBoth && axis == "tp") {
-        storedGathers += c.microbatches;
-        continue;
-      }
+    for (const PlannedCollective &pc : backward.collectives)
       add(collectiveName(pc.kind), axis, pc.bytes, pc.seconds, c.microbatches,
           g.nodes[pc.node].name + " (gradient)");
-    }
     for (const PlannedCollective &pc : backward.perStep)
       add(collectiveName(pc.kind), axis, pc.bytes, pc.seconds, 1,
           g.nodes[pc.node].name + " (weight gradient)");
-    // Under ZeRO over dp they are its reduce-scatter's, over dp x tp.
-    if (!(c.zero && c.dp > 1))
-      for (const PlannedCollective &pc : backward.storedScatters)
-        add(collectiveName(pc.kind), axis, pc.bytes, pc.seconds, 1,
-            g.nodes[pc.node].name + " (weight gradient)");
+    // (Under ZeRO, its part is then reduce-scattered over dp: ZeRO's.)
+    for (const PlannedCollective &pc : backward.storedScatters)
+      add(collectiveName(pc.kind), axis, pc.bytes, pc.seconds, 1,
+          g.nodes[pc.node].name + " (weight gradient)");
     // A table's partial gradient: reduce-scattered into its split, or under
     // ZeRO all-reduced over the axis before ZeRO's own reduce-scatter.
     for (const PlannedCollective &pc : backward.lookupScatters) {
@@ -455,19 +440,15 @@ std::vector<CollectiveSummary> collectives(const PlanGraph &g,
     int64_t split = t.allWeights - whole.tensors;
     int64_t gathers =
         c.zero >= 3 ? c.microbatches * (t.allForward + t.allBackward -
-                                        whole.forwardReads) -
-                          storedGathers
+                                        whole.forwardReads)
                     : split;
     double half = (c.dataParallel - c.lossSums) / 2,
            each = t.bytes / double(std::max<int64_t>(t.weights, 1));
-    double gather = half / double(std::max<int64_t>(gathers + storedGathers, 1));
+    double gather = half / double(std::max<int64_t>(gathers, 1));
     add("reduce_scatter", "dp", each, half / double(std::max<int64_t>(split, 1)),
         split, "gradients");
     add("all_gather", "dp", each, gather, gathers,
         c.zero >= 3 ? "parameters before use" : "parameters");
-    if (storedGathers)
-      add("all_gather", "dp x tp", each, gather, storedGathers,
-          "parameters stored split over tp, before use");
     if (whole.tensors)
       add("all_reduce", "dp", whole.bytes,
           costs.collectiveTime(CollectiveKind::AllReduce, whole.bytes, c.dp,

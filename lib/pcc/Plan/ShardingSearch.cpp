@@ -106,11 +106,8 @@ Choice costOption(const PlanNode &node, OpSharding sharding, const Mesh &mesh,
                           : local.back(),
                    elementTypeOf(v));
     if (stored) {
-      size_t before = c.collectives.size();
       c.comm += reshardTime(*stored, s, tensorBytes(v), mesh, in.crossNode,
                             cost, &c.collectives);
-      for (size_t j = before; j < c.collectives.size(); ++j)
-        c.collectives[j].storedWeight = true;
       // The gathered block lives while the op runs.
       c.scratchBytes += shapeBytes(local.back(), elementTypeOf(v));
     }

@@ -68,11 +68,29 @@ void sumPartials(TensorSharding &cur, const TensorSharding &to,
     steps.push_back(std::move(first));
     step.before = cur;
   }
-  if (step.kind == ReshardKind::ReduceScatter)
-    cur.dims[step.dim] = to.dims[step.dim];
-  cur.partial.assign(to.partial.begin(), to.partial.end());
-  step.after = cur;
-  steps.push_back(std::move(step));
+  if (step.kind == ReshardKind::AllReduce) {
+    cur.partial.assign(to.partial.begin(), to.partial.end());
+    step.after = cur;
+    steps.push_back(std::move(step));
+    return;
+  }
+  // A scatter over several axes runs one axis at a time, the major first:
+  // each later one scatters a smaller block (a weight's gradient scattered
+  // over tp inside a node, then its part over dp across nodes).
+  SmallVector<int64_t, 2> left(step.axes.begin(), step.axes.end());
+  const DimSharding &target = to.dims[step.dim];
+  size_t kept = target.axes.size() - left.size();
+  for (size_t k = 0; k < left.size(); ++k) {
+    ReshardStep one = step;
+    one.axes = {left[k]};
+    one.before = cur;
+    cur.dims[step.dim] = target;
+    cur.dims[step.dim].axes.resize(kept + k + 1);
+    cur.partial.assign(to.partial.begin(), to.partial.end());
+    cur.partial.append(left.begin() + k + 1, left.end());
+    one.after = cur;
+    steps.push_back(std::move(one));
+  }
 }
 
 /// The dimension other than `d` that `to` splits by `cur`'s axes there plus
@@ -122,17 +140,29 @@ std::vector<ReshardStep> planReshard(const TensorSharding &from,
     keep[d] = common;
     if (common == f.axes.size())
       continue;
-    ReshardStep step{ReshardKind::AllGather, {}, int64_t(d), f.groups, cur,
-                     cur};
-    step.axes.assign(f.axes.begin() + common, f.axes.end());
-    cur.dims[d].axes.resize(common);
-    if (int64_t e = moveTarget(step.before, to, d, step.axes); e >= 0) {
-      step.kind = ReshardKind::AllToAll;
+    ArrayRef<int64_t> undone = ArrayRef<int64_t>(f.axes).drop_front(common);
+    if (int64_t e = moveTarget(cur, to, d, undone); e >= 0) {
+      ReshardStep step{ReshardKind::AllToAll, {}, int64_t(d), f.groups, cur,
+                       cur};
+      step.axes.assign(undone.begin(), undone.end());
       step.toDim = e;
+      cur.dims[d].axes.resize(common);
       cur.dims[e] = to.dims[e];
+      step.after = cur;
+      steps.push_back(std::move(step));
+      continue;
     }
-    step.after = cur;
-    steps.push_back(std::move(step));
+    // A gather over several axes runs one axis at a time, the minor first
+    // (its blocks are the contiguous ones): each earlier one gathers a
+    // smaller block (ZeRO-3's weight stored over tp x dp gathered over dp
+    // across nodes, then over tp inside one).
+    for (size_t k = f.axes.size(); k > common; --k) {
+      ReshardStep step{ReshardKind::AllGather, {f.axes[k - 1]}, int64_t(d),
+                       f.groups, cur, cur};
+      cur.dims[d].axes.resize(k - 1);
+      step.after = cur;
+      steps.push_back(std::move(step));
+    }
   }
 
   // Phase 3: the target's new splits, made locally.
