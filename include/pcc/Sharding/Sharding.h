@@ -104,6 +104,12 @@ inline constexpr llvm::StringLiteral kRingAttentionAttr = "pcc.ring";
 /// the grid's column axis while the weight's is split over its row axis
 /// (summa_axes on the per-device op).
 inline constexpr llvm::StringLiteral kSummaAttr = "pcc.summa";
+/// On a pcc.gemm with a C broadcast over its rows whose product is a partial
+/// sum over one axis: the product is reduce-scattered onto its rows over
+/// that axis before C is added, rather than all-reduced (a 3D linear
+/// layer's bias, as its MatMul + Add twin's users take the sum).
+inline constexpr llvm::StringLiteral kScatterBeforeBiasAttr =
+    "pcc.scatter_before_bias";
 /// On a pcc.layer_norm over its last axis: the strategy splits that axis
 /// and all-reduces each row's sums over the split (stat_axes on the
 /// per-device op).

@@ -27,7 +27,9 @@ struct OpSharding {
   /// Layout of each result as the op computes it.
   llvm::SmallVector<TensorSharding> results;
   /// pcc.gemm with a C operand whose K is split: the per-device product is
-  /// summed over these axes before C is added (so C is added once).
+  /// summed over these axes before C is added (so C is added once): an
+  /// all-reduce, or a reduce-scatter where `results[0]` splits its rows over
+  /// them too (a 3D layer's, kScatterBeforeBiasAttr; productBeforeBias).
   llvm::SmallVector<int64_t, 2> reduceBeforeBias;
   /// Per operand (or empty): the layout a weight or model input operand is
   /// stored in when it differs from `operands` (3D tensor parallelism
@@ -57,10 +59,20 @@ std::optional<std::pair<int64_t, int64_t>> summaAxes(mlir::Operation *op,
                                                      const OpSharding &s);
 
 /// A product laid out as Colossal-AI's 3D linear layers run (`s`: x's
-/// contraction and the weight's split over the same one axis, the result
-/// a partial sum over it; a Gemm without transA or C): that contraction's
-/// split, else null.
+/// contraction and the weight's split over the same one axis, the product
+/// a partial sum over it; a Gemm without transA, its C added after the
+/// product is reduce-scattered): that contraction's split, else null.
 const DimSharding *cubeContraction(mlir::Operation *op, const OpSharding &s);
+
+/// The layout of an op's first product as its kernel makes it: results[0],
+/// except for a gemm that sums its product before adding C
+/// (`reduceBeforeBias`), whose product is a partial sum over those axes,
+/// its rows not yet split over them.
+TensorSharding productBeforeBias(const OpSharding &s);
+
+/// Whether a gemm's C `c` is one row broadcast over the product's rows (a
+/// bias), so that it can be added to any block of them.
+bool broadcastsRows(mlir::Value c);
 
 /// Number of equal pieces the last axis of `v` is later cut into (a fused
 /// Q|K|V projection is split in 3, by a split or by slices), looking through

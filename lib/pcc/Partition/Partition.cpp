@@ -248,6 +248,8 @@ Operation *Partitioner::buildLocal(Operation *op, ValueRange operands,
   SmallVector<Type> types;
   for (auto [r, l] : llvm::zip(op->getResults(), s.results))
     types.push_back(localType(typeOf(r), l, mesh));
+  if (!s.reduceBeforeBias.empty())
+    types[0] = localType(typeOf(op->getResult(0)), productBeforeBias(s), mesh);
 
   if (auto g = dyn_cast<GatherOp>(op)) {
     int64_t rank = typeOf(g.getInput()).getRank();
@@ -270,7 +272,7 @@ Operation *Partitioner::buildLocal(Operation *op, ValueRange operands,
     if (!llvm::is_contained({kShardingAttr, kOperandShardingAttr,
                              kPlannedShardingAttr, kPlannedStoreAttr,
                              kRingAttentionAttr,
-                             kSummaAttr, kSplitStatsAttr},
+                             kSummaAttr, kSplitStatsAttr, kScatterBeforeBiasAttr},
                             a.getName().strref()))
       state.addAttribute(a.getName(), a.getValue());
   auto local = [&](unsigned i) { return cast<RankedTensorType>(types[i]); };
@@ -385,10 +387,16 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
   if (!s.reduceBeforeBias.empty()) {
     auto g = cast<GemmOp>(op);
     Location loc = op->getLoc();
-    Value sum = shard::AllReduceOp::create(b, loc, results[0].getType(),
-                                           mesh.name,
-                                           gridAxes(s.reduceBeforeBias),
-                                           results[0]);
+    TensorSharding product = productBeforeBias(s);
+    TensorSharding summed = product;
+    summed.partial.clear();
+    // All-reduced, or reduce-scattered onto the rows (3D).
+    Value sum = summed == s.results[0]
+                    ? shard::AllReduceOp::create(
+                          b, loc, results[0].getType(), mesh.name,
+                          gridAxes(s.reduceBeforeBias), results[0])
+                          .getResult()
+                    : reshard(loc, results[0], product, s.results[0]);
     Value c = operands[2];
     float beta = g.getBeta().convertToFloat();
     if (beta != 1.0f) {
@@ -398,7 +406,7 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
                                          b.getFloatAttr(ct.getElementType(), beta)));
       c = MulOp::create(b, loc, ct, c, betaV);
     }
-    results[0] = AddOp::create(b, loc, results[0].getType(), sum, c);
+    results[0] = AddOp::create(b, loc, sum.getType(), sum, c);
   }
   for (auto [i, r] : llvm::enumerate(op->getResults())) {
     TensorSharding want = shardingOf(r);

@@ -63,7 +63,9 @@ void CubeGradients::note(Operation &op, Attribute id,
   OpSharding s = inferOpSharding(&op, in, mesh);
   if (!cubeContraction(&op, s))
     return;
-  TensorSharding dy = s.results[0];
+  // (A gemm's C is added after the product is reduce-scattered: the
+  // product's rows.)
+  TensorSharding dy = productBeforeBias(s);
   dy.partial.clear();
   products[id] = {op.getOperand(0), op.getOperand(1), in[0], in[1], dy};
 }

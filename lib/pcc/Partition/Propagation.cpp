@@ -186,7 +186,8 @@ void propagateShardings(func::FuncOp fn, const Mesh &mesh, StrategyHook hook) {
       if (!valid) {
         in = before;
         for (StringRef marker :
-             {kSummaAttr, kSplitStatsAttr, kRingAttentionAttr})
+             {kSummaAttr, kSplitStatsAttr, kRingAttentionAttr,
+              kScatterBeforeBiasAttr})
           op.removeAttr(marker);
       }
       bool pinned = false;

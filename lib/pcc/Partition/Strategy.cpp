@@ -341,7 +341,9 @@ struct CubeHook {
       if (shapeOf(mm.getRhs()).size() == 2)
         linear(op, in, /*transB=*/false);
     } else if (auto g = dyn_cast<GemmOp>(op)) {
-      if (!g.getTransA() && !g.getC())
+      // A bias (Hugging Face's Conv1D, addmm) is added once the product
+      // is reduce-scattered onto the rows, as a MatMul's users take it.
+      if (!g.getTransA() && (!g.getC() || broadcastsRows(g.getC())))
         linear(op, in, g.getTransB());
     } else if (auto ln = dyn_cast<LayerNormOp>(op)) {
       // As on a 2D grid: a whole hidden dimension is sliced (over z, the
@@ -371,10 +373,11 @@ struct CubeHook {
     }
   }
 
-  /// The rows dimension of `s`: the first but the last that x splits.
+  /// The rows dimension of `s`: the first but the last that x splits
+  /// (after the batch axes, microbatches' and dp's, where those split it).
   static int64_t rowsDim(const TensorSharding &s, int64_t x) {
     for (size_t d = 0; d + 1 < s.dims.size(); ++d)
-      if (!s.dims[d].axes.empty() && s.dims[d].axes.front() == x)
+      if (llvm::is_contained(s.dims[d].axes, x))
         return d;
     return -1;
   }
@@ -385,7 +388,7 @@ struct CubeHook {
     if (s.partial.size() != 1 || (s.partial[0] != y && s.partial[0] != z))
       return;
     int64_t r = rowsDim(s, x);
-    if (r < 0 || s.dims[r].axes.size() != 1 || s.dims[r].groups != 1)
+    if (r < 0 || s.dims[r].axes.back() != x || s.dims[r].groups != 1)
       return;
     TensorSharding next = s;
     next.dims[r].axes.push_back(s.partial[0]);
@@ -440,6 +443,8 @@ struct CubeHook {
       setSharding(w, mesh, stored);
     in[0] = std::move(a);
     in[1] = std::move(use);
+    if (op->getNumOperands() > 2)
+      op->setAttr(kScatterBeforeBiasAttr, UnitAttr::get(op->getContext()));
   }
 };
 

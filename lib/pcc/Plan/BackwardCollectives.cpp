@@ -391,7 +391,10 @@ BackwardCollectives backwardCollectives(const PlanGraph &g, const Mesh &mesh,
         // A weight stored split: its partial gradient is reduce-scattered
         // into the split once a step, before the update (and summed over
         // dp there, on its part).
-        if (gatheredAtUse(k) && !grad.partial.empty()) {
+        // So is a 3D product's weight, stored split over x too: its
+        // gradient product, run as the forward read it, is partial over x.
+        bool storedCube = cube && k == 1 && isTrainedWeight(k);
+        if ((gatheredAtUse(k) || storedCube) && !grad.partial.empty()) {
           SmallVector<PlannedCollective, 1> steps;
           reshardTime(grad, kept(k), tensorBytes(v), mesh, crossNode, cost,
                       &steps);
@@ -682,7 +685,9 @@ BackwardCollectives backwardCollectives(const PlanGraph &g, const Mesh &mesh,
     // reads nothing the forward saved, so the partitioner's rules sum them
     // on the most split, the others sliced to it, and pass that on.
     Operation *op = g.nodes[p].op;
-    TensorSharding whole = s.results[r];
+    // (A gemm reduce-scattering its product before C takes the gradient
+    // back onto the product's rows.)
+    TensorSharding whole = r == 0 ? productBeforeBias(s) : s.results[r];
     whole.partial.clear();
     const TensorSharding *finest = nullptr;
     if (oneAxis && isa<AddOp, SubOp>(op) && s.results[r].partial.empty())

@@ -141,7 +141,9 @@ Choice costOption(const PlanNode &node, OpSharding sharding, const Mesh &mesh,
       // A weight the search stores split and gathers at use: its partial
       // gradient is reduce-scattered into that split (the update reads it
       // as stored), half an all-reduce's traffic.
-      bool scattered = gatheredAtUse && i < sharding.storedOperands.size() &&
+      // So is a 3D product's weight, stored split over x too.
+      bool scattered = (gatheredAtUse || cubeContraction(op, sharding)) &&
+                       i < sharding.storedOperands.size() &&
                        !sharding.storedOperands[i].dims.empty();
       if (!over.empty())
         c.gradSync += cost.collectiveTime(
@@ -223,6 +225,11 @@ Choice costOption(const PlanNode &node, OpSharding sharding, const Mesh &mesh,
     c.comm += t;
     c.scratchBytes += bytes * (1 + n);
   }
+  // A gemm reduce-scattering its product before C multiplies the product's
+  // blocks.
+  if (!sharding.reduceBeforeBias.empty())
+    localOut[0] =
+        localShape(shapeOf(op->getResult(0)), productBeforeBias(sharding), mesh);
   OpWork w = opWork(op, local, localOut, in.scale, &node);
   c.compute = node.view || node.epilogue
                   ? 0
@@ -234,10 +241,18 @@ Choice costOption(const PlanNode &node, OpSharding sharding, const Mesh &mesh,
   c.comm += std::max(0.0, ringComm - c.compute);
   if (!sharding.reduceBeforeBias.empty()) {
     double bytes = tensorBytes(op->getResult(0)) * in.scale;
-    double t = cost.collectiveTime(CollectiveKind::AllReduce, bytes, in.degree,
-                                   in.crossNode);
-    c.comm += t;
-    c.collectives.push_back({CollectiveKind::AllReduce, -1, bytes, t});
+    TensorSharding product = productBeforeBias(sharding), summed = product;
+    summed.partial.clear();
+    if (summed == sharding.results[0]) {
+      double t = cost.collectiveTime(CollectiveKind::AllReduce, bytes,
+                                     in.degree, in.crossNode);
+      c.comm += t;
+      c.collectives.push_back({CollectiveKind::AllReduce, -1, bytes, t});
+    } else {
+      // Reduce-scattered onto the rows (a 3D layer's bias).
+      c.comm += reshardTime(product, sharding.results[0], bytes, mesh,
+                            in.crossNode, cost, &c.collectives);
+    }
   }
   c.sharding = std::move(sharding);
   return c;

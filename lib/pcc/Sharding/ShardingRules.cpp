@@ -414,17 +414,43 @@ std::optional<std::pair<int64_t, int64_t>> summaAxes(Operation *op,
   return std::make_pair(wk.axes[0], xk.axes[0]);
 }
 
+bool broadcastsRows(Value c) {
+  ArrayRef<int64_t> shape = shapeOf(c);
+  return llvm::all_of(shape.drop_back(), [](int64_t d) { return d == 1; });
+}
+
+TensorSharding productBeforeBias(const OpSharding &s) {
+  TensorSharding p = s.results[0];
+  if (s.reduceBeforeBias.empty())
+    return p;
+  for (DimSharding &d : p.dims) {
+    llvm::erase_if(d.axes, [&](int64_t a) {
+      return llvm::is_contained(s.reduceBeforeBias, a);
+    });
+    if (!d.isSplit())
+      d.groups = 1;
+  }
+  p.partial.assign(s.reduceBeforeBias.begin(), s.reduceBeforeBias.end());
+  return p;
+}
+
 const DimSharding *cubeContraction(Operation *op, const OpSharding &s) {
   auto g = dyn_cast<GemmOp>(op);
-  if (!isa<MatMulOp, GemmOp>(op) || (g && (g.getTransA() || g.getC())) ||
+  if (!isa<MatMulOp, GemmOp>(op) || (g && g.getTransA()) ||
       s.operands.size() < 2 || s.operands[1].dims.size() != 2 ||
       s.operands[0].dims.size() < 2 || !s.operands[0].partial.empty() ||
       s.results.empty())
     return nullptr;
+  // C is added after the product is reduce-scattered onto the rows (not
+  // all-reduced).
+  TensorSharding product = productBeforeBias(s), summed = product;
+  summed.partial.clear();
+  if (g && g.getC() && summed == s.results[0])
+    return nullptr;
   const DimSharding &xk = s.operands[0].dims.back();
   const DimSharding &wk = s.operands[1].dims[g && g.getTransB() ? 1 : 0];
   if (xk.axes.size() != 1 || xk != wk ||
-      s.results[0].partial != ArrayRef<int64_t>(xk.axes))
+      product.partial != ArrayRef<int64_t>(xk.axes))
     return nullptr;
   return &xk;
 }
@@ -479,6 +505,21 @@ OpSharding inferOpSharding(Operation *op, ArrayRef<TensorSharding> in,
   if (rule.sumBeforeLastOperand && !out.results[0].partial.empty()) {
     out.reduceBeforeBias = out.results[0].partial;
     out.results[0].partial.clear();
+    // Reduce-scattered onto the rows (over one axis, C broadcast over
+    // them: its layout stays as the rule gave it).
+    // The rows: the first dimension but the last that is split.
+    TensorSharding rows = out.results[0];
+    auto lead = ArrayRef(rows.dims).drop_back();
+    auto r = llvm::find_if(lead, [](const DimSharding &d) {
+      return d.isSplit();
+    });
+    if (op->hasAttr(kScatterBeforeBiasAttr) &&
+        out.reduceBeforeBias.size() == 1 && r != lead.end() &&
+        r->groups == 1 && broadcastsRows(op->getOperands().back())) {
+      rows.dims[r - lead.begin()].axes.push_back(out.reduceBeforeBias[0]);
+      if (divides(shapeOf(op->getResult(0)), rows, mesh))
+        out.results[0] = std::move(rows);
+    }
   }
   if (auto attn = dyn_cast<AttentionOp>(op))
     allowRing(attn, operands, out);
