@@ -183,8 +183,9 @@ llvm::Expected<Plan> makePlan(const PlanGraph &graph,
 bool groupCrossesNodes(int64_t stride, int64_t size,
                        const ClusterSpec &cluster);
 
-/// The replicas a gradient is summed over: data and sequence groups and the
-/// 2.5D depth; and whether they span nodes.
+/// The replicas a gradient is summed over in data parallelism's bucket:
+/// data and sequence groups (the 2.5D depth's sum is a grid sum, priced
+/// with the grid's layouts); and whether they span nodes.
 struct ReplicaGroup {
   int64_t size = 1;
   bool crossesNodes = false;

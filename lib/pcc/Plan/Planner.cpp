@@ -169,11 +169,13 @@ bool groupCrossesNodes(int64_t stride, int64_t size,
 
 ReplicaGroup gradientReplicas(const PlanCandidate &c,
                               const ClusterSpec &cluster) {
-  bool deep = c.mode == TensorMode::TwoPointFiveD;
+  // Not the 2.5D depth: a weight read whole over it has a partial gradient
+  // over the depth axis, which the grid's layouts price (gradSync) and the
+  // partitioner sums in a bucket of the grid's axes. Counting it here too
+  // priced that sum twice (2.5D's gradient time was twice 2D x dp2's).
   ReplicaGroup r;
-  r.size = c.dp * c.sp * (deep ? c.depth : 1);
-  r.crossesNodes = groupCrossesNodes(c.tp, c.dp * c.sp, cluster) ||
-                   (deep && groupCrossesNodes(c.q * c.q, c.depth, cluster));
+  r.size = c.dp * c.sp;
+  r.crossesNodes = groupCrossesNodes(c.tp, c.dp * c.sp, cluster);
   return r;
 }
 
@@ -1211,14 +1213,14 @@ double PlanSearch::batchSumsTime(const PlanCandidate &c) const {
 
 void PlanSearch::priceTraining(PlanCandidate &c, const Stages &stages) const {
   // Gradients are summed over every replica of a weight: data and sequence
-  // groups (and the 2.5D depth).
+  // groups here, the 2.5D depth with the grid's partial sums (maxGradSync).
   auto [replicas, cross] = gradientReplicas(c, cluster);
   // Without ZeRO the update reads each gradient summed: one bucketed
   // all-reduce (pcc-bucket-gradients). With it, each gradient is
   // reduce-scattered onto the dp device that updates its part and each
   // parameter all-gathered again (stages 1 and 2) or before each forward
   // and backward use, per microbatch (stage 3): one collective per tensor.
-  // The sum over other replicas (sp, 2.5D depth) stays an all-reduce.
+  // The sum over other replicas (sp) stays an all-reduce.
   double sync = 0, bytes = 0;
   for (const StageSummary &st : stages.all) {
     bytes = std::max(bytes, st.weightBytes);
