@@ -91,7 +91,8 @@ int64_t recomputeLayers(func::FuncOp fn, bool selective) {
       if (!needed.contains(op))
         continue;
       Operation *copy = b.clone(*op, map);
-      copy->removeAttr(kForwardIdAttr);
+      if (Attribute id = copy->removeAttr(kForwardIdAttr))
+        copy->setAttr(kRecomputeOfAttr, id);
       if (stage)
         copy->setAttr(kGradientOfAttr, stage);
       // A kept value the clone made is the original's: keep reading the

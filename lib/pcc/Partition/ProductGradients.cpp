@@ -1,5 +1,4 @@
-//===- ProductGradients.cpp - layouts of a step's backward products
-//--------===//
+//===- ProductGradients.cpp - layouts of a step's backward products -----===//
 
 #include "ProductGradients.h"
 
@@ -34,11 +33,28 @@ const TensorSharding *WeightGradientDestinations::of(Operation &op) const {
 CubeGradients::CubeGradients(const Mesh &mesh)
     : cube(mesh.axisNamed("tp_x") >= 0) {}
 
+/// `v` is `original` or activation recompute's clone of it (selective
+/// recompute keeps a product and clones what it reads).
+static bool sameOrRecomputed(Value v, Value original) {
+  if (v == original)
+    return true;
+  auto made = dyn_cast<OpResult>(v), was = dyn_cast<OpResult>(original);
+  if (!made || !was || made.getResultNumber() != was.getResultNumber())
+    return false;
+  Attribute of = made.getOwner()->getAttr(kRecomputeOfAttr);
+  return of && of == was.getOwner()->getAttr(kForwardIdAttr);
+}
+
 bool CubeGradients::place(Operation &op, SmallVectorImpl<TensorSharding> &in,
                           const Mesh &mesh) {
   if (!cube || !isa<MatMulOp, GemmOp>(op) || in.size() < 2)
     return false;
-  if (Attribute id = op.getAttr(kForwardIdAttr)) {
+  // A recomputed product's gradients read the clone's operands: note the
+  // clone in the original's place.
+  Attribute id = op.getAttr(kForwardIdAttr);
+  if (!id)
+    id = op.getAttr(kRecomputeOfAttr);
+  if (id) {
     note(op, id, in, mesh);
     return false;
   }
@@ -46,12 +62,14 @@ bool CubeGradients::place(Operation &op, SmallVectorImpl<TensorSharding> &in,
   if (it == products.end())
     return false;
   const Product &p = it->second;
-  bool readsX = llvm::is_contained(op.getOperands(), p.x),
-       readsW = llvm::is_contained(op.getOperands(), p.w);
+  auto isX = [&](Value v) { return sameOrRecomputed(v, p.x); };
+  auto isW = [&](Value v) { return sameOrRecomputed(v, p.w); };
+  bool readsX = llvm::any_of(op.getOperands(), isX),
+       readsW = llvm::any_of(op.getOperands(), isW);
   if (readsX == readsW)
     return false;
   for (auto [v, s] : llvm::zip(op.getOperands(), in))
-    s = v == p.x ? p.xRead : v == p.w ? p.wRead : p.dyRead;
+    s = isX(v) ? p.xRead : isW(v) ? p.wRead : p.dyRead;
   setOperandShardings(&op, kOperandShardingAttr, mesh, in);
   return true;
 }

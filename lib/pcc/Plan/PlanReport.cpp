@@ -3,6 +3,7 @@
 #include "pcc/Plan/PlanReport.h"
 
 #include "pcc/Dialect/PCC/IR/PCCOps.h"
+#include "pcc/Sharding/ShardingRules.h"
 
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
@@ -301,8 +302,15 @@ std::vector<CollectiveSummary> collectives(const PlanGraph &g,
         // A kept product's gradient reads an operand recompute makes
         // again as the forward read it: resharded again (a linear layer's
         // gathered input is gathered again anyway: BackwardCollectives).
+        // A recomputed 3D product's gathers (its input over a, its weight
+        // over x) are the ones its gradient products read: the backward
+        // gathers them once for both.
+        bool sharedWithGradients =
+            again[i] && pc.kind == CollectiveKind::AllGather &&
+            cubeContraction(g.nodes[i].op, nc.sharding);
         bool repeated =
-            again[i] ? pc.producer < 0 || again[pc.producer] || !reduction
+            again[i] ? !sharedWithGradients &&
+                           (pc.producer < 0 || again[pc.producer] || !reduction)
                      : pc.producer >= 0 && again[pc.producer] && !reduction &&
                            rereadsRecomputedOperand(
                                g.nodes[i], pc.kind == CollectiveKind::AllGather);

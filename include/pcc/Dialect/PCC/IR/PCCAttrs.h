@@ -30,6 +30,10 @@ inline constexpr llvm::StringLiteral kOptimizerAttr = "pcc.optimizer";
 /// number (kGradientOfAttr): a pipeline runs them in the op's stage.
 inline constexpr llvm::StringLiteral kForwardIdAttr = "pcc.forward_id";
 inline constexpr llvm::StringLiteral kGradientOfAttr = "pcc.gradient_of";
+/// On activation recompute's clone of a forward op, the original's
+/// kForwardIdAttr: the gradient ops of the original read the clone's
+/// results, and their layouts follow the clone's.
+inline constexpr llvm::StringLiteral kRecomputeOfAttr = "pcc.recompute_of";
 /// On the forward ops of a repeated layer (copy k of the block the planner
 /// finds, an i64): activation recompute keeps each layer's input and
 /// recomputes the rest in the backward pass (pcc/Autodiff/Recompute.h).
