@@ -195,8 +195,27 @@ FailureOr<Value> Partitioner::operandFor(Operation *user, Value global,
                          b.getArrayAttr({toAttr(b.getContext(), mesh, want)}));
       shard = shardOp.getResult();
     }
-    // A stored weight is gathered for each user (as the planner prices it).
-    return want == required ? shard : reshard(loc, shard, want, required);
+    // A stored weight is gathered for each user (as the planner prices it),
+    // but a recomputed product's gathered weight is the one its gradient
+    // products read: gathered once for both (PlanReport lists it so).
+    if (want == required)
+      return shard;
+    bool clone = user->hasAttr(kRecomputeOfAttr);
+    auto product = dyn_cast_or_null<IntegerAttr>(
+        user->getAttr(clone ? kRecomputeOfAttr : kGradientOfAttr));
+    if (!product)
+      return reshard(loc, shard, want, required);
+    std::pair<void *, std::string> sharedKey = {
+        shard.getAsOpaquePointer(), describe(required, mesh) + " for " +
+                                        std::to_string(product.getInt())};
+    auto done = resharded.find(sharedKey);
+    if (done != resharded.end() &&
+        done->second.getParentBlock() == b.getInsertionBlock())
+      return done->second;
+    Value v = reshard(loc, shard, want, required);
+    if (clone)
+      resharded[sharedKey] = v;
+    return v;
   }
   if (auto c = dyn_cast_or_null<ConstantOp>(def)) {
     auto it = local.find(global);

@@ -195,9 +195,12 @@ void propagateShardings(func::FuncOp fn, const Mesh &mesh, StrategyHook hook) {
         if (old == now)
           continue;
         // A weight takes the layout its op reads, unless the hook stored
-        // it another way (then the op's layout is pinned, like an
-        // activation's, and the partitioner gathers it at use).
-        if (v.getDefiningOp<WeightOp>() && shardingOf(v) == old)
+        // it another way or an earlier reader placed it (then the op's
+        // layout is pinned, like an activation's, and the partitioner
+        // gathers it at use: a 3D layer's recomputed clone reads its
+        // weight as the forward did, from the 1/q^3 part it is stored in).
+        if (v.getDefiningOp<WeightOp>() && shardingOf(v) == old &&
+            old.isReplicated())
           setSharding(v, mesh, now);
         else if (!storeView(v, old, now, mesh))
           pinned = true;

@@ -243,15 +243,17 @@ BackwardCollectives backwardCollectives(const PlanGraph &g, const Mesh &mesh,
     // factors' rows gathered and dW made whole).
     if (auto axes = summaAxes(op, s)) {
       auto [rows, cols] = *axes;
-      SmallVector<PlannedCollective, 4> steps;
+      // (dW's sum into the weight's layout runs once a step, on the
+      // gradient the microbatches accumulated: weightSteps.)
+      SmallVector<PlannedCollective, 4> steps, weightSteps;
       auto move = [&](const TensorSharding &layout, int64_t axis, bool sum,
-                      double bytes) {
+                      double bytes, bool weight = false) {
         TensorSharding other = layout;
         other.gatherAxes([&](int64_t a) { return a == axis; });
         if (sum)
           other.partial.push_back(axis);
         reshardTime(sum ? other : layout, sum ? layout : other, bytes, mesh,
-                    crossNode, cost, &steps);
+                    crossNode, cost, weight ? &weightSteps : &steps);
       };
       double x = tensorBytes(op->getOperand(0)) * scale,
              w = tensorBytes(op->getOperand(1));
@@ -274,7 +276,7 @@ BackwardCollectives backwardCollectives(const PlanGraph &g, const Mesh &mesh,
           // (A model input stored whole is read whole: nothing gathered.)
           if ((p >= 0 || kept(0).usesAxis(cols)) && first(false))
             move(s.operands[0], cols, false, x);
-          move(s.operands[1], rows, true, w);
+          move(s.operands[1], rows, true, w, /*weight=*/true);
         } else {
           // Its operands as the backward holds them: x as made (a model
           // input as stored), the output gradient as the result.
@@ -301,12 +303,17 @@ BackwardCollectives backwardCollectives(const PlanGraph &g, const Mesh &mesh,
           llvm::erase_if(made.partial, [&](int64_t a) {
             return !splitsFeatures(mesh.axisNames[a]);
           });
-          reshardTime(made, s.operands[1], w, mesh, crossNode, cost, &steps);
+          reshardTime(made, s.operands[1], w, mesh, crossNode, cost,
+                      &weightSteps);
         }
       }
       for (PlannedCollective &pc : steps) {
         pc.node = i;
         out.collectives.push_back(pc);
+      }
+      for (PlannedCollective &pc : weightSteps) {
+        pc.node = i;
+        out.perStep.push_back(pc);
       }
     }
     // A 3D product (x's contraction and the weight's split over one axis b,

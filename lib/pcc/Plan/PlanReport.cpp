@@ -279,14 +279,17 @@ std::vector<CollectiveSummary> collectives(const PlanGraph &g,
   ReplicaGroup batch = batchReplicas(c, cluster);
   std::set<int> lossOverTp;
   // (The sum's own result, or its reader's reshard of it.)
-  auto sumsLossOverTp = [&](StringRef axis, int node,
-                            const PlannedCollective &pc) {
+  auto sumsLoss = [&](int node, const PlannedCollective &pc) {
     int sum = pc.producer < 0 ? node : pc.producer;
-    return axis == "tp" && c.lossSums > 0 && batch.size > 1 &&
-           pc.kind == CollectiveKind::AllReduce &&
+    return pc.kind == CollectiveKind::AllReduce &&
            llvm::any_of(g.batchSums, [&](const PlanGraph::BatchSum &s) {
              return s.node == sum && !s.coupled;
            });
+  };
+  auto sumsLossOverTp = [&](StringRef axis, int node,
+                            const PlannedCollective &pc) {
+    return axis == "tp" && c.lossSums > 0 && batch.size > 1 &&
+           sumsLoss(node, pc);
   };
   auto list = [&](StringRef axis, ArrayRef<NodeLayout> layouts, bool spelled,
                   const Mesh &mesh, double scale, int64_t degree) {
@@ -314,9 +317,12 @@ std::vector<CollectiveSummary> collectives(const PlanGraph &g,
                      : pc.producer >= 0 && again[pc.producer] && !reduction &&
                            rereadsRecomputedOperand(
                                g.nodes[i], pc.kind == CollectiveKind::AllGather);
+        // A loss's sum over a batch split on the layout's axes (a grid's
+        // rows) is summed over the microbatches first, then over the axes
+        // once a step (pcc-accumulate-microbatches).
+        int64_t runs = sumsLoss(i, pc) ? 1 : c.microbatches;
         add(collectiveName(pc.kind), axis, pc.bytes, pc.seconds,
-            spelled ? c.microbatches * (repeated ? 2 : 1) : perStep,
-            g.nodes[i].name);
+            spelled ? runs * (repeated ? 2 : 1) : perStep, g.nodes[i].name);
       }
     if (!spelled)
       return BackwardCollectives();

@@ -562,9 +562,17 @@ int64_t fusedGroups(Value v) {
     }
     if (slices && sliceSize && sliceSize < cols)
       return cols / sliceSize;
-    if (!v.hasOneUse())
+    if (v.use_empty())
       break;
+    // One reader, or that reader and selective recompute's clones of it
+    // (which keeps a product and remakes the ops after it).
     Operation *user = *v.getUsers().begin();
+    if (!llvm::all_of(v.getUsers(), [&](Operation *u) {
+          return u->getName() == user->getName() &&
+                 u->getOperands() == user->getOperands() &&
+                 u->getResultTypes() == user->getResultTypes();
+        }))
+      break;
     if (!isa<AddOp>(user) &&
         !(isa<ReshapeOp>(user) && shapeOf(user->getResult(0)).back() == cols))
       break;
