@@ -160,6 +160,18 @@ TEST(Reshard, GroupedSplitsAreUndoneWhole) {
   EXPECT_EQ(steps[1].groups, 1);
 }
 
+TEST(Reshard, GroupedSplitsAreScatteredFurtherWithinEachGroup) {
+  // A 3D layer's fused Q|K|V weight gradient: split over dp in 3 groups,
+  // partial over tp, into its stored [dp, tp] split of the same groups:
+  // one reduce-scatter within each group, not an all-reduce and a cut.
+  auto steps = planReshard(layout({{}, {0}}, {1}, 3), layout({{}, {0, 1}}, {}, 3));
+  ASSERT_EQ(kinds(steps), "reduce_scatter");
+  EXPECT_EQ(steps[0].axes, (llvm::SmallVector<int64_t, 2>{1}));
+  EXPECT_EQ(steps[0].dim, 1);
+  EXPECT_EQ(steps[0].groups, 3);
+  EXPECT_EQ(steps[0].after, layout({{}, {0, 1}}, {}, 3));
+}
+
 TEST(Reshard, BufferBytesFollowTheLayoutAroundEachStep) {
   Mesh mesh = twoByThree();
   // Split over dp on dim 0 and tp on dim 1, gather tp: the gathered buffer
@@ -221,8 +233,9 @@ TEST(Reshard, EveryPairEndsAtTheTargetThroughConsistentSteps) {
             EXPECT_EQ(s.kind, ReshardKind::AllReduce);
             EXPECT_EQ(&s, &steps.back());
           }
-          if (s.kind == ReshardKind::ReduceScatter)
+          if (s.kind == ReshardKind::ReduceScatter) {
             EXPECT_EQ(s.axes.size(), 1u);
+          }
           for (int64_t a : s.axes) {
             EXPECT_TRUE(llvm::is_contained(from.partial, a));
             EXPECT_FALSE(llvm::is_contained(to.partial, a));

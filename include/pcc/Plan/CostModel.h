@@ -59,6 +59,10 @@ public:
   /// reduce-scattered input), on the inter-node link if `crossNode`.
   double collectiveTime(CollectiveKind kind, double bytes, int64_t n,
                         bool crossNode) const;
+  /// The part of collectiveTime that does not grow with the bytes: the
+  /// hops' latency.
+  double collectiveLatency(CollectiveKind kind, int64_t n,
+                           bool crossNode) const;
 
 private:
   ClusterSpec spec;

@@ -22,6 +22,7 @@
 #include "pcc/Plan/CostModel.h"
 #include "pcc/Plan/PlanGraph.h"
 
+#include <array>
 #include <memory>
 #include <vector>
 
@@ -54,8 +55,18 @@ struct NodeCost {
   /// operands).
   double scratchBytes = 0;
   /// Training, per step: all-reducing the gradients of weights this op
-  /// reads whole while its work is split over the axis.
+  /// reads whole while its work is split over the axis (their bytes' time:
+  /// the latency is the bucket's, gradSyncBuckets), and reduce-scattering
+  /// those stored split.
   double gradSync = 0;
+  /// The sets of the mesh's axes those all-reduces run over, bit m for the
+  /// axes of mask m: pcc-bucket-gradients sums each set's gradients in one
+  /// bucket, whose latency SearchResult::bucketLatency prices once a step.
+  uint32_t gradSyncBuckets = 0;
+  /// Those all-reduces' latency, which the layout search still counts per
+  /// weight (its objective is a sum over nodes: it cannot count a bucket
+  /// once); the step's price counts each bucket once.
+  double gradSyncLatency = 0;
   /// Of `comm`, what selective recompute runs again in the backward
   /// (PlanGraph::selectiveAgain): for an op it runs again, its own
   /// collectives and the reshards of what it reads; for a kept
@@ -215,6 +226,17 @@ struct SearchResult {
   /// The chosen layouts' objective (weight price excluded) and weight
   /// bytes x weightFactor per device, summed over the model.
   double objective = 0, weightBytes = 0;
+  /// Per mask of mesh axes (NodeCost::gradSyncBuckets), the latency of
+  /// one gradient bucket's all-reduce over them.
+  std::array<double, 32> bucketLatency{};
+  /// The latency of the buckets `buckets` names.
+  double bucketsLatency(uint32_t buckets) const {
+    double t = 0;
+    for (unsigned m = 0; m < bucketLatency.size(); ++m)
+      if (buckets & (1u << m))
+        t += bucketLatency[m];
+    return t;
+  }
   int variables = 0, constraints = 0;
   bool optimal = false, feasible = true;
   double seconds = 0;

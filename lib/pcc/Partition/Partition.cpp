@@ -196,10 +196,12 @@ FailureOr<Value> Partitioner::operandFor(Operation *user, Value global,
       shard = shardOp.getResult();
     }
     // A stored weight is gathered for each user (as the planner prices it),
-    // but a recomputed product's gathered weight is the one its gradient
+    // but a recomputed 3D product's gathered weight is the one its gradient
     // products read: gathered once for both (PlanReport lists it so).
     if (want == required)
       return shard;
+    if (mesh.axisNamed("tp_x") < 0)
+      return reshard(loc, shard, want, required);
     bool clone = user->hasAttr(kRecomputeOfAttr);
     auto product = dyn_cast_or_null<IntegerAttr>(
         user->getAttr(clone ? kRecomputeOfAttr : kGradientOfAttr));

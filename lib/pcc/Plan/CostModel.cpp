@@ -105,4 +105,20 @@ double CostModel::collectiveTime(CollectiveKind kind, double bytes, int64_t n,
   return 0;
 }
 
+double CostModel::collectiveLatency(CollectiveKind kind, int64_t n,
+                                    bool crossNode) const {
+  if (n <= 1)
+    return 0;
+  double alpha = (crossNode ? spec.interNode : spec.intraNode).latency;
+  switch (kind) {
+  case CollectiveKind::AllReduce:
+    return 2 * (n - 1) * alpha;
+  case CollectiveKind::SendRecv:
+  case CollectiveKind::RingShift:
+    return alpha;
+  default:
+    return (n - 1) * alpha;
+  }
+}
+
 } // namespace pcc

@@ -362,8 +362,12 @@ std::vector<CollectiveSummary> collectives(const PlanGraph &g,
                                       : tensorGridMesh(c.mode, c.q, c.depth),
            1.0 / double(c.dp * c.microbatches * c.sp), c.tp);
   double partialGradients = backward.partialGradientBytes, partialSync = 0;
-  for (int i : backward.partialGradientNodes)
+  uint32_t buckets = 0;
+  for (int i : backward.partialGradientNodes) {
     partialSync += c.layout->costs[i].gradSync;
+    buckets |= c.layout->costs[i].gradSyncBuckets;
+  }
+  partialSync += c.layout->bucketsLatency(buckets);
   // Weight gradients summed over the tensor axis as well: a bucket of
   // their own beside data parallelism's (without it, the only one).
   if (partialGradients > 0 && c.dp > 1)

@@ -68,6 +68,8 @@ int64_t integerRoot(int64_t n, int k) {
 struct StageSummary {
   double compute = 0, comm = 0, weightBytes = 0, resultBytes = 0,
          inputBytes = 0, gradSync = 0;
+  /// The gradient buckets gradSync sums (NodeCost::gradSyncBuckets).
+  uint32_t gradSyncBuckets = 0;
   /// Training: the backward's own collectives (NodeCost::backwardComm).
   double backwardComm = 0;
   /// Of compute, the products with a weight (a backward repeats each
@@ -112,6 +114,7 @@ struct StageSummary {
     weightBytes += o.weightBytes;
     frozenWeightBytes += o.frozenWeightBytes;
     gradSync += o.gradSync;
+    gradSyncBuckets |= o.gradSyncBuckets;
     weightTensors += o.weightTensors;
     forwardReads += o.forwardReads;
     backwardTensors += o.backwardTensors;
@@ -906,6 +909,7 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
     double compute = 0, comm = 0, backwardComm = 0, weightBytes = 0,
            gradSync = 0,
            resultBytes = 0, backwardWeightBytes = 0, linearCompute = 0;
+    uint32_t gradSyncBuckets = 0;
     /// Selective recompute repeats the ops between products that the
     /// backward needs (PlanGraph::selectiveAgain: otherCompute) and keeps the
     /// products' results they read.
@@ -943,6 +947,7 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
         sum.weightBytes += nc.weightBytes;
         sum.frozenWeightBytes += nc.frozenWeightBytes;
         sum.gradSync += nc.gradSync;
+        sum.gradSyncBuckets |= nc.gradSyncBuckets;
         sum.resultBytes += nc.resultBytes;
         if (g.selectiveAgain[i])
           sum.otherCompute += nc.compute;
@@ -1032,6 +1037,7 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
       st.weightBytes += sum.weightBytes;
       st.frozenWeightBytes += sum.frozenWeightBytes;
       st.gradSync += sum.gradSync;
+      st.gradSyncBuckets |= sum.gradSyncBuckets;
       st.weightTensors += sum.weightTensors;
       st.forwardReads += sum.forwardReads;
       st.backwardTensors += sum.backwardTensors;
@@ -1109,6 +1115,8 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
       out.all[d].copyWeightBytes += layout.costs[i].sharedWeightBytes;
   }
   for (int64_t d = 0; d < pp; ++d) {
+    // Each bucket's latency once a step (NodeCost::gradSyncBuckets).
+    out.all[d].gradSync += layout.bucketsLatency(out.all[d].gradSyncBuckets);
     out.maxGradSync = std::max(out.maxGradSync, out.all[d].gradSync);
     if (deviceTime[d] > out.worstTime) {
       out.worstTime = deviceTime[d];

@@ -145,12 +145,30 @@ Choice costOption(const PlanNode &node, OpSharding sharding, const Mesh &mesh,
       bool scattered = (gatheredAtUse || cubeContraction(op, sharding)) &&
                        i < sharding.storedOperands.size() &&
                        !sharding.storedOperands[i].dims.empty();
-      if (!over.empty())
-        c.gradSync += cost.collectiveTime(
-            scattered ? CollectiveKind::ReduceScatter
-                      : CollectiveKind::AllReduce,
-            double(tensorBytes(v)) / double(splitFactor(s, mesh)),
-            mesh.size(over), in.crossNode);
+      if (over.empty())
+        continue;
+      double bytes = double(tensorBytes(v)) / double(splitFactor(s, mesh));
+      if (scattered) {
+        c.gradSync += cost.collectiveTime(CollectiveKind::ReduceScatter,
+                                          bytes, mesh.size(over), in.crossNode);
+        continue;
+      }
+      // Summed in its set of axes' bucket: the latency is the bucket's.
+      uint32_t mask = 0;
+      for (int64_t a : over)
+        mask |= 1u << a;
+      int64_t n = mesh.size(over);
+      double latency =
+          mask < 32 ? cost.collectiveLatency(CollectiveKind::AllReduce, n,
+                                             in.crossNode)
+                    : 0.0;
+      c.gradSync +=
+          cost.collectiveTime(CollectiveKind::AllReduce, bytes, n,
+                              in.crossNode) -
+          latency;
+      c.gradSyncLatency += latency;
+      if (mask < 32)
+        c.gradSyncBuckets |= 1u << mask;
     }
   }
   // Ring attention: n - 1 shifts of this device's keys and values around
@@ -897,7 +915,7 @@ void LayoutProblem::solveProgram(SearchResult &result) {
     for (const Choice &c : options[i]) {
       double objective =
           nodeMult[i] * (computeWeight(i) * c.compute + commWeight(i) * c.comm +
-                         c.gradSync / in.microbatches +
+                         (c.gradSync + c.gradSyncLatency) / in.microbatches +
                          in.weightPrice * c.weightBytes * in.weightFactor);
       one.push_back({p.addVariable(objective, nodeMult[i] * c.weightBytes *
                                                   in.weightFactor),
@@ -1123,11 +1141,20 @@ SearchResult LayoutProblem::solve() {
   else
     result.optimal = true;
   spellOut(result);
+  for (uint32_t m = 1; m < result.bucketLatency.size(); ++m) {
+    SmallVector<int64_t, 4> axes;
+    for (int64_t a = 0; a < int64_t(mesh.shape.size()); ++a)
+      if (m & (1u << a))
+        axes.push_back(a);
+    if (int(axes.size()) == llvm::popcount(m))
+      result.bucketLatency[m] = cost.collectiveLatency(
+          CollectiveKind::AllReduce, mesh.size(axes), in.crossNode);
+  }
   for (int i = 0; i < n; ++i) {
     const NodeCost &c = result.costs[i];
     result.objective += computeWeight(i) * c.compute + in.commWeight * c.comm +
                         (in.repeated ? c.repeatedComm : 0.0) + c.backwardComm +
-                        c.gradSync / in.microbatches;
+                        (c.gradSync + c.gradSyncLatency) / in.microbatches;
     result.weightBytes += c.weightBytes * in.weightFactor;
   }
   result.seconds = std::chrono::duration<double>(

@@ -36,12 +36,13 @@ void sumPartials(TensorSharding &cur, const TensorSharding &to,
   ReshardStep step{ReshardKind::AllReduce, sum, -1, 1, cur, cur};
   for (auto [d, f, t] : enumerate(cur.dims, to.dims)) {
     // Summed axes that split a whole dimension, or one already split in
-    // `cur` as their minor axes (each device's block is scattered further).
+    // `cur` as their minor axes (each device's block is scattered further;
+    // a split with groups, a fused QKV weight's, within each group).
     // The dimension that scatters the most summed axes wins.
     size_t kept = f.isSplit() ? f.axes.size() : 0;
     size_t best = step.dim >= 0 ? step.axes.size() : 0;
     if (!t.isSplit() || t.axes.size() <= kept + best ||
-        (kept && (f.groups != 1 || t.groups != 1 ||
+        (kept && (f.groups != t.groups ||
                   ArrayRef<int64_t>(t.axes).take_front(kept) !=
                       ArrayRef<int64_t>(f.axes))))
       continue;
