@@ -683,6 +683,33 @@ BackwardCollectives backwardCollectives(const PlanGraph &g, const Mesh &mesh,
         continue;
       // Otherwise the gradient is moved to the lookup's layout (below).
     }
+    // A view whose forward gathered what it reads (a Conv1D layer's
+    // flattening Reshape of a sequence-split norm output): a whole partial
+    // gradient passes through it (the backward's view keeps the sum
+    // partial) and is summed where its operand is made, in that layout (a
+    // reduce-scatter onto the split, not an all-reduce here).
+    if (isa<ReshapeOp, TransposeOp>(g.nodes[p].op) &&
+        !g.nodes[p].producers.empty())
+      if (int q = g.nodes[p].producers[0]; q >= 0 && trained[q]) {
+        Value v = g.nodes[p].op->getOperand(0);
+        auto wholePartial = [&](const TensorSharding &t) {
+          return !t.partial.empty() && t == grads.front() &&
+                 llvm::none_of(t.dims,
+                               [](const DimSharding &d) { return d.isSplit(); });
+        };
+        unsigned qr = cast<OpResult>(v).getResultNumber();
+        TensorSharding made = layoutOf(q).results[qr], read = s.operands[0];
+        made.partial.clear();
+        read.partial.clear();
+        if (isFloat(v) && !grads.empty() && made != read &&
+            llvm::all_of(grads, wholePartial)) {
+          TensorSharding passed =
+              TensorSharding::replicated(shapeOf(v).size());
+          passed.partial = grads.front().partial;
+          resend(p, q, qr, passed);
+          continue;
+        }
+      }
     // A sum's gradient is each operand's, in the layout it arrives in
     // (reduced over a broadcast operand's dimensions first), resharded
     // where that operand is made; nothing here. So for a sum run on partial
