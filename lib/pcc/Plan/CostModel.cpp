@@ -89,18 +89,18 @@ double CostModel::collectiveTime(CollectiveKind kind, double bytes, int64_t n,
   const LinkSpec &link = crossNode ? spec.interNode : spec.intraNode;
   double bw = link.bandwidth * spec.networkEfficiency;
   double ring = double(n - 1) / double(n);
+  double latency = collectiveLatency(kind, n, crossNode);
   switch (kind) {
   case CollectiveKind::AllReduce:
-    return 2 * (n - 1) * link.latency + 2 * ring * bytes / bw;
+    return latency + 2 * ring * bytes / bw;
   case CollectiveKind::AllGather:
   case CollectiveKind::ReduceScatter:
   case CollectiveKind::AllToAll:
-    return (n - 1) * link.latency + ring * bytes / bw;
+    return latency + ring * bytes / bw;
   case CollectiveKind::Broadcast:
-    return (n - 1) * link.latency + bytes / bw;
   case CollectiveKind::SendRecv:
   case CollectiveKind::RingShift:
-    return link.latency + bytes / bw;
+    return latency + bytes / bw;
   }
   return 0;
 }
@@ -113,12 +113,16 @@ double CostModel::collectiveLatency(CollectiveKind kind, int64_t n,
   switch (kind) {
   case CollectiveKind::AllReduce:
     return 2 * (n - 1) * alpha;
+  case CollectiveKind::AllGather:
+  case CollectiveKind::ReduceScatter:
+  case CollectiveKind::AllToAll:
+  case CollectiveKind::Broadcast:
+    return (n - 1) * alpha;
   case CollectiveKind::SendRecv:
   case CollectiveKind::RingShift:
     return alpha;
-  default:
-    return (n - 1) * alpha;
   }
+  return 0;
 }
 
 } // namespace pcc

@@ -153,22 +153,23 @@ Choice costOption(const PlanNode &node, OpSharding sharding, const Mesh &mesh,
                                           bytes, mesh.size(over), in.crossNode);
         continue;
       }
-      // Summed in its set of axes' bucket: the latency is the bucket's.
+      // Summed in its set of axes' bucket: the latency is the bucket's
+      // (masks of the first five axes; a grid has at most four).
       uint32_t mask = 0;
       for (int64_t a : over)
         mask |= 1u << a;
       int64_t n = mesh.size(over);
+      double t = cost.collectiveTime(CollectiveKind::AllReduce, bytes, n,
+                                     in.crossNode);
+      if (mask >= 32) {
+        c.gradSync += t;
+        continue;
+      }
       double latency =
-          mask < 32 ? cost.collectiveLatency(CollectiveKind::AllReduce, n,
-                                             in.crossNode)
-                    : 0.0;
-      c.gradSync +=
-          cost.collectiveTime(CollectiveKind::AllReduce, bytes, n,
-                              in.crossNode) -
-          latency;
+          cost.collectiveLatency(CollectiveKind::AllReduce, n, in.crossNode);
+      c.gradSync += t - latency;
       c.gradSyncLatency += latency;
-      if (mask < 32)
-        c.gradSyncBuckets |= 1u << mask;
+      c.gradSyncBuckets |= 1u << mask;
     }
   }
   // Ring attention: n - 1 shifts of this device's keys and values around
