@@ -226,6 +226,25 @@ class GptConv1D(GptLong):
             b.fc, b.out = Conv1D(d, 4 * d), Conv1D(4 * d, d)
 
 
+class GptConv1DSmall(Gpt):
+    """The test GPT (d 32, 8 x 16 tokens: 3D's rows split over 4 devices
+    in each of 2 microbatches) with Hugging Face's Conv1D linear layers:
+    GptConv1D's Gemms at a size 8 ranks train quickly."""
+
+    def __init__(self):
+        super().__init__()
+        for b in self.blocks:
+            d = b.ln1.normalized_shape[0]
+            b.qkv, b.proj = Conv1D(d, 3 * d), Conv1D(d, d)
+            b.fc, b.out = Conv1D(d, 4 * d), Conv1D(4 * d, d)
+
+
+def small_conv1d_batches(steps, rng):
+    return [(rng.integers(0, 32, (8, 16)).astype(np.int64),
+             rng.integers(0, 32, (8, 16)).astype(np.int64))
+            for _ in range(steps)]
+
+
 def long_batches(steps, rng):
     return [(rng.integers(0, 64, (8, 2048)).astype(np.int64),
              rng.integers(0, 64, (8, 2048)).astype(np.int64))
@@ -436,6 +455,7 @@ MODELS = {"mlp": (Mlp, mlp_batches), "gpt": (Gpt, gpt_batches),
           "gpt-odd-vocab": (GptOddVocab, odd_vocab_batches),
           "gpt-long": (GptLong, long_batches),
           "gpt-conv1d": (GptConv1D, long_batches),
+          "gpt-conv1d-small": (GptConv1DSmall, small_conv1d_batches),
           "t5": (T5Loss, gpt_batches),
           "classifier": (Classifier, classifier_batches),
           "regressor": (Regressor, regressor_batches)}
@@ -450,7 +470,7 @@ ZERO_GRADIENT = {"vit": [(f"blocks.{i}.self_attn.in_proj_bias", slice(32, 64))
 # Initializers that PyTorch does not train (buffers).
 FROZEN = {"gpt": ["causal"], "gpt-dropout": ["causal"],
           "gpt-odd-vocab": ["causal"], "gpt-long": ["causal"],
-          "gpt-conv1d": ["causal"]}
+          "gpt-conv1d": ["causal"], "gpt-conv1d-small": ["causal"]}
 
 
 def export(workdir, name, steps):

@@ -150,6 +150,23 @@ TEST(Reshard, ScatterOverTwoAxesRunsTheMajorAxisFirst) {
   EXPECT_DOUBLE_EQ(stepBufferBytes(steps[1], 600, mesh), 200);
 }
 
+TEST(Reshard, ScatterOntoTwoDimensionsRunsTheMinorAxisFirst) {
+  // A 2D layer's weight gradient under ZeRO, partial over dp and tp, into
+  // its state's [dp, tp] split: scattered over tp onto the columns, then
+  // its third over dp onto the rows (not an all-reduce over tp).
+  Mesh mesh = twoByThree();
+  auto steps = planReshard(layout({{}, {}}, {0, 1}), layout({{0}, {1}}));
+  ASSERT_EQ(kinds(steps), "reduce_scatter reduce_scatter");
+  EXPECT_EQ(steps[0].axes, (llvm::SmallVector<int64_t, 2>{1}));
+  EXPECT_EQ(steps[0].dim, 1);
+  EXPECT_EQ(steps[0].after, layout({{}, {1}}, {0}));
+  EXPECT_EQ(steps[1].axes, (llvm::SmallVector<int64_t, 2>{0}));
+  EXPECT_EQ(steps[1].dim, 0);
+  EXPECT_EQ(steps[1].after, layout({{0}, {1}}));
+  EXPECT_DOUBLE_EQ(stepBufferBytes(steps[0], 600, mesh), 600);
+  EXPECT_DOUBLE_EQ(stepBufferBytes(steps[1], 600, mesh), 200);
+}
+
 TEST(Reshard, GroupedSplitsAreUndoneWhole) {
   // Fused Q|K|V columns (3 groups) to plain columns: the groups differ, so
   // nothing is shared.

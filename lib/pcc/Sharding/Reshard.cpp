@@ -24,7 +24,49 @@ StringRef reshardKindName(ReshardKind kind) {
 
 namespace {
 
-/// Phase 1: sums the partial axes `to` does not keep.
+/// A reduce-scatter of summed axes onto dimension `dim`, which `to` splits
+/// by the axes already there plus `axes` (minor).
+struct Scatter {
+  int64_t dim;
+  SmallVector<int64_t, 2> axes;
+};
+
+/// The dimensions summed axes scatter onto: greedily, the one that
+/// scatters the most of those still unclaimed first. A dimension takes
+/// them when they split it whole, or already split in `cur` as its minor
+/// axes (each device's block is scattered further; a split with groups, a
+/// fused QKV weight's, within each group).
+SmallVector<Scatter, 2> scatterTargets(const TensorSharding &cur,
+                                       const TensorSharding &to,
+                                       ArrayRef<int64_t> sum) {
+  SmallVector<Scatter, 2> out;
+  SmallVector<int64_t, 2> claimed;
+  while (true) {
+    Scatter best{-1, {}};
+    for (auto [d, f, t] : enumerate(cur.dims, to.dims)) {
+      size_t kept = f.isSplit() ? f.axes.size() : 0;
+      if (!t.isSplit() || t.axes.size() <= kept + best.axes.size() ||
+          any_of(out, [&](const Scatter &s) { return s.dim == int64_t(d); }) ||
+          (kept && (f.groups != t.groups ||
+                    ArrayRef<int64_t>(t.axes).take_front(kept) !=
+                        ArrayRef<int64_t>(f.axes))))
+        continue;
+      ArrayRef<int64_t> added = ArrayRef<int64_t>(t.axes).drop_front(kept);
+      if (all_of(added, [&](int64_t a) {
+            return is_contained(sum, a) && !is_contained(claimed, a);
+          }))
+        best = {int64_t(d), SmallVector<int64_t, 2>(added)};
+    }
+    if (best.dim < 0)
+      return out;
+    claimed.append(best.axes.begin(), best.axes.end());
+    out.push_back(std::move(best));
+  }
+}
+
+/// Phase 1: sums the partial axes `to` does not keep: those no split of
+/// `to` takes by an all-reduce, then a reduce-scatter per axis onto the
+/// dimensions that take the others.
 void sumPartials(TensorSharding &cur, const TensorSharding &to,
                  std::vector<ReshardStep> &steps) {
   SmallVector<int64_t, 2> sum;
@@ -33,64 +75,42 @@ void sumPartials(TensorSharding &cur, const TensorSharding &to,
       sum.push_back(a);
   if (sum.empty())
     return;
-  ReshardStep step{ReshardKind::AllReduce, sum, -1, 1, cur, cur};
-  for (auto [d, f, t] : enumerate(cur.dims, to.dims)) {
-    // Summed axes that split a whole dimension, or one already split in
-    // `cur` as their minor axes (each device's block is scattered further;
-    // a split with groups, a fused QKV weight's, within each group).
-    // The dimension that scatters the most summed axes wins.
-    size_t kept = f.isSplit() ? f.axes.size() : 0;
-    size_t best = step.dim >= 0 ? step.axes.size() : 0;
-    if (!t.isSplit() || t.axes.size() <= kept + best ||
-        (kept && (f.groups != t.groups ||
-                  ArrayRef<int64_t>(t.axes).take_front(kept) !=
-                      ArrayRef<int64_t>(f.axes))))
-      continue;
-    ArrayRef<int64_t> added = ArrayRef<int64_t>(t.axes).drop_front(kept);
-    if (all_of(added, [&](int64_t a) { return is_contained(sum, a); })) {
-      step.kind = ReshardKind::ReduceScatter;
-      step.axes.assign(added.begin(), added.end());
-      step.dim = d;
-      step.groups = t.groups;
-    }
-  }
-  // The other summed axes first (an all-reduce), then the scatter; a sum
-  // over microbatches and dp scattered over dp, say.
-  if (step.kind == ReshardKind::ReduceScatter && step.axes.size() < sum.size()) {
-    SmallVector<int64_t, 2> rest;
-    for (int64_t a : sum)
-      if (!is_contained(step.axes, a))
-        rest.push_back(a);
-    ReshardStep first{ReshardKind::AllReduce, rest, -1, 1, cur, cur};
-    SmallVector<int64_t, 2> partial(to.partial.begin(), to.partial.end());
-    partial.append(step.axes.begin(), step.axes.end());
-    cur.partial.assign(partial.begin(), partial.end());
-    first.after = cur;
-    steps.push_back(std::move(first));
-    step.before = cur;
-  }
-  if (step.kind == ReshardKind::AllReduce) {
+  SmallVector<Scatter, 2> scatters = scatterTargets(cur, to, sum);
+  SmallVector<int64_t, 2> pending; // summed axes not yet reduced
+  for (const Scatter &s : scatters)
+    pending.append(s.axes.begin(), s.axes.end());
+  auto leave = [&](ReshardStep step) {
     cur.partial.assign(to.partial.begin(), to.partial.end());
+    cur.partial.append(pending.begin(), pending.end());
     step.after = cur;
     steps.push_back(std::move(step));
-    return;
-  }
-  // A scatter over several axes runs one axis at a time, the major first:
-  // each later one scatters a smaller block (a weight's gradient scattered
-  // over tp inside a node, then its part over dp across nodes).
-  SmallVector<int64_t, 2> left(step.axes.begin(), step.axes.end());
-  const DimSharding &target = to.dims[step.dim];
-  size_t kept = target.axes.size() - left.size();
-  for (size_t k = 0; k < left.size(); ++k) {
-    ReshardStep one = step;
-    one.axes = {left[k]};
-    one.before = cur;
-    cur.dims[step.dim] = target;
-    cur.dims[step.dim].axes.resize(kept + k + 1);
-    cur.partial.assign(to.partial.begin(), to.partial.end());
-    cur.partial.append(left.begin() + k + 1, left.end());
-    one.after = cur;
-    steps.push_back(std::move(one));
+  };
+  // The other summed axes first (an all-reduce), then the scatters; a sum
+  // over microbatches and dp scattered over dp, say.
+  SmallVector<int64_t, 2> rest;
+  for (int64_t a : sum)
+    if (!is_contained(pending, a))
+      rest.push_back(a);
+  if (!rest.empty())
+    leave(ReshardStep{ReshardKind::AllReduce, rest, -1, 1, cur, cur});
+  // One axis at a time: within a dimension the major first (a weight's
+  // gradient scattered over tp inside a node, then its part over dp across
+  // nodes); across dimensions those over the mesh's minor axes first (the
+  // fast links), so the major ones carry the smaller block.
+  llvm::stable_sort(scatters, [](const Scatter &a, const Scatter &b) {
+    return *llvm::max_element(a.axes) > *llvm::max_element(b.axes);
+  });
+  for (const Scatter &s : scatters) {
+    const DimSharding &target = to.dims[s.dim];
+    size_t kept = target.axes.size() - s.axes.size();
+    for (auto [k, a] : enumerate(s.axes)) {
+      ReshardStep one{ReshardKind::ReduceScatter, {a}, s.dim, target.groups,
+                      cur, cur};
+      cur.dims[s.dim] = target;
+      cur.dims[s.dim].axes.resize(kept + k + 1);
+      pending.erase(llvm::find(pending, a));
+      leave(std::move(one));
+    }
   }
 }
 
