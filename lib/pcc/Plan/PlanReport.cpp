@@ -340,18 +340,12 @@ std::vector<CollectiveSummary> collectives(const PlanGraph &g,
     for (const PlannedCollective &pc : backward.storedScatters)
       add(collectiveName(pc.kind), axis, pc.bytes, pc.seconds, 1,
           g.nodes[pc.node].name + " (weight gradient)");
-    // A table's partial gradient: reduce-scattered into its split, or under
-    // ZeRO all-reduced over the axis before ZeRO's own reduce-scatter.
-    for (const PlannedCollective &pc : backward.lookupScatters) {
-      bool zero = c.zero && c.dp > 1;
-      CollectiveKind kind = zero ? CollectiveKind::AllReduce : pc.kind;
-      double t = zero ? costs.collectiveTime(
-                            kind, pc.bytes, degree,
-                            groupCrossesNodes(1, degree, cluster))
-                      : pc.seconds;
-      add(collectiveName(kind), axis, pc.bytes, t, 1,
+    // A table's partial gradient: reduce-scattered into its split (under
+    // ZeRO too: planReshard scatters over tp onto that split, then over dp
+    // onto ZeRO's).
+    for (const PlannedCollective &pc : backward.lookupScatters)
+      add(collectiveName(pc.kind), axis, pc.bytes, pc.seconds, 1,
           g.nodes[pc.node].name + " (weight gradient)");
-    }
     return backward;
   };
   bool spelled =
