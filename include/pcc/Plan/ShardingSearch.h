@@ -63,10 +63,6 @@ struct NodeCost {
   /// axes of mask m: pcc-bucket-gradients sums each set's gradients in one
   /// bucket, whose latency SearchResult::bucketLatency prices once a step.
   uint32_t gradSyncBuckets = 0;
-  /// Those all-reduces' latency, which the layout search still counts per
-  /// weight (its objective is a sum over nodes: it cannot count a bucket
-  /// once); the step's price counts each bucket once.
-  double gradSyncLatency = 0;
   /// Of `comm`, what selective recompute runs again in the backward
   /// (PlanGraph::selectiveAgain): for an op it runs again, its own
   /// collectives and the reshards of what it reads; for a kept

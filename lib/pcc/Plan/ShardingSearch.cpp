@@ -153,8 +153,10 @@ Choice costOption(const PlanNode &node, OpSharding sharding, const Mesh &mesh,
                                           bytes, mesh.size(over), in.crossNode);
         continue;
       }
-      // Summed in its set of axes' bucket: the latency is the bucket's
-      // (masks of the first five axes; a grid has at most four).
+      // Summed in its set of axes' bucket: the latency is the bucket's,
+      // priced once a step (masks of the first five axes; a grid has at
+      // most four). The search counts none of it per weight: one weight
+      // more in a bucket adds its bytes, not a call.
       uint32_t mask = 0;
       for (int64_t a : over)
         mask |= 1u << a;
@@ -168,7 +170,6 @@ Choice costOption(const PlanNode &node, OpSharding sharding, const Mesh &mesh,
       double latency =
           cost.collectiveLatency(CollectiveKind::AllReduce, n, in.crossNode);
       c.gradSync += t - latency;
-      c.gradSyncLatency += latency;
       c.gradSyncBuckets |= 1u << mask;
     }
   }
@@ -916,7 +917,7 @@ void LayoutProblem::solveProgram(SearchResult &result) {
     for (const Choice &c : options[i]) {
       double objective =
           nodeMult[i] * (computeWeight(i) * c.compute + commWeight(i) * c.comm +
-                         (c.gradSync + c.gradSyncLatency) / in.microbatches +
+                         c.gradSync / in.microbatches +
                          in.weightPrice * c.weightBytes * in.weightFactor);
       one.push_back({p.addVariable(objective, nodeMult[i] * c.weightBytes *
                                                   in.weightFactor),
@@ -1155,7 +1156,7 @@ SearchResult LayoutProblem::solve() {
     const NodeCost &c = result.costs[i];
     result.objective += computeWeight(i) * c.compute + in.commWeight * c.comm +
                         (in.repeated ? c.repeatedComm : 0.0) + c.backwardComm +
-                        (c.gradSync + c.gradSyncLatency) / in.microbatches;
+                        c.gradSync / in.microbatches;
     result.weightBytes += c.weightBytes * in.weightFactor;
   }
   result.seconds = std::chrono::duration<double>(
