@@ -196,7 +196,7 @@ ZeroTensors zeroTensors(const PlanGraph &g, const PlanCandidate &c) {
 }
 
 /// Trained weights ZeRO keeps whole over dp (zeroSplitDim finds no
-/// dimension), as the first reader's 1D layout holds them: how many, their
+/// dimension), as the first reader's layout holds them: how many, their
 /// bytes per device and their forward reads (ZeRO-3 gathers none of them).
 struct WholeOverDp {
   int64_t tensors = 0, forwardReads = 0;
@@ -205,10 +205,11 @@ struct WholeOverDp {
 
 WholeOverDp wholeOverDp(const PlanGraph &g, const PlanCandidate &c) {
   WholeOverDp out;
-  if (c.mode != TensorMode::OneD || c.tp <= 1 || !c.layout ||
-      c.layout->layouts.size() != g.nodes.size())
+  if (c.tp <= 1 || !c.layout || c.layout->layouts.size() != g.nodes.size())
     return out;
-  Mesh mesh = tpMesh(c);
+  Mesh mesh = c.mode == TensorMode::OneD
+                  ? tpMesh(c)
+                  : tensorGridMesh(c.mode, c.q, c.depth);
   llvm::DenseMap<mlir::Value, bool> whole;
   for (auto [i, node] : llvm::enumerate(g.nodes)) {
     mlir::Operation *op = node.op;
@@ -362,11 +363,18 @@ std::vector<CollectiveSummary> collectives(const PlanGraph &g,
     buckets |= c.layout->costs[i].gradSyncBuckets;
   }
   partialSync += c.layout->bucketsLatency(buckets);
-  // Weight gradients summed over the tensor axis as well: a bucket of
-  // their own beside data parallelism's (without it, the only one).
-  if (partialGradients > 0 && c.dp > 1)
-    add("all_reduce", "dp x tp", partialGradients, partialSync, 1,
+  // Weight gradients summed over the tensor axes as well: a bucket per
+  // set of them (a 3D grid's over x and y, and over x and z) beside data
+  // parallelism's (without it, the only ones). Under ZeRO over the tensor
+  // axes alone: ZeRO's reduce-scatter sums over dp.
+  if (partialGradients > 0 && c.dp > 1) {
+    int64_t sets =
+        std::max<int64_t>(1, int64_t(backward.gradientSumAxes.size()));
+    add("all_reduce", c.zero ? "tp" : "dp x tp",
+        partialGradients / double(sets),
+        partialSync / double(sets), sets,
         "gradients of weights read whole by split ops");
+  }
   // The sequence axis's layouts spell out their backward as the tensor
   // axis's do (the attention's included: ringAttentionBackward).
   // Weight gradients that come out split over sp (not partial) are summed
