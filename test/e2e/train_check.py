@@ -214,16 +214,21 @@ class GptLong(Gpt):
         super().__init__(vocab=64, d=128, heads=2, layers=2, seq=2048)
 
 
+def use_conv1d(blocks):
+    """Replaces each block's nn.Linear layers by Conv1D ones."""
+    for b in blocks:
+        d = b.ln1.normalized_shape[0]
+        b.qkv, b.proj = Conv1D(d, 3 * d), Conv1D(d, d)
+        b.fc, b.out = Conv1D(d, 4 * d), Conv1D(4 * d, d)
+
+
 class GptConv1D(GptLong):
     """GptLong with Hugging Face's Conv1D linear layers, which read their
     weights directly (no Transpose view)."""
 
     def __init__(self):
         super().__init__()
-        for b in self.blocks:
-            d = b.ln1.normalized_shape[0]
-            b.qkv, b.proj = Conv1D(d, 3 * d), Conv1D(d, d)
-            b.fc, b.out = Conv1D(d, 4 * d), Conv1D(4 * d, d)
+        use_conv1d(self.blocks)
 
 
 class GptConv1DSmall(Gpt):
@@ -233,10 +238,7 @@ class GptConv1DSmall(Gpt):
 
     def __init__(self):
         super().__init__()
-        for b in self.blocks:
-            d = b.ln1.normalized_shape[0]
-            b.qkv, b.proj = Conv1D(d, 3 * d), Conv1D(d, d)
-            b.fc, b.out = Conv1D(d, 4 * d), Conv1D(4 * d, d)
+        use_conv1d(self.blocks)
 
 
 def small_conv1d_batches(steps, rng):
