@@ -294,6 +294,10 @@ struct BackwardCollectives {
   /// The distinct sets of axes those partial gradients are summed over
   /// (pcc-bucket-gradients joins the sums of one set).
   llvm::SmallVector<llvm::SmallVector<int64_t, 2>> gradientSumAxes;
+  /// Trained weights whose gradients none of those sums takes in: data
+  /// parallelism's bucket sums them over dp alone (a 2.5D grid has none,
+  /// its depth splitting the batch).
+  int64_t unsummedWeights = 0;
   double splitGradientBytes = 0;
 };
 BackwardCollectives backwardCollectives(const PlanGraph &graph,

@@ -90,10 +90,14 @@ OpSharding inferOpSharding(mlir::Operation *op,
 /// feature-splitting axis where that moves fewer bytes, its partial result
 /// brought to `dest` (the layout the weight is read in) where known. The
 /// partitioner lays the product out so (gatherCheaperFactor), and the
-/// planner spells its collectives out the same way (BackwardCollectives).
+/// planner spells its collectives out the same way (BackwardCollectives),
+/// with `operandShare` the part of each activation a device holds beyond
+/// what `in` splits (its layouts leave out the batch's split over dp and
+/// microbatches, which the partitioner's mesh has).
 llvm::SmallVector<TensorSharding>
 cheaperGatheredOperands(mlir::Operation *op, llvm::ArrayRef<TensorSharding> in,
-                        const Mesh &mesh, const TensorSharding *dest);
+                        const Mesh &mesh, const TensorSharding *dest,
+                        double operandShare = 1.0);
 
 /// How an annotated op runs: its rule applied to its pinned operand layouts
 /// (kOperandShardingAttr) if a strategy pinned them, else to its operands'

@@ -85,7 +85,7 @@ runGradientProduct(Operation *prod, ArrayRef<TensorSharding> in,
                        counts = nullptr) {
   OpSharding run = inferOpSharding(
       prod,
-      weight ? cheaperGatheredOperands(prod, in, mesh, weight)
+      weight ? cheaperGatheredOperands(prod, in, mesh, weight, scale)
              : SmallVector<TensorSharding>(in.begin(), in.end()),
       mesh);
   for (auto [k, v] : llvm::enumerate(prod->getOperands()))
@@ -805,6 +805,8 @@ BackwardCollectives backwardCollectives(const PlanGraph &g, const Mesh &mesh,
   }
   for (auto &[w, bytes] : partialWeights)
     out.partialGradientBytes += bytes;
+  for (auto &[w, how] : weightGradients)
+    out.unsummedWeights += !partialWeights.count(w);
   for (auto &[w, how] : weightGradients)
     if (how.split && !how.partial)
       out.splitGradientBytes += tensorBytes(w);

@@ -417,7 +417,12 @@ std::vector<CollectiveSummary> collectives(const PlanGraph &g,
                        : "batch statistics");
     }
   }
-  if (o.train && c.dataParallel > 0 && !c.zero) {
+  // Every weight's gradient summed over dp in its grid axes' bucket (a
+  // 2.5D grid's depth splits the batch: each weight's gradient is partial
+  // over it): data parallelism has no bucket of its own.
+  bool allInGridSums = spelled && c.dp > 1 && c.sp == 1 &&
+                       partialGradients > 0 && backward.unsummedWeights == 0;
+  if (o.train && c.dataParallel > 0 && !c.zero && !allInGridSums) {
     // pcc-bucket-gradients sums each pipeline stage's gradients (f32) in
     // buckets of up to 25 MiB: one all-reduce each.
     int64_t buckets = 0;

@@ -591,20 +591,21 @@ namespace {
 double movedBytes(Operation *op, ArrayRef<TensorSharding> in,
                   const OpSharding &s, const Mesh &mesh,
                   function_ref<bool(int64_t)> isTp,
-                  const TensorSharding *dest) {
+                  const TensorSharding *dest, double operandShare) {
   double bytes = 0;
   auto add = [&](const TensorSharding &from, const TensorSharding &to,
-                 Value v) {
-    bytes += stepsMovedBytes(planReshard(from, to), tensorBytes(v), mesh);
+                 Value v, double share) {
+    bytes += stepsMovedBytes(planReshard(from, to),
+                             double(tensorBytes(v)) * share, mesh);
   };
   for (auto [v, from, to] : llvm::zip(op->getOperands(), in, s.operands))
-    add(from, to, v);
+    add(from, to, v, operandShare);
   for (auto [v, r] : llvm::zip(op->getResults(), s.results)) {
     TensorSharding from = r, to = dest ? *dest : r;
     for (TensorSharding *t : {&from, &to})
       llvm::erase_if(t->partial, [&](int64_t a) { return !isTp(a); });
     to.partial.clear();
-    add(from, to, v);
+    add(from, to, v, 1.0);
   }
   return bytes;
 }
@@ -613,7 +614,8 @@ double movedBytes(Operation *op, ArrayRef<TensorSharding> in,
 
 SmallVector<TensorSharding>
 cheaperGatheredOperands(Operation *op, ArrayRef<TensorSharding> in,
-                        const Mesh &mesh, const TensorSharding *dest) {
+                        const Mesh &mesh, const TensorSharding *dest,
+                        double operandShare) {
   SmallVector<TensorSharding> best(in.begin(), in.end());
   if (llvm::any_of(in,
                    [](const TensorSharding &t) { return !t.partial.empty(); }))
@@ -622,7 +624,8 @@ cheaperGatheredOperands(Operation *op, ArrayRef<TensorSharding> in,
   // splits the batch: its weight gradients' sums are the bucket's).
   auto isTp = [&](int64_t a) { return splitsFeatures(mesh.axisNames[a]); };
   double bestBytes =
-      movedBytes(op, in, inferOpSharding(op, in, mesh), mesh, isTp, dest);
+      movedBytes(op, in, inferOpSharding(op, in, mesh), mesh, isTp, dest,
+                 operandShare);
   for (unsigned k = 0; k < in.size(); ++k)
     for (int64_t axis = 0; axis < int64_t(mesh.shape.size()); ++axis) {
       if (!isTp(axis))
@@ -632,7 +635,7 @@ cheaperGatheredOperands(Operation *op, ArrayRef<TensorSharding> in,
         continue;
       OpSharding s = inferOpSharding(op, other, mesh);
       // Moved from the operands as they are to what this choice reads.
-      double bytes = movedBytes(op, in, s, mesh, isTp, dest);
+      double bytes = movedBytes(op, in, s, mesh, isTp, dest, operandShare);
       if (bytes < bestBytes) {
         bestBytes = bytes;
         best = std::move(other);
