@@ -66,15 +66,29 @@ TEST(Reshard, PartialSumIntoASplitIsOneReduceScatter) {
   EXPECT_EQ(steps[0].axes, (llvm::SmallVector<int64_t, 2>{1}));
 }
 
-TEST(Reshard, PartialSumOverMoreAxesThanTheSplitSumsTheRestFirst) {
-  // Partial over both axes, wanted split over tp: the dp sum, then the tp
-  // scatter (not a sum over both and a slice).
+TEST(Reshard, PartialSumOverMoreAxesThanTheSplitScattersThenSumsTheBlock) {
+  // Partial over both axes, wanted split over tp: the tp scatter, then the
+  // dp sum of each device's block (a third of the bytes of summing first;
+  // not a sum over both and a slice).
   auto steps = planReshard(layout({{}, {}}, {0, 1}), layout({{}, {1}}));
+  ASSERT_EQ(kinds(steps), "reduce_scatter all_reduce");
+  EXPECT_EQ(steps[0].axes, (llvm::SmallVector<int64_t, 2>{1}));
+  EXPECT_EQ(steps[0].dim, 1);
+  EXPECT_EQ(steps[0].after, layout({{}, {1}}, {0}));
+  EXPECT_EQ(steps[1].axes, (llvm::SmallVector<int64_t, 2>{0}));
+  EXPECT_EQ(steps[1].after, layout({{}, {1}}));
+  Mesh mesh = twoByThree();
+  EXPECT_EQ(stepBufferBytes(steps[1], 600, mesh), 200);
+}
+
+TEST(Reshard, AccumulatedSumsComeBeforeTheScatter) {
+  // Partial over microbatches (axis 0, accumulated) and tp: the runs'
+  // blocks are added first, so the scatter runs once, on their sum.
+  auto steps = planReshard(layout({{}, {}}, {0, 1}), layout({{}, {1}}), {0});
   ASSERT_EQ(kinds(steps), "all_reduce reduce_scatter");
   EXPECT_EQ(steps[0].axes, (llvm::SmallVector<int64_t, 2>{0}));
   EXPECT_EQ(steps[0].after.partial, (llvm::SmallVector<int64_t, 2>{1}));
   EXPECT_EQ(steps[1].axes, (llvm::SmallVector<int64_t, 2>{1}));
-  EXPECT_EQ(steps[1].dim, 1);
   EXPECT_TRUE(steps[1].after.partial.empty());
 }
 

@@ -63,6 +63,12 @@ struct NodeCost {
   /// axes of mask m: pcc-bucket-gradients sums each set's gradients in one
   /// bucket, whose latency SearchResult::bucketLatency prices once a step.
   uint32_t gradSyncBuckets = 0;
+  /// Of weightBytes, what data parallelism's sum does not carry: a weight
+  /// whose gradient is partial over n of the axis's devices is summed over
+  /// dp in its bucket of those axes (one all-reduce over dp x n, whose
+  /// traffic is the n-group's plus an all-reduce of 1/n of it over dp), so
+  /// the dp sum carries 1/n of its bytes (bytes x (1 - 1/n) here).
+  double gradSyncDpSaving = 0;
   /// Of `comm`, what selective recompute runs again in the backward
   /// (PlanGraph::selectiveAgain): for an op it runs again, its own
   /// collectives and the reshards of what it reads; for a kept

@@ -8,8 +8,12 @@
 //   1. partial sums the target does not keep are summed: a reduce-scatter
 //      straight into the target's split when the target splits a dimension
 //      (whole in the source, or split there as its major axes) over summed
-//      axes, after an all-reduce of the other summed axes (a gradient summed
-//      over microbatches and dp, stored split over dp), else an all-reduce;
+//      axes, then an all-reduce of the other summed axes on the scattered
+//      block (a 2D weight's gradient scattered over the grid's rows, then
+//      summed over dp: 1/q of the bytes of summing first), else an
+//      all-reduce; a sum over an axis the caller names as accumulated (the
+//      microbatch axis: each device adds its runs' blocks) goes first, so
+//      the scatter runs once, on the accumulated value;
 //   2. splits the target does not share are undone: all-gathers of the
 //      trailing axes that differ (the leading common axes stay split, since
 //      within a group the blocks of the remaining axes are contiguous) —
@@ -63,8 +67,10 @@ struct ReshardStep {
 
 /// The steps that turn a value laid out as `from` into `to`, in order; empty
 /// when they are equal.
-std::vector<ReshardStep> planReshard(const TensorSharding &from,
-                                           const TensorSharding &to);
+/// `accumulated`: axes whose sums come before every scatter (above).
+std::vector<ReshardStep>
+planReshard(const TensorSharding &from, const TensorSharding &to,
+            llvm::ArrayRef<int64_t> accumulated = {});
 
 /// How many blocks a layout cuts a tensor into: the product of the sizes of
 /// the axes its dimensions are split over (partial axes do not cut).

@@ -58,7 +58,7 @@ Operation *firstUser(shard::AllReduceOp op) {
 
 /// Joins `group` (same grid, axes, reduction and element type) into one
 /// all-reduce.
-void bucket(MutableArrayRef<shard::AllReduceOp> group) {
+void bucket(MutableArrayRef<shard::AllReduceOp> group, Attribute stage) {
   // After the last gradient of the bucket (all precede the optimizer).
   Operation *last = nullptr;
   for (shard::AllReduceOp op : group) {
@@ -96,8 +96,9 @@ void bucket(MutableArrayRef<shard::AllReduceOp> group) {
   // be one of them.
   for (shard::AllReduceOp op : group)
     op.erase();
-  // A pipeline's bucket runs in the stage of its gradients.
-  if (Attribute stage = last->getAttr(kStageAttr))
+  // A pipeline's bucket runs in the stage of its gradients (the scatters
+  // and accumulations they went through carry none yet).
+  if (stage)
     for (Operation *o = last->getNextNode(); o; o = o->getNextNode()) {
       o->setAttr(kStageAttr, stage);
       if (o == lastCreated)
@@ -135,23 +136,75 @@ struct BucketGradientsPass
                return mesh->axisNames[a] == kMicrobatchAxis;
              });
     };
+    // A gradient's sum over the microbatches and other axes is the
+    // accumulation, then a sum over the others (as
+    // pcc-accumulate-microbatches splits it): that sum joins the bucket of
+    // those axes, with the gradients scattered before theirs (planReshard).
+    SmallVector<shard::AllReduceOp> mixed;
+    getOperation().walk([&](shard::AllReduceOp op) {
+      ArrayRef<int16_t> axes = op.getGridAxes();
+      if (mesh && sumsGradient(op) && axes.size() > 1 &&
+          llvm::any_of(axes, [&](int16_t a) {
+            return mesh->axisNames[a] == kMicrobatchAxis;
+          }))
+        mixed.push_back(op);
+    });
+    for (shard::AllReduceOp op : mixed) {
+      int16_t mb = int16_t(mesh->axisNamed(kMicrobatchAxis));
+      SmallVector<int16_t> rest(op.getGridAxes());
+      llvm::erase(rest, mb);
+      OpBuilder b(op);
+      auto accumulate = shard::AllReduceOp::create(
+          b, op.getLoc(), op.getInput().getType(), op.getGrid(),
+          ArrayRef<int16_t>{mb}, op.getInput(), op.getReduction());
+      auto sum = shard::AllReduceOp::create(
+          b, op.getLoc(), op.getType(), op.getGrid(), rest,
+          accumulate.getResult(), op.getReduction());
+      for (Operation *o : {accumulate.getOperation(), sum.getOperation()})
+        if (Attribute stage = op->getAttr(kStageAttr))
+          o->setAttr(kStageAttr, stage);
+      op.getResult().replaceAllUsesWith(sum.getResult());
+      op.erase();
+    }
     getOperation().walk([&](shard::AllReduceOp op) {
       if (!sumsGradient(op) || accumulatesOnly(op))
         return;
       // A gradient sliced or reduce-scattered for a split update (before
-      // its sum over the other axes: planReshard) is so where it is made,
-      // so its sum can wait for the bucket's other gradients.
-      Operation *split = op.getInput().getDefiningOp();
-      if (isa_and_nonnull<shard::AllSliceOp, shard::ReduceScatterOp>(split))
-        if (Operation *def = split->getOperand(0).getDefiningOp();
-            def && def->getBlock() == split->getBlock() &&
-            def->getAttr(kStageAttr) == split->getAttr(kStageAttr))
-          split->moveAfter(def);
+      // its sum over the other axes: planReshard; a grouped split's
+      // scatter between reshapes), and summed over the microbatches before
+      // that, is so where it is made, so its sum can wait for the bucket's
+      // other gradients.
+      SmallVector<Operation *, 2> chain;
+      Operation *def = op.getInput().getDefiningOp();
+      auto splitsOrAccumulates = [&](Operation *o) {
+        auto sum = dyn_cast_or_null<shard::AllReduceOp>(o);
+        return (isa_and_nonnull<shard::AllSliceOp, shard::ReduceScatterOp,
+                                 ReshapeOp>(o) ||
+                (sum && accumulatesOnly(sum))) &&
+               o->hasOneUse();
+      };
+      while (splitsOrAccumulates(def)) {
+        chain.push_back(def);
+        def = def->getOperand(0).getDefiningOp();
+      }
+      // The gradient's stage (its chain's carry none yet).
+      Operation *root = def ? def : op.getInput().getDefiningOp();
+      Attribute stage = root ? root->getAttr(kStageAttr) : Attribute();
+      // (Collectives the partitioner made carry no stage yet: they run in
+      // their operand's, pcc-pipeline-stages.)
+      if (!chain.empty() && def && llvm::all_of(chain, [&](Operation *o) {
+            Attribute own = o->getAttr(kStageAttr);
+            return o->getBlock() == def->getBlock() && (!own || own == stage);
+          }))
+        for (Operation *o : llvm::reverse(chain)) {
+          o->moveAfter(def);
+          def = o;
+        }
       auto key = std::make_tuple(
           Attribute(op.getGridAttr()), Attribute(op.getGridAxesAttr()),
           Attribute(op.getReductionAttr()),
           typeOf(op.getInput()).getElementType(),
-          op.getInput().getDefiningOp()->getAttr(kStageAttr));
+          stage);
       auto &buckets = groups[key];
       int64_t bytes = tensorBytes(op.getInput());
       Operation *made = op.getInput().getDefiningOp(), *read = firstUser(op);
@@ -175,7 +228,7 @@ struct BucketGradientsPass
     for (auto &[key, buckets] : groups)
       for (Bucket &b : buckets)
         if (b.sums.size() > 1)
-          bucket(b.sums);
+          bucket(b.sums, std::get<4>(key));
   }
 };
 

@@ -16,6 +16,7 @@
 #include "pcc/Dialect/PCC/IR/TensorUtils.h"
 #include "pcc/Partition/Passes.h"
 #include "pcc/Partition/Stages.h"
+#include "pcc/Sharding/ParallelPlan.h"
 #include "pcc/Sharding/Reshard.h"
 #include "pcc/Sharding/ShardingRules.h"
 
@@ -125,7 +126,12 @@ Value Partitioner::alongDim(
 /// planner prices exactly these.
 Value Partitioner::reshard(Location loc, Value v, const TensorSharding &from,
                            const TensorSharding &to) {
-  for (const ReshardStep &step : planReshard(from, to)) {
+  // A sum over microbatches accumulates each run's block: before the
+  // scatters, so that they run once a step.
+  SmallVector<int64_t, 1> accumulated;
+  if (int64_t mb = mesh.axisNamed(kMicrobatchAxis); mb >= 0)
+    accumulated.push_back(mb);
+  for (const ReshardStep &step : planReshard(from, to, accumulated)) {
     int64_t n = mesh.size(step.axes);
     auto axes = gridAxes(step.axes);
     switch (step.kind) {

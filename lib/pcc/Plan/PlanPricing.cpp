@@ -298,4 +298,37 @@ double blockBoundaryBytes(const PlanGraph &g, const RepeatedBlock &b,
   return bytes;
 }
 
+Mesh tensorLayoutMesh(const PlanCandidate &c) {
+  if (c.mode != TensorMode::OneD)
+    return tensorGridMesh(c.mode, c.q, c.depth);
+  Mesh m;
+  m.shape = {c.tp};
+  m.axisNames = {"tp"};
+  return m;
+}
+
+WholeOverDp wholeOverDp(const PlanGraph &g, int i, const OpSharding &s,
+                        const Mesh &mesh, int64_t dp) {
+  WholeOverDp out;
+  const PlanNode &node = g.nodes[i];
+  for (auto [k, v] : llvm::enumerate(node.op->getOperands())) {
+    bool shared = llvm::any_of(node.sharedWeights, [&](const auto &e) {
+      return e.first == unsigned(k);
+    });
+    if (!v.getDefiningOp<WeightOp>() || !isa<FloatType>(elementTypeOf(v)) ||
+        k >= s.operands.size() ||
+        llvm::is_contained(node.frozenWeights, unsigned(k)) || shared)
+      continue;
+    bool stored =
+        k < s.storedOperands.size() && !s.storedOperands[k].dims.empty();
+    const TensorSharding &held = stored ? s.storedOperands[k] : s.operands[k];
+    if (zeroSplitDim(shapeOf(v), held, mesh, dp, stored) >= 0)
+      continue;
+    ++out.tensors;
+    ++out.forwardReads;
+    out.bytes += shapeBytes(localShape(shapeOf(v), held, mesh), elementTypeOf(v));
+  }
+  return out;
+}
+
 } // namespace pcc::planning

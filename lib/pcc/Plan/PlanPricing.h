@@ -74,6 +74,30 @@ stageTransfers(const TransferEdges &t, const SearchResult &layout,
 double blockBoundaryBytes(const PlanGraph &g, const RepeatedBlock &b,
                           const SearchResult &layout);
 
+/// The mesh a candidate's tensor-axis layouts are priced on: its one tp
+/// axis, or its grid (tensorGridMesh).
+Mesh tensorLayoutMesh(const PlanCandidate &c);
+
+/// Trained weights ZeRO keeps whole over dp (zeroSplitDim finds no
+/// dimension: a fused Q|K|V bias split by groups): all-reduced over dp in
+/// one bucket, never reduce-scattered or gathered.
+struct WholeOverDp {
+  int64_t tensors = 0, forwardReads = 0;
+  double bytes = 0;
+  WholeOverDp &operator+=(const WholeOverDp &o) {
+    tensors += o.tensors;
+    forwardReads += o.forwardReads;
+    bytes += o.bytes;
+    return *this;
+  }
+};
+
+/// Those of node `i`'s trained weights it reads first, as its layout `s`
+/// on `mesh` holds them under `dp` replicas: how many, their bytes per
+/// device and their forward reads.
+WholeOverDp wholeOverDp(const PlanGraph &g, int i, const OpSharding &s,
+                        const Mesh &mesh, int64_t dp);
+
 } // namespace pcc::planning
 
 #endif // PCC_LIB_PLAN_PLANPRICING_H

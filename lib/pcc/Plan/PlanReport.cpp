@@ -2,6 +2,8 @@
 
 #include "pcc/Plan/PlanReport.h"
 
+#include "PlanPricing.h"
+
 #include "pcc/Dialect/PCC/IR/PCCOps.h"
 #include "pcc/Sharding/ShardingRules.h"
 
@@ -102,13 +104,6 @@ std::string count(double v) {
   return formatv("{0:F0} ", v);
 }
 
-Mesh tpMesh(const PlanCandidate &c) {
-  Mesh m;
-  m.shape = {c.tp};
-  m.axisNames = {"tp"};
-  return m;
-}
-
 /// The one-axis mesh the sequence layouts are priced on (searchTensorParallel
 /// names its one axis tp).
 Mesh spMesh(const PlanCandidate &c) {
@@ -127,7 +122,7 @@ std::string layoutOf(const PlanGraph &g, const PlanCandidate &c, int i) {
   if (c.mode != TensorMode::OneD)
     return formatv("activations over the {0} grid", tensorModeName(c.mode));
   const OpSharding &s = c.layout->layouts[i].sharding;
-  Mesh mesh = tpMesh(c);
+  Mesh mesh = planning::tensorLayoutMesh(c);
   std::string out;
   for (auto [k, t] : llvm::enumerate(s.operands)) {
     if (k)
@@ -195,47 +190,21 @@ ZeroTensors zeroTensors(const PlanGraph &g, const PlanCandidate &c) {
   return best;
 }
 
-/// Trained weights ZeRO keeps whole over dp (zeroSplitDim finds no
-/// dimension), as the first reader's layout holds them: how many, their
-/// bytes per device and their forward reads (ZeRO-3 gathers none of them).
-struct WholeOverDp {
-  int64_t tensors = 0, forwardReads = 0;
-  double bytes = 0;
-};
-
-WholeOverDp wholeOverDp(const PlanGraph &g, const PlanCandidate &c) {
-  WholeOverDp out;
+/// Trained weights ZeRO keeps whole over dp (planning::wholeOverDp), over
+/// the graph.
+planning::WholeOverDp wholeOverDp(const PlanGraph &g, const PlanCandidate &c) {
+  planning::WholeOverDp out;
   if (c.tp <= 1 || !c.layout || c.layout->layouts.size() != g.nodes.size())
     return out;
-  Mesh mesh = c.mode == TensorMode::OneD
-                  ? tpMesh(c)
-                  : tensorGridMesh(c.mode, c.q, c.depth);
-  llvm::DenseMap<mlir::Value, bool> whole;
-  for (auto [i, node] : llvm::enumerate(g.nodes)) {
-    mlir::Operation *op = node.op;
-    const OpSharding &s = c.layout->layouts[i].sharding;
-    for (auto [k, v] : llvm::enumerate(op->getOperands())) {
-      auto w = v.getDefiningOp<WeightOp>();
-      if (!w || llvm::is_contained(node.frozenWeights, unsigned(k)) ||
-          !isa<mlir::FloatType>(elementTypeOf(v)))
-        continue;
-      auto [it, first] = whole.try_emplace(v, false);
-      if (first && k < s.operands.size()) {
-        bool stored =
-            k < s.storedOperands.size() && !s.storedOperands[k].dims.empty();
-        const TensorSharding &held =
-            stored ? s.storedOperands[k] : s.operands[k];
-        it->second = zeroSplitDim(shapeOf(v), held, mesh, c.dp, stored) < 0;
-        if (it->second) {
-          ++out.tensors;
-          out.bytes += shapeBytes(localShape(shapeOf(v), held, mesh),
-                                  elementTypeOf(v));
-        }
-      }
-      // (A 16-bit weight's later readers read its master's one cast.)
-      if (it->second && (first || elementTypeOf(v).isF32()))
-        ++out.forwardReads;
-    }
+  Mesh mesh = planning::tensorLayoutMesh(c);
+  for (int i = 0, n = g.nodes.size(); i < n; ++i) {
+    const OpSharding &own = c.layout->layouts[i].sharding;
+    // (Copies after the second carry their first copy's layout.)
+    const OpSharding &s =
+        own.operands.size() == g.nodes[i].op->getNumOperands()
+            ? own
+            : c.layout->layouts[g.representative(i)].sharding;
+    out += planning::wholeOverDp(g, i, s, mesh, c.dp);
   }
   return out;
 }
@@ -353,9 +322,7 @@ std::vector<CollectiveSummary> collectives(const PlanGraph &g,
       o.train && c.tp > 1 && c.layout->layouts.size() == g.nodes.size();
   BackwardCollectives backward =
       list("tp", c.layout->layouts, spelled,
-           c.mode == TensorMode::OneD ? tpMesh(c)
-                                      : tensorGridMesh(c.mode, c.q, c.depth),
-           1.0 / double(c.dp * c.microbatches * c.sp), c.tp);
+           planning::tensorLayoutMesh(c), 1.0 / double(c.dp * c.microbatches * c.sp), c.tp);
   double partialGradients = backward.partialGradientBytes, partialSync = 0;
   uint32_t buckets = 0;
   for (int i : backward.partialGradientNodes) {
@@ -461,13 +428,19 @@ std::vector<CollectiveSummary> collectives(const PlanGraph &g,
     ZeroTensors t = zeroTensors(g, c);
     // Weights no dimension of which splits over dp (fused Q|K|V biases
     // split by groups): all-reduced over dp, one bucket, never gathered.
-    WholeOverDp whole = wholeOverDp(g, c);
+    planning::WholeOverDp whole = wholeOverDp(g, c);
     int64_t split = t.allWeights - whole.tensors;
     int64_t gathers =
         c.zero >= 3 ? c.microbatches * (t.allForward + t.allBackward -
                                         whole.forwardReads)
                     : split;
-    double half = (c.dataParallel - c.lossSums) / 2,
+    double wholeSync =
+        whole.tensors
+            ? costs.collectiveTime(CollectiveKind::AllReduce, whole.bytes,
+                                   c.dp,
+                                   groupCrossesNodes(c.tp * c.sp, c.dp, cluster))
+            : 0.0;
+    double half = std::max(0.0, c.dataParallel - c.lossSums - wholeSync) / 2,
            each = t.bytes / double(std::max<int64_t>(t.weights, 1));
     double gather = half / double(std::max<int64_t>(gathers, 1));
     add("reduce_scatter", "dp", each, half / double(std::max<int64_t>(split, 1)),
@@ -475,10 +448,8 @@ std::vector<CollectiveSummary> collectives(const PlanGraph &g,
     add("all_gather", "dp", each, gather, gathers,
         c.zero >= 3 ? "parameters before use" : "parameters");
     if (whole.tensors)
-      add("all_reduce", "dp", whole.bytes,
-          costs.collectiveTime(CollectiveKind::AllReduce, whole.bytes, c.dp,
-                               groupCrossesNodes(c.tp, c.dp, cluster)),
-          1, "gradients ZeRO cannot split over dp");
+      add("all_reduce", "dp", whole.bytes, wholeSync, 1,
+          "gradients ZeRO cannot split over dp");
   }
   std::vector<CollectiveSummary> out;
   for (auto &[k, s] : m)

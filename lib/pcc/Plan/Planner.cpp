@@ -70,6 +70,9 @@ struct StageSummary {
          inputBytes = 0, gradSync = 0;
   /// The gradient buckets gradSync sums (NodeCost::gradSyncBuckets).
   uint32_t gradSyncBuckets = 0;
+  /// Of weightBytes, what the dp sum does not carry
+  /// (NodeCost::gradSyncDpSaving).
+  double gradSyncDpSaving = 0;
   /// Training: the backward's own collectives (NodeCost::backwardComm).
   double backwardComm = 0;
   /// Of compute, the products with a weight (a backward repeats each
@@ -83,6 +86,8 @@ struct StageSummary {
   /// of those). The largest unit's weights: its gather buffer.
   int64_t weightTensors = 0, forwardReads = 0, backwardTensors = 0;
   double backwardWeightBytes = 0, largestUnitWeightBytes = 0;
+  /// Of those, the ones ZeRO keeps whole over dp (all-reduced).
+  WholeOverDp wholeOverDp;
   /// The largest one node's weights: the update's new moments of it are
   /// held at once (AdamW).
   double largestNodeWeightBytes = 0;
@@ -115,9 +120,11 @@ struct StageSummary {
     frozenWeightBytes += o.frozenWeightBytes;
     gradSync += o.gradSync;
     gradSyncBuckets |= o.gradSyncBuckets;
+    gradSyncDpSaving += o.gradSyncDpSaving;
     weightTensors += o.weightTensors;
     forwardReads += o.forwardReads;
     backwardTensors += o.backwardTensors;
+    wholeOverDp += o.wholeOverDp;
     backwardWeightBytes += o.backwardWeightBytes;
     resultBytes += o.resultBytes;
     inputBytes += o.inputBytes;
@@ -907,7 +914,7 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
   // up to what that one does.
   struct UnitSum {
     double compute = 0, comm = 0, backwardComm = 0, weightBytes = 0,
-           gradSync = 0,
+           gradSync = 0, gradSyncDpSaving = 0,
            resultBytes = 0, backwardWeightBytes = 0, linearCompute = 0;
     uint32_t gradSyncBuckets = 0;
     /// Selective recompute repeats the ops between products that the
@@ -922,8 +929,14 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
     /// Parameter tensors, and ZeRO-3's gathers of them per microbatch
     /// (PlanNode::forwardParameterReads and backwardParameterReads).
     int64_t weightTensors = 0, forwardReads = 0, backwardTensors = 0;
+    WholeOverDp wholeOverDp;
     double paramElements = 0, largestNodeWeightBytes = 0;
   };
+  // ZeRO over dp keeps whole the weights none of whose dimensions its
+  // split takes, as the tensor layouts hold them.
+  bool zeroWhole = opt.train && c.tp > 1 && c.dp > 1 &&
+                   layout.layouts.size() == g.nodes.size();
+  Mesh tensorMesh = tensorLayoutMesh(c);
   std::vector<UnitSum> sums(units.size());
   std::vector<double> unitTime(units.size());
   for (auto [u, unit] : llvm::enumerate(units)) {
@@ -948,6 +961,7 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
         sum.frozenWeightBytes += nc.frozenWeightBytes;
         sum.gradSync += nc.gradSync;
         sum.gradSyncBuckets |= nc.gradSyncBuckets;
+        sum.gradSyncDpSaving += nc.gradSyncDpSaving;
         sum.resultBytes += nc.resultBytes;
         if (g.selectiveAgain[i])
           sum.otherCompute += nc.compute;
@@ -980,6 +994,15 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
         sum.forwardReads += node.forwardParameterReads;
         sum.backwardTensors += backwardGathers(
             node, c.recompute == Recompute::Full && recomputedByFull[i]);
+        if (zeroWhole) {
+          const OpSharding &own = layout.layouts[i].sharding;
+          sum.wholeOverDp += planning::wholeOverDp(
+              g, i,
+              own.operands.size() == node.op->getNumOperands()
+                  ? own
+                  : layout.layouts[g.representative(i)].sharding,
+              tensorMesh, c.dp);
+        }
         sum.paramElements += node.params;
         sum.largestNodeWeightBytes =
             std::max(sum.largestNodeWeightBytes, nc.weightBytes);
@@ -1038,9 +1061,11 @@ PlanSearch::Stages PlanSearch::priceStages(PlanCandidate &c,
       st.frozenWeightBytes += sum.frozenWeightBytes;
       st.gradSync += sum.gradSync;
       st.gradSyncBuckets |= sum.gradSyncBuckets;
+      st.gradSyncDpSaving += sum.gradSyncDpSaving;
       st.weightTensors += sum.weightTensors;
       st.forwardReads += sum.forwardReads;
       st.backwardTensors += sum.backwardTensors;
+      st.wholeOverDp += sum.wholeOverDp;
       st.backwardWeightBytes += sum.backwardWeightBytes;
       st.weightPassBytes += sum.weightPassBytes;
       st.largestUnitWeightBytes =
@@ -1233,9 +1258,11 @@ void PlanSearch::priceTraining(PlanCandidate &c, const Stages &stages) const {
   for (const StageSummary &st : stages.all) {
     bytes = std::max(bytes, st.weightBytes);
     if (!c.zero) {
-      sync =
-          std::max(sync, cost.collectiveTime(CollectiveKind::AllReduce,
-                                             st.weightBytes, replicas, cross));
+      // (A gradient partial over grid or tp axes is summed over dp in its
+      // bucket of them: the dp sum carries a 1/n share of it.)
+      double summed = std::max(0.0, st.weightBytes - st.gradSyncDpSaving);
+      sync = std::max(sync, cost.collectiveTime(CollectiveKind::AllReduce,
+                                                summed, replicas, cross));
       continue;
     }
     bool dpCross = groupCrossesNodes(c.tp * c.sp, c.dp, cluster);
@@ -1245,17 +1272,27 @@ void PlanSearch::priceTraining(PlanCandidate &c, const Stages &stages) const {
                                  size / double(std::max<int64_t>(count, 1)),
                                  c.dp, dpCross);
     };
+    // Weights ZeRO keeps whole over dp are all-reduced in one bucket,
+    // never scattered or gathered.
+    const WholeOverDp &whole = st.wholeOverDp;
+    double split = st.weightBytes - whole.bytes;
     double t =
-        each(CollectiveKind::ReduceScatter, st.weightBytes, st.weightTensors) +
+        each(CollectiveKind::ReduceScatter, split,
+             st.weightTensors - whole.tensors) +
         cost.collectiveTime(CollectiveKind::AllReduce, st.weightBytes,
-                            replicas / c.dp, cross);
+                            replicas / c.dp, cross) +
+        (whole.tensors ? cost.collectiveTime(CollectiveKind::AllReduce,
+                                             whole.bytes, c.dp, dpCross)
+                       : 0.0);
     if (c.zero >= 3)
       t += double(c.microbatches) *
-           (each(CollectiveKind::AllGather, st.weightBytes, st.forwardReads) +
+           (each(CollectiveKind::AllGather, split,
+                 st.forwardReads - whole.forwardReads) +
             each(CollectiveKind::AllGather, st.backwardWeightBytes,
                  st.backwardTensors));
     else
-      t += each(CollectiveKind::AllGather, st.weightBytes, st.weightTensors);
+      t += each(CollectiveKind::AllGather, split,
+                st.weightTensors - whole.tensors);
     sync = std::max(sync, t);
   }
   c.lossSums = batchSumsTime(c);

@@ -161,6 +161,7 @@ Choice costOption(const PlanNode &node, OpSharding sharding, const Mesh &mesh,
       for (int64_t a : over)
         mask |= 1u << a;
       int64_t n = mesh.size(over);
+      c.gradSyncDpSaving += bytes * (1.0 - 1.0 / double(n));
       double t = cost.collectiveTime(CollectiveKind::AllReduce, bytes, n,
                                      in.crossNode);
       if (mask >= 32) {

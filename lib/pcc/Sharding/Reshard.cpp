@@ -64,10 +64,12 @@ SmallVector<Scatter, 2> scatterTargets(const TensorSharding &cur,
   }
 }
 
-/// Phase 1: sums the partial axes `to` does not keep: those no split of
-/// `to` takes by an all-reduce, then a reduce-scatter per axis onto the
-/// dimensions that take the others.
+/// Phase 1: sums the partial axes `to` does not keep: a reduce-scatter per
+/// axis onto the dimensions that take them, then an all-reduce of the
+/// others on the scattered block (the `accumulated` among them before the
+/// scatters).
 void sumPartials(TensorSharding &cur, const TensorSharding &to,
+                 ArrayRef<int64_t> accumulated,
                  std::vector<ReshardStep> &steps) {
   SmallVector<int64_t, 2> sum;
   for (int64_t a : cur.partial)
@@ -76,23 +78,31 @@ void sumPartials(TensorSharding &cur, const TensorSharding &to,
   if (sum.empty())
     return;
   SmallVector<Scatter, 2> scatters = scatterTargets(cur, to, sum);
-  SmallVector<int64_t, 2> pending; // summed axes not yet reduced
+  if (scatters.empty()) {
+    // One all-reduce over them all (pcc-accumulate-microbatches splits off
+    // the accumulation).
+    TensorSharding before = cur;
+    cur.partial.assign(to.partial.begin(), to.partial.end());
+    steps.push_back(
+        ReshardStep{ReshardKind::AllReduce, sum, -1, 1, before, cur});
+    return;
+  }
+  SmallVector<int64_t, 2> scattered, first, last;
   for (const Scatter &s : scatters)
-    pending.append(s.axes.begin(), s.axes.end());
+    scattered.append(s.axes.begin(), s.axes.end());
+  for (int64_t a : sum)
+    if (!is_contained(scattered, a))
+      (is_contained(accumulated, a) ? first : last).push_back(a);
+  SmallVector<int64_t, 2> pending(scattered); // summed axes not yet reduced
+  pending.append(last.begin(), last.end());
   auto leave = [&](ReshardStep step) {
     cur.partial.assign(to.partial.begin(), to.partial.end());
     cur.partial.append(pending.begin(), pending.end());
     step.after = cur;
     steps.push_back(std::move(step));
   };
-  // The other summed axes first (an all-reduce), then the scatters; a sum
-  // over microbatches and dp scattered over dp, say.
-  SmallVector<int64_t, 2> rest;
-  for (int64_t a : sum)
-    if (!is_contained(pending, a))
-      rest.push_back(a);
-  if (!rest.empty())
-    leave(ReshardStep{ReshardKind::AllReduce, rest, -1, 1, cur, cur});
+  if (!first.empty())
+    leave(ReshardStep{ReshardKind::AllReduce, first, -1, 1, cur, cur});
   // One axis at a time: within a dimension the major first (a weight's
   // gradient scattered over tp inside a node, then its part over dp across
   // nodes); across dimensions those over the mesh's minor axes first (the
@@ -111,6 +121,10 @@ void sumPartials(TensorSharding &cur, const TensorSharding &to,
       pending.erase(llvm::find(pending, a));
       leave(std::move(one));
     }
+  }
+  if (!last.empty()) {
+    pending.clear();
+    leave(ReshardStep{ReshardKind::AllReduce, last, -1, 1, cur, cur});
   }
 }
 
@@ -137,12 +151,13 @@ int64_t moveTarget(const TensorSharding &cur, const TensorSharding &to,
 } // namespace
 
 std::vector<ReshardStep> planReshard(const TensorSharding &from,
-                                     const TensorSharding &to) {
+                                     const TensorSharding &to,
+                                     ArrayRef<int64_t> accumulated) {
   std::vector<ReshardStep> steps;
   if (from == to)
     return steps;
   TensorSharding cur = from;
-  sumPartials(cur, to, steps);
+  sumPartials(cur, to, accumulated, steps);
 
   // Phase 2: per dimension, keep the leading axes both layouts share (with
   // the same groups) and gather the rest.
