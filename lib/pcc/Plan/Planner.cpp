@@ -524,8 +524,25 @@ private:
   std::vector<std::vector<OpSharding>> seeds;
   /// The seed for `in`'s weight budget, and whether it fits it (else the
   /// lightest layout).
-  std::pair<int, bool> seedFor(const SearchInput &in, FrontierKey key);
+  /// `sumPrice`: what a weight byte's gradient sum over dp costs (the
+  /// bandwidth term per microbatch, as ExactSummed prices it; 0 without
+  /// dp): the seed is the hull point that minimises the objective plus
+  /// that, where it is lighter than the budget's.
+  std::pair<int, bool> seedFor(const SearchInput &in, FrontierKey key,
+                               double sumPrice);
   HullPoint solveAt(const SearchInput &base, double price);
+  /// Adds the lightest layout to `f`, once.
+  void addLightest(Frontier &f);
+  /// Solves at the price where points i and i + 1 tie: inserts the hull
+  /// point between them, or marks them adjacent.
+  void splitSegment(Frontier &f, size_t i);
+  /// The index of the hull point that minimises objective + price x
+  /// weight.
+  size_t cheapestAt(Frontier &f, double price);
+  /// Seconds per weight byte (x weightFactor) of the gradients' all-reduce
+  /// over dp, its bandwidth term, per microbatch.
+  double gradientSumPrice(const SearchInput &in, int64_t dp,
+                          int64_t tg) const;
   /// Layouts the partitioner derives (a scheme's, a grid's, a sequence
   /// axis's), and whether they differ between copies of the block.
   struct Derived {
@@ -763,17 +780,8 @@ PlanSearch::oneDimLayout(SearchInput in, int64_t pp, int64_t dp, int64_t tg,
       priced[key] = result;
     return result;
   }
-  if (pricing == Pricing::ExactSummed && dp > 1) {
-    // Seconds per byte of the gradients' all-reduce over dp (its
-    // bandwidth term, as priceTraining prices it), once a step.
-    bool cross = groupCrossesNodes(tg, dp, cluster);
-    double a = 1 << 20, b = 1 << 30;
-    double perByte =
-        (cost.collectiveTime(CollectiveKind::AllReduce, b, dp, cross) -
-         cost.collectiveTime(CollectiveKind::AllReduce, a, dp, cross)) /
-        (b - a);
-    in.weightPrice = perByte / in.weightFactor / in.microbatches;
-  }
+  if (pricing == Pricing::ExactSummed && dp > 1)
+    in.weightPrice = gradientSumPrice(in, dp, tg);
   if (isExact(pricing)) {
     in.layouts = true;
     if (tg > 1)
@@ -792,9 +800,16 @@ PlanSearch::oneDimLayout(SearchInput in, int64_t pp, int64_t dp, int64_t tg,
     // TFLOP/s.)
     SearchInput seedInput = in;
     seedInput.repeated = nullptr;
+    // Training over dp also weighs the gradients' sum, which the per-op
+    // objective leaves out: nanoGPT at dp8 tp8 was seeded with every
+    // weight whole (182 ms a step, 79 ms of it the sum over dp) against
+    // 117 ms for layouts that split them, and never searched exactly.
+    double sumPrice = opt.train && dp > 1 ? gradientSumPrice(in, dp, tg) : 0;
     std::tie(seed, fits) =
-        seedFor(seedInput, {tg, recompute == Recompute::Full, in.batchSplit,
-                            shareClass(in.scale)});
+        seedFor(seedInput,
+                {tg, recompute == Recompute::Full, in.batchSplit,
+                 shareClass(in.scale)},
+                sumPrice);
     in.fixed = &seeds[seed];
   }
   bool priceOnly = pricing == Pricing::Priced;
@@ -829,8 +844,73 @@ PlanSearch::HullPoint PlanSearch::solveAt(const SearchInput &base,
   return p;
 }
 
+void PlanSearch::addLightest(Frontier &f) {
+  if (f.lightest)
+    return;
+  // A price at which a byte of weight outweighs any time saved: the
+  // lightest layout, the hull's last point.
+  std::vector<HullPoint> &pts = f.points;
+  f.lightest = true;
+  HullPoint light = solveAt(f.base, 1e3 * std::max(pts[0].objective, 1e-9) /
+                                        std::max(pts[0].weight, 1.0));
+  if (light.seed == pts.back().seed)
+    pts.back().adjacentToNext = true;
+  else
+    pts.push_back(light);
+}
+
+void PlanSearch::splitSegment(Frontier &f, size_t i) {
+  // The price at which the two points tie: a solution below their
+  // segment is a hull point between them.
+  std::vector<HullPoint> &pts = f.points;
+  HullPoint a = pts[i], b = pts[i + 1];
+  double price = (b.objective - a.objective) / (a.weight - b.weight);
+  HullPoint c = solveAt(f.base, price);
+  double onSegment = a.objective + price * a.weight;
+  if (c.seed == a.seed || c.seed == b.seed || c.weight >= a.weight ||
+      c.weight <= b.weight ||
+      c.objective + price * c.weight >= onSegment * (1 - 1e-9)) {
+    pts[i].adjacentToNext = true;
+    return;
+  }
+  pts.insert(pts.begin() + i + 1, c);
+}
+
+size_t PlanSearch::cheapestAt(Frontier &f, double price) {
+  addLightest(f);
+  std::vector<HullPoint> &pts = f.points;
+  // The hull is convex: the cheapest known point is the cheapest of all
+  // once no point can lie on either side of it.
+  auto at = [&](size_t i) { return pts[i].objective + price * pts[i].weight; };
+  for (;;) {
+    size_t k = 0;
+    for (size_t i = 1; i < pts.size(); ++i)
+      if (at(i) < at(k))
+        k = i;
+    if (k > 0 && !pts[k - 1].adjacentToNext)
+      splitSegment(f, k - 1);
+    else if (k + 1 < pts.size() && !pts[k].adjacentToNext)
+      splitSegment(f, k);
+    else
+      return k;
+  }
+}
+
+double PlanSearch::gradientSumPrice(const SearchInput &in, int64_t dp,
+                                    int64_t tg) const {
+  // Seconds per byte of the gradients' all-reduce over dp (its bandwidth
+  // term, as priceTraining prices it), once a step.
+  bool cross = groupCrossesNodes(tg, dp, cluster);
+  double a = 1 << 20, b = 1 << 30;
+  double perByte =
+      (cost.collectiveTime(CollectiveKind::AllReduce, b, dp, cross) -
+       cost.collectiveTime(CollectiveKind::AllReduce, a, dp, cross)) /
+      (b - a);
+  return perByte / in.weightFactor / in.microbatches;
+}
+
 std::pair<int, bool> PlanSearch::seedFor(const SearchInput &in,
-                                         FrontierKey key) {
+                                         FrontierKey key, double sumPrice) {
   Frontier &f = frontiers[key];
   std::vector<HullPoint> &pts = f.points;
   if (pts.empty()) {
@@ -842,34 +922,20 @@ std::pair<int, bool> PlanSearch::seedFor(const SearchInput &in,
     auto within = llvm::find_if(
         pts, [&](const HullPoint &p) { return p.weight <= budget; });
     if (within == pts.end() && !f.lightest) {
-      // A price at which a byte of weight outweighs any time saved: the
-      // lightest layout, the hull's last point.
-      f.lightest = true;
-      HullPoint light = solveAt(f.base, 1e3 * std::max(pts[0].objective, 1e-9) /
-                                            std::max(pts[0].weight, 1.0));
-      if (light.seed == pts.back().seed)
-        pts.back().adjacentToNext = true;
-      else
-        pts.push_back(light);
+      addLightest(f);
       continue;
     }
     if (within == pts.end())
       return {pts.back().seed, false};
-    if (within == pts.begin() || within[-1].adjacentToNext)
-      return {within->seed, true};
-    // The price at which the two points tie: a solution below their
-    // segment is a hull point between them.
-    HullPoint &a = within[-1], &b = *within;
-    double price = (b.objective - a.objective) / (a.weight - b.weight);
-    HullPoint c = solveAt(f.base, price);
-    double onSegment = a.objective + price * a.weight;
-    if (c.seed == a.seed || c.seed == b.seed || c.weight >= a.weight ||
-        c.weight <= b.weight ||
-        c.objective + price * c.weight >= onSegment * (1 - 1e-9)) {
-      a.adjacentToNext = true;
-      continue;
+    if (within == pts.begin() || within[-1].adjacentToNext) {
+      if (sumPrice <= 0)
+        return {within->seed, true};
+      // Points are by weight, heaviest first: the lighter of the two.
+      HullPoint best = *within;
+      size_t k = cheapestAt(f, sumPrice);
+      return {pts[k].weight < best.weight ? pts[k].seed : best.seed, true};
     }
-    pts.insert(within, c);
+    splitSegment(f, within - pts.begin() - 1);
   }
 }
 

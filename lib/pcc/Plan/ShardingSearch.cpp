@@ -75,12 +75,9 @@ SmallVector<int64_t, 4> partialGradientAxes(const OpSharding &s, unsigned k) {
   return over;
 }
 
-/// Costs one option of `op` on the per-device shapes. `gatheredAtUse`: the
-/// option's stored operands are weights the search stores split over the
-/// axis the op reads them whole on (addStoredSplitOptions).
+/// Costs one option of `op` on the per-device shapes.
 Choice costOption(const PlanNode &node, OpSharding sharding, const Mesh &mesh,
-                  const CostModel &cost, const SearchInput &in,
-                  bool gatheredAtUse = false) {
+                  const CostModel &cost, const SearchInput &in) {
   Operation *op = node.op;
   Choice c;
   SmallVector<SmallVector<int64_t>> local, localOut;
@@ -138,13 +135,16 @@ Choice costOption(const PlanNode &node, OpSharding sharding, const Mesh &mesh,
       if (!weight && !llvm::is_contained(node.derivedWeights, unsigned(i)))
         continue;
       SmallVector<int64_t, 4> over = partialGradientAxes(sharding, i);
-      // A weight the search stores split and gathers at use: its partial
-      // gradient is reduce-scattered into that split (the update reads it
-      // as stored), half an all-reduce's traffic.
-      // So is a 3D product's weight, stored split over x too.
-      bool scattered = (gatheredAtUse || cubeContraction(op, sharding)) &&
-                       i < sharding.storedOperands.size() &&
-                       !sharding.storedOperands[i].dims.empty();
+      // A weight stored split and gathered at use (addStoredSplitOptions;
+      // a 3D product's, stored split over x too): its partial gradient is
+      // reduce-scattered into that split (the update reads it as stored),
+      // half an all-reduce's traffic. (So too where a seed fixes the
+      // layout: priced as an all-reduce there, such a weight's gradient
+      // was also taken off the sum over dp, 3/4 of every weight at tp 4.)
+      bool scattered = i < sharding.storedOperands.size() &&
+                       !sharding.storedOperands[i].dims.empty() &&
+                       !sharding.storedOperands[i].isReplicated() &&
+                       sharding.storedOperands[i] != s;
       if (over.empty())
         continue;
       double bytes = double(tensorBytes(v)) / double(splitFactor(s, mesh));
@@ -161,7 +161,16 @@ Choice costOption(const PlanNode &node, OpSharding sharding, const Mesh &mesh,
       for (int64_t a : over)
         mask |= 1u << a;
       int64_t n = mesh.size(over);
-      c.gradSyncDpSaving += bytes * (1.0 - 1.0 / double(n));
+      // Only a weight read as stored, counted once in weightBytes: a value
+      // made of weights (a transposed weight) is read whole where its
+      // maker may be split, and its gradient then reduce-scattered back
+      // into that split, not summed over dp in the bucket (nanoGPT's
+      // transposed weights: a saving of 3/4 of every weight at tp 4).
+      bool direct = v.getDefiningOp<WeightOp>() &&
+                    llvm::none_of(node.sharedWeights,
+                                  [&](auto e) { return e.first == i; });
+      if (direct)
+        c.gradSyncDpSaving += bytes * (1.0 - 1.0 / double(n));
       double t = cost.collectiveTime(CollectiveKind::AllReduce, bytes, n,
                                      in.crossNode);
       if (mask >= 32) {
@@ -362,8 +371,7 @@ void addStoredSplitOptions(const PlanNode &node, const Mesh &mesh,
       s.storedOperands.resize(op->getNumOperands());
       s.storedOperands[k] = TensorSharding::replicated(shape.size());
       s.storedOperands[k].dims[d - shape.begin()].axes = {0};
-      options.push_back(costOption(node, std::move(s), mesh, cost, in,
-                                   /*gatheredAtUse=*/true));
+      options.push_back(costOption(node, std::move(s), mesh, cost, in));
     }
   }
 }
